@@ -1,0 +1,3 @@
+"""seclake: a self-hosted security analytics query service."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,65 @@
+"""Nested records as (path, value) leaves.
+
+Objects join their keys with dots; arrays contribute each element under the
+same path (so ``comments.username`` reaches into an array of comments);
+null leaves are absent, as if the field were missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+Scalar = str | int | float | bool
+
+# Deeper nesting than this is not indexed (it is still stored and returned).
+MAX_DEPTH = 16
+
+
+def leaves(record: dict[str, Any], prefix: str = "", depth: int = 0) -> Iterator[tuple[str, Scalar]]:
+    for key, value in record.items():
+        path = f"{prefix}{key}"
+        yield from _leaves_of(path, value, depth)
+
+
+def _leaves_of(path: str, value: Any, depth: int) -> Iterator[tuple[str, Scalar]]:
+    if value is None:
+        return
+    if isinstance(value, dict):
+        if depth < MAX_DEPTH:
+            yield from leaves(value, path + ".", depth + 1)
+    elif isinstance(value, (list, tuple)):
+        if depth < MAX_DEPTH:
+            for item in value:
+                yield from _leaves_of(path, item, depth + 1)
+    elif isinstance(value, (str, int, float, bool)):
+        yield path, value
+
+
+def values_at(record: dict[str, Any], path: str) -> list[Scalar]:
+    """All scalar values at a dotted path (arrays at any level are walked)."""
+    out: list[Scalar] = []
+    _collect(record, path.split("."), 0, out)
+    return out
+
+
+def _collect(node: Any, parts: list[str], i: int, out: list[Scalar]) -> None:
+    if node is None:
+        return
+    if isinstance(node, (list, tuple)):
+        for item in node:
+            _collect(item, parts, i, out)
+        return
+    if i == len(parts):
+        if isinstance(node, dict):
+            return
+        if isinstance(node, (str, int, float, bool)):
+            out.append(node)
+        return
+    if not isinstance(node, dict):
+        return
+    # Keys may themselves contain dots ({"a.b": 1}); try the longest key first.
+    for j in range(len(parts), i, -1):
+        key = ".".join(parts[i:j])
+        if key in node:
+            _collect(node[key], parts, j, out)

@@ -1,0 +1,141 @@
+"""The one settings object, built at start-up and passed down.
+
+Precedence, highest first: explicit values (CLI flags), environment variables
+``SECLAKE_<NAME>``, the TOML file (``--config`` or ``SECLAKE_CONFIG``), then
+the defaults below. Every field is documented in the README's configuration
+table; a test fails when one is missing there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+MASK = "********"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SECLAKE_", extra="forbid", validate_default=True)
+
+    # where things live
+    data_dir: Path = Field(Path("./data"), description="Directory holding everything the service stores.")
+    database_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the metadata database; default SQLite file seclake.db in the data dir.",
+    )
+    config: Path | None = Field(None, description="Optional TOML settings file.")
+
+    # HTTP
+    host: str = Field("127.0.0.1", description="Address the HTTP server listens on.")
+    port: int = Field(8080, ge=0, le=65535, description="Port the HTTP server listens on.")
+    max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Largest JSON call body accepted, in bytes.")
+    max_import_bytes: int = Field(
+        256 * 1024 * 1024, ge=1024, description="Largest raw import body accepted (after decompression), in bytes."
+    )
+    max_json_depth: int = Field(32, ge=2, le=1000, description="Deepest JSON nesting accepted in a call body.")
+
+    # first start
+    admin_password: SecretStr | None = Field(
+        None, description="Password of the admin user created on first start; generated and printed when unset."
+    )
+    load_demo: bool = Field(True, description="`seclake up`: load demo data when the data dir is empty.")
+    demo_days: int = Field(7, ge=1, le=90, description="Days of demo data `seclake up` loads.")
+
+    # authentication
+    password_min_length: int = Field(10, ge=8, le=128, description="Shortest password accepted.")
+    session_idle_minutes: float = Field(30, gt=0, description="A session ends after this many idle minutes.")
+    session_max_hours: float = Field(12, gt=0, description="A session ends this many hours after login.")
+    login_max_failures: int = Field(10, ge=1, description="Consecutive failed logins that lock a username.")
+    login_window_minutes: float = Field(15, gt=0, description="Window in which failed logins are counted.")
+    login_lockout_minutes: float = Field(15, gt=0, description="How long a locked username is refused.")
+
+    # ingestion and storage
+    commit_interval_seconds: float = Field(
+        1.0, gt=0, le=60, description="Accepted records become searchable within about this time."
+    )
+    retention_days: int = Field(90, ge=0, description="Splits older than this many days are deleted; 0 keeps all.")
+    retention_interval_minutes: float = Field(60, gt=0, description="How often the server applies retention.")
+
+    # search limits
+    default_operator: Literal["AND", "OR"] = Field("AND", description="Operator between terms written side by side.")
+    max_fetch_limit: int = Field(1000, ge=1, description="Largest fetchLimit accepted.")
+    max_result_window: int = Field(10000, ge=1, description="Largest fetchOffset + fetchLimit accepted.")
+    max_facets: int = Field(20, ge=0, description="Most facets in one request.")
+    max_facet_size: int = Field(1000, ge=1, description="Largest facet size accepted.")
+    max_query_length: int = Field(8192, ge=16, description="Longest searchStr accepted, in characters.")
+    max_clauses: int = Field(1024, ge=1, description="Most clauses (terms, phrases, ranges...) in one query.")
+    max_expansions: int = Field(
+        10000, ge=1, description="Most distinct terms a wildcard, regex or string range may expand to."
+    )
+    max_pattern_length: int = Field(256, ge=1, description="Longest wildcard or regex pattern accepted.")
+    max_histogram_buckets: int = Field(2000, ge=1, description="Most buckets a date histogram may have.")
+
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Server log level.")
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _absolute(cls, v: Path) -> Path:
+        return v.expanduser().resolve()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml_file = _toml_path(init_settings)
+        if toml_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+    @property
+    def effective_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'seclake.db'}"
+
+    def masked(self) -> dict[str, Any]:
+        """The effective settings as plain values, with secrets masked."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = MASK if value.get_secret_value() else None
+            elif name == "database_url" and value:
+                value = _mask_url_password(value)
+            elif isinstance(value, Path):
+                value = str(value)
+            out[name] = value
+        out["effective_database_url"] = _mask_url_password(self.effective_database_url)
+        return out
+
+
+def _toml_path(init_settings: PydanticBaseSettingsSource) -> Path | None:
+    explicit = init_settings().get("config")
+    path = explicit or os.environ.get("SECLAKE_CONFIG")
+    return Path(path) if path else None
+
+
+def _mask_url_password(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return MASK
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings from overrides (None values are ignored), env and TOML."""
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
