@@ -1,0 +1,1 @@
+"""The metadata database: SQLAlchemy models and their Alembic migrations."""

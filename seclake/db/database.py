@@ -1,0 +1,77 @@
+"""Engine and session handling for the metadata database, and migrations.
+
+SQLite (the default) is put in WAL mode with foreign keys on. Its
+transactions normally begin deferred; ``session(write=True)`` begins with
+``BEGIN IMMEDIATE`` instead, so a transaction that reads and then writes
+waits for the write lock up front rather than failing with "database is
+locked" when another writer got there between its read and its write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+_BEGIN = "seclake_sqlite_begin"
+
+
+class Database:
+    def __init__(self, url: str):
+        self.url = make_url(url)
+        self.is_sqlite = self.url.get_backend_name() == "sqlite"
+        if self.is_sqlite:
+            if self.url.database and self.url.database != ":memory:":
+                Path(self.url.database).parent.mkdir(parents=True, exist_ok=True)
+            self.engine = create_engine(
+                self.url, connect_args={"check_same_thread": False, "timeout": 30}
+            )
+            _configure_sqlite(self.engine)
+        else:
+            self.engine = create_engine(self.url, pool_pre_ping=True)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._write_sessions = sessionmaker(
+            self.engine.execution_options(**{_BEGIN: "BEGIN IMMEDIATE"}), expire_on_commit=False
+        )
+
+    @contextmanager
+    def session(self, write: bool = False) -> Iterator[Session]:
+        """A session in one transaction: committed on success, rolled back on error."""
+        factory = self._write_sessions if write and self.is_sqlite else self._sessions
+        with factory() as s, s.begin():
+            yield s
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest revision shipped in the package."""
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        # Let SQLAlchemy, not the sqlite3 module, decide when BEGIN is sent.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection) -> None:
+        connection.exec_driver_sql(connection.get_execution_options().get(_BEGIN, "BEGIN"))

@@ -1,0 +1,97 @@
+"""Models of the service foundation: users, sessions, API tokens, login
+failures and the audit log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from seclake.db.base import Base, UTCDateTime
+
+# SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    username: Mapped[str] = mapped_column(String(128), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    email: Mapped[str] = mapped_column(String(254), default="")
+    first_name: Mapped[str] = mapped_column(String(100), default="")
+    last_name: Mapped[str] = mapped_column(String(100), default="")
+    organization: Mapped[str] = mapped_column(String(200), default="")
+    restricted: Mapped[bool] = mapped_column(Boolean, default=False)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    roles: Mapped[list[str]] = mapped_column(JSON)
+    # Stored and returned now; enforced by later work (spec 2.3, part 5.4).
+    data_policies: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    api_policies: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    preference: Mapped[dict[str, Any]] = mapped_column(JSON)
+    profile: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_on: Mapped[datetime] = mapped_column(UTCDateTime)
+    password_date: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_login: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class UserSession(Base):
+    """A login session; only the SHA-256 of its token is kept."""
+
+    __tablename__ = "sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # Shown to the client as ``publicKey``: names the session, grants nothing.
+    public_id: Mapped[str] = mapped_column(String(32), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_on: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_seen: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ApiToken(Base):
+    """A long-lived API token; only the SHA-256 of the token is kept."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # The first characters of the token, so a user can tell tokens apart.
+    prefix: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(100), default="")
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_on: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_on: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_used: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    revoked_on: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class LoginFailure(Base):
+    """Consecutive failed logins of one username (known or not)."""
+
+    __tablename__ = "login_failures"
+
+    username: Mapped[str] = mapped_column(String(128), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer)
+    first_failure: Mapped[datetime] = mapped_column(UTCDateTime)
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class AuditEntry(Base):
+    """One login attempt (kind ``login``) or one API call (kind ``call``)."""
+
+    __tablename__ = "audit"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    created_on: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    username: Mapped[str | None] = mapped_column(String(128), nullable=True, index=True)
+    call: Mapped[str] = mapped_column(String(200))
+    client: Mapped[str] = mapped_column(String(64), default="")
+    outcome: Mapped[str] = mapped_column(String(16))
+    status: Mapped[int] = mapped_column(Integer)
+    duration_ms: Mapped[int] = mapped_column(Integer, default=0)
+    detail: Mapped[str | None] = mapped_column(String(500), nullable=True)

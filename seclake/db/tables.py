@@ -1,0 +1,7 @@
+"""Every ORM model module, imported so that ``Base.metadata`` knows all tables.
+
+Alembic's environment imports this module; add one import line per new
+module of models (and ship a migration for its tables).
+"""
+
+from seclake.db import models  # noqa: F401
