@@ -1,0 +1,128 @@
+"""API tokens: shown once at creation, optional expiry, last use, revocable."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from seclake.db.database import Database
+from seclake.db.models import ApiToken, User
+from seclake.errors import NotFound, Unauthorized, ValidationFailed
+from seclake.service.caller import Caller
+from seclake.service.clock import Clock, iso
+from seclake.service.secret import API_PREFIX, new_token, same_hash, token_hash
+from seclake.service.users import check_username
+
+MAX_NAME = 100
+MAX_DAYS = 3650
+# Last use is recorded with this resolution, so a busy token does not cost
+# a write on every call.
+LAST_USE_RESOLUTION = timedelta(seconds=60)
+
+
+def token_record(token: ApiToken, username: str, now: datetime) -> dict[str, Any]:
+    if token.revoked_on is not None:
+        state = "revoked"
+    elif token.expires_on is not None and token.expires_on <= now:
+        state = "expired"
+    else:
+        state = "active"
+    return {
+        "id": token.id,
+        "name": token.name,
+        "username": username,
+        "prefix": token.prefix,
+        "createdOn": iso(token.created_on),
+        "expiresOn": iso(token.expires_on),
+        "lastUsed": iso(token.last_used),
+        "revokedOn": iso(token.revoked_on),
+        "state": state,
+    }
+
+
+class Tokens:
+    def __init__(self, db: Database, clock: Clock):
+        self.db = db
+        self.clock = clock
+
+    def create(self, username: object, name: object = "", expires_in_days: object = None) -> dict[str, Any]:
+        """Issue a token; the returned ``token`` is the only time it is shown."""
+        user_name = check_username(username, "username")
+        if not isinstance(name, str) or len(name) > MAX_NAME:
+            raise ValidationFailed("name", f"must be a string of at most {MAX_NAME} characters")
+        now = self.clock()
+        expires = None
+        if expires_in_days is not None:
+            if (
+                isinstance(expires_in_days, bool)
+                or not isinstance(expires_in_days, int | float)
+                or not 0 < expires_in_days <= MAX_DAYS
+            ):
+                raise ValidationFailed("expiresInDays", f"must be a number of days above 0 and at most {MAX_DAYS}")
+            expires = now + timedelta(days=expires_in_days)
+        secret = new_token(API_PREFIX)
+        with self.db.session(write=True) as s:
+            user = s.scalar(select(User).where(User.username == user_name))
+            if user is None:
+                raise NotFound(f"no user named {user_name!r}")
+            token = ApiToken(
+                token_hash=token_hash(secret),
+                prefix=secret[:10],
+                name=name,
+                user_id=user.id,
+                created_on=now,
+                expires_on=expires,
+            )
+            s.add(token)
+            s.flush()
+            return {"token": secret, **token_record(token, user.username, now)}
+
+    def list(self, username: object = None) -> list[dict[str, Any]]:
+        now = self.clock()
+        query = select(ApiToken, User.username).join(User).order_by(ApiToken.id)
+        if username is not None:
+            query = query.where(User.username == check_username(username, "username"))
+        with self.db.session() as s:
+            return [token_record(t, name, now) for t, name in s.execute(query)]
+
+    def revoke(self, token_id: object) -> dict[str, Any]:
+        if isinstance(token_id, bool) or not isinstance(token_id, int):
+            raise ValidationFailed("id", "must be the integer id of a token (see action list)")
+        now = self.clock()
+        with self.db.session(write=True) as s:
+            row = s.execute(select(ApiToken, User.username).join(User).where(ApiToken.id == token_id)).first()
+            if row is None:
+                raise NotFound(f"no API token with id {token_id}")
+            token, name = row
+            if token.revoked_on is None:
+                token.revoked_on = now
+            return token_record(token, name, now)
+
+    def resolve(self, secret: str) -> Caller:
+        digest = token_hash(secret)
+        now = self.clock()
+        with self.db.session(write=True) as s:
+            row = s.execute(select(ApiToken, User).join(User).where(ApiToken.token_hash == digest)).first()
+            if row is None or not same_hash(row[0].token_hash, digest):
+                raise Unauthorized("invalid token: no such session or API token")
+            token, user = row
+            if token.revoked_on is not None:
+                raise Unauthorized(f"API token {token.prefix}... was revoked")
+            if token.expires_on is not None and token.expires_on <= now:
+                raise Unauthorized(f"API token {token.prefix}... expired at {iso(token.expires_on)}")
+            if user.disabled:
+                raise Unauthorized(f"user {user.username!r} is disabled")
+            if token.last_used is None or now - token.last_used > LAST_USE_RESOLUTION:
+                token.last_used = now
+            return Caller(
+                username=user.username,
+                roles=tuple(user.roles),
+                token_kind="api",
+                token_id=token.id,
+                data_policies=user.data_policies,
+                api_policies=user.api_policies,
+            )
+
+
