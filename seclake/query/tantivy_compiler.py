@@ -1,0 +1,178 @@
+"""Compile a query tree into a tantivy query for one split.
+
+One method per node kind (sqlglot style). Splits are immutable and each has
+its own field map (seclake/storage/fieldmap.py), so a tree is compiled once
+per split it is searched in. A path that a split has no typed field for
+matches nothing there, which is the truth for that split.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import tantivy
+from tantivy import FieldType, Occur, Query
+
+from seclake.errors import LimitExceeded
+from seclake.query import ast
+from seclake.record.dataset import Dataset
+from seclake.record.value import as_number, keyword, tokens
+from seclake.storage.fieldmap import SEP, cut
+from seclake.storage.split import Split
+
+
+def rx_escape(text: str) -> str:
+    """Escape for the regex dialect shared by Rust's regex crate and Python's re.
+
+    Every ASCII character that is not a letter or digit becomes ``\\xHH``:
+    Rust rejects some backslash escapes (``\\<`` is an assertion there).
+    """
+    return "".join(c if c.isalnum() or ord(c) > 127 else f"\\x{ord(c):02x}" for c in text)
+
+
+class TantivyCompiler:
+    def __init__(self, split: Split, dataset: Dataset, *, max_expansions: int = 10000):
+        self.split = split
+        self.schema = split.schema
+        self.fields = split.fields
+        self.dataset = dataset
+        self.max_expansions = max_expansions
+
+    def compile(self, node: ast.Node) -> Query:
+        method: Callable[[ast.Node], Query] = getattr(self, "_" + type(node).__name__)
+        return method(node)
+
+    # -- leaves ---------------------------------------------------------
+
+    def _MatchAll(self, node: ast.MatchAll) -> Query:
+        return Query.all_query()
+
+    def _MatchNone(self, node: ast.MatchNone) -> Query:
+        return Query.empty_query()
+
+    def _text_field(self, path: str | None) -> str | None:
+        if path is None:
+            return "all"
+        return self.fields.texts.get(path)
+
+    def _Term(self, node: ast.Term) -> Query:
+        path = node.path
+        if path is not None and path == self.dataset.time_field:
+            number = as_number(node.value)
+            if number is None:
+                return Query.empty_query()
+            return Query.range_query(self.schema, "ts", FieldType.Integer, int(number), int(number))
+        if path is None or self.dataset.is_text(path):
+            field = self._text_field(path)
+            toks = tokens(node.value)
+            if field is None or not toks:
+                return Query.empty_query()
+            if len(toks) == 1:
+                return Query.term_query(self.schema, field, toks[0])
+            return Query.phrase_query(self.schema, field, toks)
+        return Query.term_query(self.schema, "kw", cut(path + SEP + keyword(node.value)))
+
+    def _pattern_query(self, path: str | None, regex: str) -> Query:
+        """A regex over whole keyword values, or over single tokens of text."""
+        if path is None or self.dataset.is_text(path):
+            field = self._text_field(path)
+            if field is None:
+                return Query.empty_query()
+            return Query.regex_query(self.schema, field, f"(?i:{regex})")
+        return Query.regex_query(self.schema, "kw", rx_escape(path + SEP) + f"(?i:{regex})")
+
+    def _Wildcard(self, node: ast.Wildcard) -> Query:
+        return self._pattern_query(node.path, node.regex())
+
+    def _Regex(self, node: ast.Regex) -> Query:
+        return self._pattern_query(node.path, node.pattern)
+
+    def _Exists(self, node: ast.Exists) -> Query:
+        return Query.term_query(self.schema, "ex", node.path)
+
+    def _Cidr(self, node: ast.Cidr) -> Query:
+        field = self.fields.ips.get(node.path)
+        if field is None:
+            return Query.empty_query()
+        net = node.network
+        return Query.range_query(
+            self.schema, field, FieldType.IpAddr, str(net.network_address), str(net.broadcast_address)
+        )
+
+    def _Range(self, node: ast.Range) -> Query:
+        if node.lo is None and node.hi is None:
+            return self._Exists(ast.Exists(node.path))
+        if node.kind == "number":
+            return self._number_range(node)
+        return self._string_range(node)
+
+    def _number_range(self, node: ast.Range) -> Query:
+        lo = float(node.lo) if node.lo is not None else None
+        hi = float(node.hi) if node.hi is not None else None
+        if lo is not None and hi is not None and (lo > hi or (lo == hi and not (node.include_lo and node.include_hi))):
+            return Query.empty_query()
+        if node.path == self.dataset.time_field:
+            # ts holds integers: turn fractional and exclusive bounds into inclusive integers.
+            ilo = None if lo is None else (int(lo) + 1 if not node.include_lo and lo.is_integer() else math.ceil(lo))
+            ihi = None if hi is None else (int(hi) - 1 if not node.include_hi and hi.is_integer() else math.floor(hi))
+            if ilo is not None and ihi is not None and ilo > ihi:
+                return Query.empty_query()
+            return Query.range_query(self.schema, "ts", FieldType.Integer, ilo, ihi)
+        field = self.fields.numbers.get(node.path)
+        if field is None:
+            return Query.empty_query()
+        return Query.range_query(
+            self.schema,
+            field,
+            FieldType.Float,
+            lo,
+            hi,
+            include_lower=node.include_lo if lo is not None else True,
+            include_upper=node.include_hi if hi is not None else True,
+        )
+
+    def _string_range(self, node: ast.Range) -> Query:
+        # tantivy has no range over string terms: expand the split's own terms
+        # for this path, bounded by max_expansions.
+        prefix = node.path + SEP
+        lo = str(node.lo).lower() if node.lo is not None else None
+        hi = str(node.hi).lower() if node.hi is not None else None
+        hits = []
+        for term, _count in self.split.searcher.terms_with_prefix("kw", prefix):
+            value = term[len(prefix):]
+            if lo is not None and (value < lo or (value == lo and not node.include_lo)):
+                continue
+            if hi is not None and (value > hi or (value == hi and not node.include_hi)):
+                continue
+            hits.append(term)
+            if len(hits) > self.max_expansions:
+                raise LimitExceeded(
+                    f"range on {node.path}: number of matching values", len(hits), self.max_expansions
+                )
+        if not hits:
+            return Query.empty_query()
+        return Query.term_set_query(self.schema, "kw", hits)
+
+    # -- boolean --------------------------------------------------------
+
+    def _And(self, node: ast.And) -> Query:
+        clauses = []
+        for child in node.children:
+            if isinstance(child, ast.Not):
+                clauses.append((Occur.MustNot, self.compile(child.child)))
+            else:
+                clauses.append((Occur.Must, self.compile(child)))
+        if all(occur == Occur.MustNot for occur, _ in clauses):
+            clauses.append((Occur.Must, Query.all_query()))
+        return Query.boolean_query(clauses)
+
+    def _Or(self, node: ast.Or) -> Query:
+        return Query.boolean_query([(Occur.Should, self.compile(c)) for c in node.children])
+
+    def _Not(self, node: ast.Not) -> Query:
+        return Query.boolean_query([(Occur.Must, Query.all_query()), (Occur.MustNot, self.compile(node.child))])
+
+
+def compile_for_split(node: ast.Node, split: Split, dataset: Dataset, *, max_expansions: int = 10000) -> tantivy.Query:
+    return TantivyCompiler(split, dataset, max_expansions=max_expansions).compile(node)

@@ -1,0 +1,1 @@
+"""Search: the root plans a request and merges, leaves search one split each."""

@@ -1,0 +1,133 @@
+"""Search one split: exact count, top hits by (sort value, id), facets, histograms.
+
+Hits are ordered by (sort value, docId) in the requested direction; records
+lacking the sort value come last. tantivy orders by one field only, so when
+the k-th hit shares its sort value with records that did not make the cut,
+those ties are fetched again ordered by docId: pages never repeat or skip.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import tantivy
+from tantivy import FieldType, Occur, Query
+
+from seclake.storage.fieldmap import SEP
+from seclake.storage.split import Split
+
+MISSING = 1  # first element of a sort key: present values sort before missing ones
+
+
+@dataclass
+class LeafHit:
+    key: tuple  # (missing, value, docid) already oriented so that smaller is better
+    sort_value: int | float | None
+    docid: int
+    address: tantivy.DocAddress
+    split: Split
+
+
+@dataclass
+class FacetCounts:
+    # keyword -> [records, {spelling: records}]
+    buckets: dict[str, list] = field(default_factory=dict)
+
+
+@dataclass
+class LeafResult:
+    total: int
+    hits: list[LeafHit]
+    facets: dict[str, FacetCounts]
+    histograms: dict[str, list[int]]
+
+
+def _key(value, docid: int, descending: bool) -> tuple:
+    if value is None:
+        return (MISSING, 0, -docid if descending else docid)
+    return (0, -value, -docid) if descending else (0, value, docid)
+
+
+class Leaf:
+    def __init__(self, split: Split, query: Query):
+        self.split = split
+        self.searcher = split.searcher
+        self.schema = split.schema
+        self.query = query
+
+    def _and(self, *clauses: tuple[Occur, Query]) -> Query:
+        return Query.boolean_query([(Occur.Must, self.query), *clauses])
+
+    def count(self) -> int:
+        return self.searcher.search(self.query, 1).count
+
+    def top(self, sort_field: str | None, sort_path: str | None, descending: bool, k: int) -> tuple[int, list[LeafHit]]:
+        """The total and the best ``k`` hits of this split."""
+        if k <= 0:
+            return self.count(), []
+        order = tantivy.Order.Desc if descending else tantivy.Order.Asc
+        if sort_field is None:
+            # No record of this split holds the sort value: all tie, by docId.
+            res = self.searcher.search(self.query, k, order_by_field="docid", order=order)
+            return res.count, [self._hit(None, docid, a, descending) for docid, a in res.hits]
+        if sort_field == "ts":
+            present, total = self.query, None
+        else:
+            present = self._and((Occur.Must, Query.term_query(self.schema, "ex", sort_path)))
+        res = self.searcher.search(present, k, order_by_field=sort_field, order=order)
+        hits = self._with_ties(present, res, sort_field, descending, k)
+        total = res.count if sort_field == "ts" else self.count()
+        if len(hits) < k and total > res.count:
+            missing = self._and((Occur.MustNot, Query.term_query(self.schema, "ex", sort_path)))
+            more = self.searcher.search(missing, k - len(hits), order_by_field="docid", order=order)
+            hits.extend(self._hit(None, docid, a, descending) for docid, a in more.hits)
+        return total, hits
+
+    def _with_ties(self, query: Query, res, sort_field: str, descending: bool, k: int) -> list[LeafHit]:
+        addrs = [a for _, a in res.hits]
+        docids = self.searcher.fast_field_values("docid", addrs) if addrs else []
+        hits = [self._hit(v, d, a, descending) for (v, a), d in zip(res.hits, docids)]
+        if len(hits) < k or res.count <= k:
+            hits.sort(key=lambda h: h.key)
+            return hits
+        boundary = hits[-1].sort_value
+        better = [h for h in hits if h.sort_value != boundary]
+        ftype = FieldType.Integer if sort_field == "ts" else FieldType.Float
+        ties_q = Query.boolean_query(
+            [(Occur.Must, query), (Occur.Must, Query.range_query(self.schema, sort_field, ftype, boundary, boundary))]
+        )
+        order = tantivy.Order.Desc if descending else tantivy.Order.Asc
+        ties = self.searcher.search(ties_q, k - len(better), order_by_field="docid", order=order)
+        hits = better + [self._hit(boundary, docid, a, descending) for docid, a in ties.hits]
+        hits.sort(key=lambda h: h.key)
+        return hits
+
+    def _hit(self, value, docid: int, address, descending: bool) -> LeafHit:
+        return LeafHit(_key(value, docid, descending), value, int(docid), address, self.split)
+
+    def facet(self, path: str) -> FacetCounts:
+        counts = FacetCounts()
+        prefix = path + SEP
+        for term, n in self.searcher.terms_with_prefix("fr", prefix, filter_query=self.query):
+            if n <= 0:
+                continue
+            norm, _, spelling = term[len(prefix):].partition(SEP)
+            bucket = counts.buckets.get(norm)
+            if bucket is None:
+                bucket = counts.buckets[norm] = [0, defaultdict(int)]
+            bucket[0] += n
+            bucket[1][spelling] += n
+        return counts
+
+    def histogram(self, starts: tuple[int, ...], end: int) -> list[int]:
+        if not starts:
+            return []
+        edges = list(starts) + [end]
+        ranges = [{"from": float(a), "to": float(b)} for a, b in zip(edges, edges[1:])]
+        out = self.searcher.aggregate(self.query, {"h": {"range": {"field": "ts", "ranges": ranges}}})
+        counts = {}
+        for b in out["h"]["buckets"]:
+            if "from" in b and "to" in b:
+                counts[int(b["from"])] = b["doc_count"]
+        return [counts.get(s, 0) for s in starts]

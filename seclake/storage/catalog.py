@@ -1,0 +1,127 @@
+"""The split catalog: the only mutable state of the lake.
+
+A split row goes staged -> published -> marked (for deletion). Publication of
+new splits, the write-ahead log checkpoint they cover, and the marking of the
+splits they replace happen in one transaction, so after any crash the lake is
+either before or after a change, never between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import BigInteger, Integer, String, select, update
+from sqlalchemy.orm import Mapped, mapped_column
+
+from seclake.db.base import Base, UTCDateTime
+from seclake.db.database import Database
+from seclake.storage.split import SplitMeta
+
+STAGED, PUBLISHED, MARKED = "staged", "published", "marked"
+
+
+class SplitRow(Base):
+    __tablename__ = "splits"
+
+    split_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    dataset: Mapped[str] = mapped_column(String(32), index=True)
+    time_min: Mapped[int] = mapped_column(BigInteger)
+    time_max: Mapped[int] = mapped_column(BigInteger)
+    num_records: Mapped[int] = mapped_column(BigInteger)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    seq_min: Mapped[int] = mapped_column(BigInteger)
+    seq_max: Mapped[int] = mapped_column(BigInteger)
+    format_version: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class CheckpointRow(Base):
+    """How far the write-ahead log has been turned into published splits."""
+
+    __tablename__ = "lake_checkpoint"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger)
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    split_id: str
+    dataset: str
+    time_min: int
+    time_max: int
+    num_records: int
+    size_bytes: int
+    state: str
+
+
+def _entry(row: SplitRow) -> CatalogEntry:
+    return CatalogEntry(
+        row.split_id, row.dataset, row.time_min, row.time_max, row.num_records, row.size_bytes, row.state
+    )
+
+
+class Catalog:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def checkpoint(self) -> int:
+        with self.db.session() as s:
+            row = s.get(CheckpointRow, "wal")
+            return row.seq if row else 0
+
+    def publish(self, metas: Sequence[SplitMeta], *, checkpoint: int | None = None, replaces: Iterable[str] = ()) -> None:
+        now = datetime.now(UTC)
+        with self.db.session(write=True) as s:
+            for m in metas:
+                s.add(
+                    SplitRow(
+                        split_id=m.split_id,
+                        dataset=m.dataset,
+                        time_min=m.time_min,
+                        time_max=m.time_max,
+                        num_records=m.num_records,
+                        size_bytes=m.size_bytes,
+                        seq_min=m.seq_min,
+                        seq_max=m.seq_max,
+                        format_version=m.format_version,
+                        state=PUBLISHED,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+            replaced = list(replaces)
+            if replaced:
+                s.execute(
+                    update(SplitRow)
+                    .where(SplitRow.split_id.in_(replaced), SplitRow.state == PUBLISHED)
+                    .values(state=MARKED, updated_at=now)
+                )
+            if checkpoint is not None:
+                row = s.get(CheckpointRow, "wal")
+                if row is None:
+                    s.add(CheckpointRow(name="wal", seq=checkpoint))
+                elif checkpoint > row.seq:
+                    row.seq = checkpoint
+
+    def mark(self, split_ids: Iterable[str]) -> None:
+        self.publish([], replaces=split_ids)
+
+    def forget(self, split_ids: Iterable[str]) -> None:
+        ids = list(split_ids)
+        if not ids:
+            return
+        with self.db.session(write=True) as s:
+            for row in s.scalars(select(SplitRow).where(SplitRow.split_id.in_(ids))):
+                s.delete(row)
+
+    def entries(self, state: str = PUBLISHED, dataset: str | None = None) -> list[CatalogEntry]:
+        with self.db.session() as s:
+            q = select(SplitRow).where(SplitRow.state == state)
+            if dataset is not None:
+                q = q.where(SplitRow.dataset == dataset)
+            return [_entry(r) for r in s.scalars(q.order_by(SplitRow.time_min, SplitRow.split_id))]

@@ -1,0 +1,252 @@
+"""The lake: durable appends, background indexing into splits, merges, retention.
+
+``append`` returns only after the records are fsynced in the write-ahead
+log. An indexer thread turns what was appended into one split per dataset
+and UTC day every commit interval, publishes them with the new log
+checkpoint in one catalog transaction, then merges small splits. Searches
+take the open splits overlapping their time range from ``splits``.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from seclake.db.database import Database
+from seclake.record.dataset import DATASETS
+from seclake.storage.catalog import MARKED, PUBLISHED, Catalog
+from seclake.storage.layout import Layout
+from seclake.storage.merge import DAY_MS, day_of, merge_candidates
+from seclake.storage.split import Split, StoredRecord, time_of, write_split
+from seclake.storage.wal import WriteAheadLog
+
+log = logging.getLogger("seclake.lake")
+
+# Records waiting for the indexer; appends wait when this many are pending.
+MAX_PENDING = 400_000
+# Largest split written in one go from pending records.
+MAX_BATCH = 250_000
+
+
+class Lake:
+    def __init__(self, data_dir: Path, db: Database, *, commit_interval: float = 1.0):
+        self.layout = Layout(data_dir)
+        self.catalog = Catalog(db)
+        self.commit_interval = commit_interval
+        self.wal = WriteAheadLog(self.layout.wal)
+        self._splits: dict[str, Split] = {}
+        self._splits_lock = threading.Lock()
+        self._pending: list[tuple[int, str, dict[str, Any]]] = []
+        self._cond = threading.Condition()
+        self._indexed_seq = 0
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self._index_lock = threading.Lock()
+
+    # -- life cycle -----------------------------------------------------
+
+    def start(self, background: bool = True) -> None:
+        self.layout.ensure()
+        checkpoint = self.catalog.checkpoint()
+        self._indexed_seq = checkpoint
+        self._open_published()
+        self.wal.open(checkpoint)
+        replayed = list(self.wal.replay(checkpoint))
+        if replayed:
+            log.info("replaying %d records from the write-ahead log", len(replayed))
+            self._pending.extend(replayed)
+        if background:
+            self._thread = threading.Thread(target=self._run, name="seclake-indexer", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.flush()
+        self.wal.close()
+
+    def _open_published(self) -> None:
+        published = {e.split_id: e for e in self.catalog.entries(PUBLISHED)}
+        for entry in published.values():
+            self._splits[entry.split_id] = Split(self.layout.split_dir(entry.dataset, entry.split_id))
+        marked = self.catalog.entries(MARKED)
+        self._delete([(e.dataset, e.split_id) for e in marked])
+        # Anything on disk the catalog does not publish is a leftover of a crash.
+        for dataset_dir in self.layout.splits.iterdir() if self.layout.splits.exists() else []:
+            for d in dataset_dir.iterdir():
+                if d.name not in published:
+                    log.info("removing unpublished split directory %s", d)
+                    shutil.rmtree(d, ignore_errors=True)
+
+    # -- writing --------------------------------------------------------
+
+    def append(self, items: Sequence[tuple[str, dict[str, Any]]]) -> tuple[int, int]:
+        """Durably append (dataset, record) items; return their first and last docId."""
+        for dataset, _ in items:
+            if dataset not in DATASETS:
+                raise ValueError(f"unknown dataset {dataset!r}")
+        with self._cond:
+            while len(self._pending) > MAX_PENDING and not self._stop:
+                self._cond.wait(0.5)
+
+        def enqueue(assigned):
+            with self._cond:
+                self._pending.extend(assigned)
+                self._cond.notify_all()
+
+        return self.wal.append(items, on_assigned=enqueue)
+
+    def wait_indexed(self, seq: int, timeout: float = 30.0) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._indexed_seq < seq:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._stop:
+                    return
+                self._cond.wait(self.commit_interval)
+                if self._stop:
+                    return
+            try:
+                self.flush()
+                self.merge()
+            except Exception:
+                log.exception("indexing failed; will retry")
+                time.sleep(self.commit_interval)
+
+    def flush(self) -> int:
+        """Index everything pending now; return the number of records indexed."""
+        with self._index_lock:
+            done = 0
+            while True:
+                with self._cond:
+                    batch = self._pending[:MAX_BATCH]
+                if not batch:
+                    return done
+                self._index_batch(batch)
+                with self._cond:
+                    del self._pending[: len(batch)]
+                    self._indexed_seq = max(self._indexed_seq, batch[-1][0])
+                    self._cond.notify_all()
+                done += len(batch)
+                self.wal.trim(self._indexed_seq)
+
+    def _index_batch(self, batch: list[tuple[int, str, dict[str, Any]]]) -> None:
+        groups: dict[tuple[str, int], list[StoredRecord]] = defaultdict(list)
+        for seq, dataset, record in batch:
+            ds = DATASETS[dataset]
+            groups[(dataset, day_of(time_of(record, ds)))].append(StoredRecord(seq, record))
+        metas, opened = [], []
+        for (dataset, _day), records in sorted(groups.items()):
+            split_id = self._new_split_id(dataset, records)
+            path = self.layout.split_dir(dataset, split_id)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            metas.append(write_split(records, DATASETS[dataset], path, split_id))
+            opened.append(Split(path))
+        self.catalog.publish(metas, checkpoint=batch[-1][0])
+        with self._splits_lock:
+            for s in opened:
+                self._splits[s.meta.split_id] = s
+
+    @staticmethod
+    def _new_split_id(dataset: str, records: Sequence[StoredRecord]) -> str:
+        day = day_of(time_of(records[0].source, DATASETS[dataset]))
+        stamp = time.strftime("%Y%m%d", time.gmtime(day * DAY_MS / 1000))
+        return f"{dataset}-{stamp}-{uuid.uuid4().hex[:12]}"
+
+    # -- merging and retention -----------------------------------------
+
+    def merge(self) -> int:
+        merged = 0
+        with self._index_lock:
+            for group in merge_candidates(self.catalog.entries(PUBLISHED)):
+                with self._splits_lock:
+                    sources = [self._splits[e.split_id] for e in group if e.split_id in self._splits]
+                if len(sources) < 2:
+                    continue
+                records: list[StoredRecord] = []
+                for s in sources:
+                    records.extend(s.all_records())
+                dataset = group[0].dataset
+                split_id = self._new_split_id(dataset, records)
+                path = self.layout.split_dir(dataset, split_id)
+                meta = write_split(records, DATASETS[dataset], path, split_id)
+                new = Split(path)
+                self.catalog.publish([meta], replaces=[s.meta.split_id for s in sources])
+                with self._splits_lock:
+                    self._splits[split_id] = new
+                    for s in sources:
+                        self._splits.pop(s.meta.split_id, None)
+                self._delete([(dataset, s.meta.split_id) for s in sources])
+                merged += 1
+        return merged
+
+    def retention(self, max_age_days: int, now_ms: int | None = None) -> int:
+        """Delete whole splits whose newest record is older than ``max_age_days``."""
+        if max_age_days <= 0:
+            return 0
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        cutoff = now_ms - max_age_days * DAY_MS
+        with self._index_lock:
+            old = [e for e in self.catalog.entries(PUBLISHED) if e.time_max < cutoff]
+            if not old:
+                return 0
+            self.catalog.mark([e.split_id for e in old])
+            with self._splits_lock:
+                for e in old:
+                    self._splits.pop(e.split_id, None)
+            self._delete([(e.dataset, e.split_id) for e in old])
+            return len(old)
+
+    def _delete(self, splits: Sequence[tuple[str, str]]) -> None:
+        # Searches already running keep their open split (its files stay
+        # mapped until closed); new searches no longer see it.
+        for dataset, split_id in splits:
+            shutil.rmtree(self.layout.split_dir(dataset, split_id), ignore_errors=True)
+        self.catalog.forget([sid for _, sid in splits])
+
+    # -- reading --------------------------------------------------------
+
+    def splits(self, dataset: str, time_from: int | None = None, time_to: int | None = None) -> list[Split]:
+        """The open splits of a dataset that overlap [time_from, time_to]."""
+        with self._splits_lock:
+            out = [
+                s
+                for s in self._splits.values()
+                if s.meta.dataset == dataset
+                and (time_from is None or s.meta.time_max >= time_from)
+                and (time_to is None or s.meta.time_min <= time_to)
+            ]
+        out.sort(key=lambda s: (s.meta.time_min, s.meta.split_id))
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        with self._splits_lock:
+            splits = list(self._splits.values())
+        by_ds: dict[str, dict[str, int]] = defaultdict(lambda: {"splits": 0, "records": 0, "bytes": 0})
+        for s in splits:
+            d = by_ds[s.meta.dataset]
+            d["splits"] += 1
+            d["records"] += s.meta.num_records
+            d["bytes"] += s.meta.size_bytes
+        with self._cond:
+            pending = len(self._pending)
+        return {"datasets": dict(by_ds), "pending": pending, "indexed_seq": self._indexed_seq}

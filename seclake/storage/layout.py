@@ -1,0 +1,37 @@
+"""Where the lake lives in the data dir, and the version of that layout.
+
+    <data_dir>/lake/FORMAT             "seclake-lake <version>"
+    <data_dir>/lake/wal/               write-ahead log segments
+    <data_dir>/lake/splits/<dataset>/<split_id>/   one tantivy index + split.json
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+LAYOUT_VERSION = 1
+
+
+class Layout:
+    def __init__(self, data_dir: Path):
+        self.root = data_dir / "lake"
+        self.wal = self.root / "wal"
+        self.splits = self.root / "splits"
+        self.format_file = self.root / "FORMAT"
+
+    def ensure(self) -> None:
+        """Create the layout, or check that an existing one is of our version."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if self.format_file.exists():
+            text = self.format_file.read_text().strip()
+            if text != f"seclake-lake {LAYOUT_VERSION}":
+                raise RuntimeError(
+                    f"{self.format_file}: lake layout {text!r} is not 'seclake-lake {LAYOUT_VERSION}'"
+                )
+        else:
+            self.format_file.write_text(f"seclake-lake {LAYOUT_VERSION}\n")
+        self.wal.mkdir(exist_ok=True)
+        self.splits.mkdir(exist_ok=True)
+
+    def split_dir(self, dataset: str, split_id: str) -> Path:
+        return self.splits / dataset / split_id
