@@ -5,3 +5,4 @@ module of models (and ship a migration for its tables).
 """
 
 from seclake.db import models  # noqa: F401
+from seclake.storage import catalog  # noqa: F401

@@ -1,0 +1,108 @@
+"""The root merges leaves into the answer one big index would give."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from seclake.query import ast
+from seclake.search.plan import FacetSpec, HistogramSpec, SearchPlan
+from seclake.search.root import Root
+from seclake.storage.merge import DAY_MS
+
+DAY0 = 1_763_683_200_000
+
+
+@pytest.fixture
+def lake(lake_factory):
+    lake = lake_factory()
+    # Three splits (three flushes), timestamps colliding on purpose.
+    for batch in range(3):
+        items = []
+        for i in range(40):
+            n = batch * 40 + i
+            items.append(("event", {
+                "@timestamp": DAY0 + (n % 7) * 1000,
+                "@message": f"msg {n}",
+                "@sender": ["fw1", "FW1", "dns", "proxy"][n % 4],
+                "@fields": {"action": ["Deny", "deny", "accept"][n % 3], "dport": [443, "443", 22][n % 3]},
+            }))
+        lake.append(items)
+        lake.flush()
+    return lake
+
+
+@pytest.fixture
+def root(lake):
+    with ThreadPoolExecutor(2) as pool:
+        yield Root(lake.splits, pool)
+
+
+def _all(root, **kw):
+    return root.search(SearchPlan(dataset="event", query=ast.MatchAll(), **kw))
+
+
+def test_pages_never_repeat_or_skip_records_when_timestamps_tie(root):
+    seen = []
+    for offset in range(0, 120, 7):
+        res = _all(root, offset=offset, limit=7)
+        assert res.total == 120
+        seen.extend(h.docid for h in res.hits)
+    assert len(seen) == 120 and len(set(seen)) == 120
+    # Whole order: timestamp descending, then docId descending.
+    full = _all(root, offset=0, limit=120).hits
+    keys = [(h.sort_value, h.docid) for h in full]
+    assert keys == sorted(keys, reverse=True)
+    assert [h.docid for h in full] == seen
+
+
+def test_ascending_order_and_range(root):
+    res = _all(root, descending=False, limit=5, range_from=DAY0 + 2000, range_to=DAY0 + 3000)
+    # n % 7 in {2, 3}: 120 / 7 -> 17 + 17 records
+    assert res.total == 34
+    assert [h.sort_value for h in res.hits] == [DAY0 + 2000] * 5
+    assert [h.docid for h in res.hits] == sorted(h.docid for h in res.hits)
+
+
+def test_facets_are_exact_and_group_spellings(root):
+    res = _all(root, limit=0, facets=(FacetSpec("@fields.action", 1), FacetSpec("@fields.dport", 5), FacetSpec("@sender", 10)))
+    action = res.facets["@fields.action"]
+    # Deny and deny are one bucket of 80; the rest (accept, 40) is counted aside.
+    assert [(b.key, b.doc_count) for b in action.buckets] == [("Deny", 80)]
+    assert action.sum_other_doc_count == 40
+    dport = res.facets["@fields.dport"]
+    assert sorted((b.key, b.doc_count) for b in dport.buckets) == [("22", 40), ("443", 80)]
+    sender = res.facets["@sender"]
+    assert [(b.key, b.doc_count) for b in sender.buckets] == [("FW1", 60), ("dns", 30), ("proxy", 30)] or \
+        [(b.key, b.doc_count) for b in sender.buckets] == [("fw1", 60), ("dns", 30), ("proxy", 30)]
+    assert sender.sum_other_doc_count == 0
+
+
+def test_facet_counts_follow_the_query(root):
+    q = ast.Term("@fields.action", "DENY")
+    res = root.search(SearchPlan(dataset="event", query=q, limit=3, facets=(FacetSpec("@sender", 10),)))
+    assert res.total == 80
+    assert sum(b.doc_count for b in res.facets["@sender"].buckets) == 80
+
+
+def test_histogram_buckets_cover_the_range_and_add_up(root):
+    starts = tuple(DAY0 + i * 2000 for i in range(4))
+    res = _all(root, limit=0, range_from=DAY0, range_to=DAY0 + 7999,
+               histograms=(HistogramSpec("dateHistogram", starts, DAY0 + 8000),))
+    counts = [c for _, c in res.histograms["dateHistogram"]]
+    assert sum(counts) == res.total == 120
+    # n % 7 == 0 holds 18 of the 120 records, every other residue 17.
+    assert counts == [35, 34, 34, 17]
+
+
+def test_sort_on_a_field_some_records_lack_puts_them_last(lake_factory):
+    lake = lake_factory()
+    lake.append([("behavior", {"timestamp": DAY0 + i, "riskScore": (i * 37) % 11 if i % 4 else None}) for i in range(20)])
+    lake.flush()
+    with ThreadPoolExecutor(2) as pool:
+        res = Root(lake.splits, pool).search(
+            SearchPlan(dataset="behavior", query=ast.MatchAll(), sort_path="riskScore", descending=True, limit=20)
+        )
+    values = [h.sort_value for h in res.hits]
+    present = [v for v in values if v is not None]
+    assert present == sorted(present, reverse=True)
+    assert values[len(present):] == [None] * 5

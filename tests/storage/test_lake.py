@@ -1,0 +1,89 @@
+"""The lake turns appended records into searchable splits, exactly once."""
+
+import time
+
+from seclake.storage.catalog import PUBLISHED
+from seclake.storage.merge import DAY_MS
+
+DAY0 = 1_763_683_200_000  # 2025-11-21T00:00:00Z
+
+
+def _event(i: int, day: int = 0) -> dict:
+    return {"@timestamp": DAY0 + day * DAY_MS + i, "@message": f"event {i}", "@fields": {"n": i}}
+
+
+def _docids(lake, dataset="event"):
+    out = []
+    for split in lake.splits(dataset):
+        out.extend(r.docid for r in split.all_records())
+    return sorted(out)
+
+
+def test_records_land_in_one_split_per_dataset_and_day(lake_factory):
+    lake = lake_factory()
+    lake.append([("event", _event(i, day=i % 3)) for i in range(30)] + [("flow", _event(99))])
+    lake.flush()
+    entries = lake.catalog.entries(PUBLISHED)
+    assert sorted((e.dataset, e.num_records) for e in entries) == [("event", 10)] * 3 + [("flow", 1)]
+    assert len(lake.splits("event", DAY0 + DAY_MS, DAY0 + DAY_MS + 5)) == 1
+    assert _docids(lake) == list(range(1, 31))
+
+
+def test_unindexed_records_are_replayed_once_after_a_crash(lake_factory, tmp_path):
+    lake = lake_factory()
+    lake.append([("event", _event(i)) for i in range(5)])
+    lake.flush()
+    lake.append([("event", _event(i)) for i in range(5, 9)])
+    # A crash: the process ends without indexing the second append.
+    lake.wal.close()
+    again = lake_factory()
+    again.flush()
+    assert _docids(again) == list(range(1, 10))
+    third = lake_factory()
+    third.flush()
+    assert _docids(third) == list(range(1, 10))
+
+
+def test_background_indexer_makes_records_searchable_quickly(lake_factory):
+    lake = lake_factory(background=True)
+    started = time.monotonic()
+    first, last = lake.append([("event", _event(i)) for i in range(100)])
+    assert lake.wait_indexed(last, timeout=5)
+    assert time.monotonic() - started < 2
+    assert _docids(lake) == list(range(first, last + 1))
+
+
+def test_merges_keep_every_record_and_reduce_splits(lake_factory):
+    lake = lake_factory()
+    for batch in range(9):
+        lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
+        lake.flush()
+    assert len(lake.splits("event")) == 9
+    assert lake.merge() == 1
+    assert len(lake.splits("event")) == 1
+    assert _docids(lake) == list(range(1, 91))
+    # The merged split is what a restart sees too, and the old directories are gone.
+    again = lake_factory()
+    assert _docids(again) == list(range(1, 91))
+    assert len(list((lake.layout.splits / "event").iterdir())) == 1
+
+
+def test_unpublished_split_directories_are_removed_at_start(lake_factory):
+    lake = lake_factory()
+    lake.append([("event", _event(1))])
+    lake.flush()
+    stray = lake.layout.splits / "event" / "event-20250101-deadbeef0000.staging"
+    stray.mkdir()
+    again = lake_factory()
+    assert not stray.exists()
+    assert _docids(again) == [1]
+
+
+def test_retention_deletes_whole_old_splits(lake_factory):
+    lake = lake_factory()
+    lake.append([("event", _event(i, day=i)) for i in range(5)])
+    lake.flush()
+    now = DAY0 + 5 * DAY_MS
+    assert lake.retention(max_age_days=2, now_ms=now) == 3
+    assert [r for r in _docids(lake)] == [4, 5]
+    assert lake.retention(max_age_days=0, now_ms=now) == 0
