@@ -1,0 +1,266 @@
+"""One raw line in, one record out: format detection and the glue between parsers.
+
+``parse_line`` returns ``(record, understood)``. ``understood`` is False when
+no parser made sense of the line: it is still kept, as a raw event
+(``@message`` the line, ``@fields`` empty, ``@timestamp`` the receive time),
+and the caller counts it as raw. A line is never dropped silently: it is a
+record, a raw record, or a ``LineRejected`` with a reason. Blank lines are not
+records (``parse_line`` returns None; ``iter_lines`` never yields them).
+
+Lines longer than ``MAX_LINE_CHARS`` are cut to it and parsed as far as they
+go, with ``@fields._ingest.truncated: true``: a cut JSON line is kept as raw,
+a cut syslog or key=value line keeps the fields before the cut.
+
+``fmt="auto"`` detects by shape, cheapest test first:
+``{`` → JSON lines; ``<digit`` or a 3164 month prefix → syslog; ``CEF:`` at
+the start or after a prefix → CEF; anything else → key=value. When the
+detected parser does not understand the line, CEF (if ``CEF:`` occurs) and
+then key=value get a try before the line is kept raw. An explicit ``fmt``
+uses that parser only (syslog still parses its MSG as CEF, key=value or JSON).
+
+Inside syslog, the MSG part is parsed as CEF (``CEF:``), JSON (``{``) or
+key=value when it looks like one; its fields join the header's, and on a
+name clash the header's field wins (``severity`` from PRI is the syslog
+severity, whatever the message says).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from seclake.errors import ValidationFailed
+from seclake.ingest import cef, jsonl, kv, syslog
+from seclake.ingest.reader import IngestCounts, Line
+from seclake.ingest.record import (
+    DATASETS,
+    MAX_LINE_CHARS,
+    LineRejected,
+    mark_truncated,
+    new_record,
+    sender_from_fields,
+    time_from_fields,
+)
+from seclake.ingest.timestamp import parse_time
+
+FORMATS = frozenset({"auto", "jsonl", "syslog", "cef", "kv"})
+
+
+def parse_line(
+    line: str,
+    *,
+    vendor: str,
+    dataset: str,
+    fmt: str = "auto",
+    received_ms: int,
+    customer: str | None = None,
+    truncated: bool = False,
+) -> tuple[dict[str, Any], bool] | None:
+    """Parse one line into a record; None for a blank line; raises LineRejected.
+
+    ``vendor`` must already be valid (``validate_vendor``); ``truncated`` says
+    the reader already cut the line.
+    """
+    if dataset not in DATASETS:
+        raise ValidationFailed("dataset", f"must be 'event' or 'flow', not {dataset!r}")
+    if fmt not in FORMATS:
+        raise ValidationFailed("format", f"must be one of {', '.join(sorted(FORMATS))}, not {fmt!r}")
+    if line[-1:] in ("\n", "\r"):
+        line = line.rstrip("\r\n")
+    if not line or line.isspace():
+        return None
+    if len(line) > MAX_LINE_CHARS:
+        line = line[:MAX_LINE_CHARS]
+        truncated = True
+
+    record = _parse(line, vendor, dataset, fmt, received_ms, customer)
+    understood = record is not None
+    if record is None:
+        record = new_record(line, {}, vendor=vendor, dataset=dataset, timestamp=received_ms, customer=customer)
+    if truncated:
+        mark_truncated(record["@fields"])
+    return record, understood
+
+
+def _parse(
+    line: str, vendor: str, dataset: str, fmt: str, received_ms: int, customer: str | None
+) -> dict[str, Any] | None:
+    # Detection looks past leading blanks; the record keeps the line as sent.
+    text = line.lstrip() if line[0].isspace() else line
+    if fmt == "auto":
+        first = text[0]
+        if first == "{":
+            record = _json(text, line, vendor, dataset, received_ms, customer)
+        elif syslog.looks_like(text):
+            record = _syslog(text, line, vendor, dataset, received_ms, customer)
+        else:
+            record = None
+        if record is None and "CEF:" in text:
+            record = _cef(text, line, vendor, dataset, received_ms, customer)
+        if record is None:
+            record = _kv(text, line, vendor, dataset, received_ms, customer)
+        return record
+    if fmt == "jsonl":
+        return _json(text, line, vendor, dataset, received_ms, customer)
+    if fmt == "syslog":
+        return _syslog(text, line, vendor, dataset, received_ms, customer)
+    if fmt == "cef":
+        return _cef(text, line, vendor, dataset, received_ms, customer)
+    return _kv(text, line, vendor, dataset, received_ms, customer)
+
+
+def _json(
+    text: str, line: str, vendor: str, dataset: str, received_ms: int, customer: str | None
+) -> dict[str, Any] | None:
+    obj = jsonl.decode(text)
+    if not isinstance(obj, dict):  # not JSON, or JSON that is not an object
+        return None
+    return jsonl.to_record(obj, line, vendor=vendor, dataset=dataset, received_ms=received_ms, customer=customer)
+
+
+def _message_fields(msg: str) -> tuple[dict[str, Any] | None, str]:
+    """Fields of a syslog MSG part and which parser gave them ("" when none)."""
+    start = msg.find("CEF:")
+    if start != -1:
+        fields = cef.parse(msg[start:])
+        if fields is not None:
+            return fields, "cef"
+    if msg[:1] == "{":
+        obj = jsonl.decode(msg)
+        if isinstance(obj, dict):
+            return obj, "json"
+    if "=" in msg:
+        return kv.parse(msg), "kv"
+    return None, ""
+
+
+def _syslog(
+    text: str, line: str, vendor: str, dataset: str, received_ms: int, customer: str | None
+) -> dict[str, Any] | None:
+    header = syslog.parse(text, received_ms)
+    if header is None:
+        return None
+    fields = header.fields
+    ts = header.timestamp
+    sender = header.host
+    more, kind = _message_fields(header.msg) if header.msg else (None, "")
+    if more:
+        for key, value in more.items():
+            fields.setdefault(key, value)
+        if ts is None:
+            ts = _cef_time(more, received_ms) if kind == "cef" else time_from_fields(more, received_ms)
+        if sender is None:
+            sender = _cef_sender(more) if kind == "cef" else sender_from_fields(more)
+    return new_record(
+        line,
+        fields,
+        vendor=vendor,
+        dataset=dataset,
+        timestamp=received_ms if ts is None else ts,
+        sender=sender,
+        facility=header.facility,
+        customer=customer,
+    )
+
+
+def _cef_time(fields: dict[str, Any], received_ms: int) -> int | None:
+    for key in cef.TIME_KEYS:
+        value = fields.get(key)
+        if value is not None:
+            ms = parse_time(value, received_ms)
+            if ms is not None:
+                return ms
+    return None
+
+
+def _cef_sender(fields: dict[str, Any]) -> str | None:
+    for key in cef.SENDER_KEYS:
+        value = fields.get(key)
+        if value:
+            return value
+    return None
+
+
+def _cef(
+    text: str, line: str, vendor: str, dataset: str, received_ms: int, customer: str | None
+) -> dict[str, Any] | None:
+    start = text.find("CEF:")
+    if start == -1:
+        return None
+    fields = cef.parse(text[start:])
+    if fields is None:
+        return None
+    ts = _cef_time(fields, received_ms)
+    sender = _cef_sender(fields)
+    if start:
+        # A prefix that is not syslog (we got here), e.g. "2024-05-01T12:00:00Z fw01 CEF:...":
+        # its first word may be the time and its last the host.
+        words = text[:start].split()
+        if ts is None and words:
+            ts = parse_time(words[0], received_ms)
+        if sender is None and len(words) >= 2:
+            sender = words[-1]
+    return new_record(
+        line,
+        fields,
+        vendor=vendor,
+        dataset=dataset,
+        timestamp=received_ms if ts is None else ts,
+        sender=sender,
+        customer=customer,
+    )
+
+
+def _kv(
+    text: str, line: str, vendor: str, dataset: str, received_ms: int, customer: str | None
+) -> dict[str, Any] | None:
+    if "=" not in text:
+        return None
+    fields = kv.parse(text)
+    if fields is None:
+        return None
+    ts = time_from_fields(fields, received_ms)
+    return new_record(
+        line,
+        fields,  # type: ignore[arg-type]
+        vendor=vendor,
+        dataset=dataset,
+        timestamp=received_ms if ts is None else ts,
+        sender=sender_from_fields(fields),
+        customer=customer,
+    )
+
+
+def iter_records(
+    lines: Iterable[Line],
+    *,
+    vendor: str,
+    dataset: str,
+    fmt: str = "auto",
+    received_ms: int,
+    customer: str | None = None,
+    counts: IngestCounts,
+) -> Iterator[dict[str, Any]]:
+    """Records of numbered lines (from ``iter_lines``), counting each outcome in ``counts``.
+
+    Rejected lines yield nothing; their reason and line number go to ``counts``.
+    """
+    for number, text, truncated in lines:
+        try:
+            result = parse_line(
+                text,
+                vendor=vendor,
+                dataset=dataset,
+                fmt=fmt,
+                received_ms=received_ms,
+                customer=customer,
+                truncated=truncated,
+            )
+        except LineRejected as exc:
+            counts.reject(number, exc.message)
+            continue
+        if result is None:
+            continue
+        record, understood = result
+        counts.count(understood, truncated=truncated or len(text) > MAX_LINE_CHARS)
+        yield record

@@ -1,0 +1,236 @@
+"""Raw import bodies as numbered text lines, and the counts of what became of them.
+
+``iter_lines`` reads bytes or a binary file in chunks and yields
+``Line(number, text, truncated)``:
+
+- gzip is undone when the body starts with the gzip magic ``1f 8b`` (or when
+  ``compressed=True``); concatenated gzip members are read one after another,
+  and zero padding after the last member is ignored;
+- ``max_bytes`` caps the body *after* decompression: past it,
+  ``PayloadTooLarge`` is raised at once, so a gzip bomb costs at most
+  ``max_bytes`` of work and one chunk of memory;
+- text is UTF-8 with invalid bytes replaced (U+FFFD): a line with one bad byte
+  is still worth keeping; a UTF-8 BOM at the start is dropped;
+- lines end at ``\\n``; a ``\\r`` before it is dropped;
+- a line longer than ``max_line_bytes`` is cut to it (``truncated=True``);
+  the rest up to the next newline is skipped without being held in memory;
+- blank lines are skipped but still counted, so ``number`` is the 1-based
+  line number a user sees in an editor.
+
+A gzip body that is corrupt or ends early raises ``ValidationFailed("body", ...)``
+when the problem is reached; lines before it have already been yielded.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO, NamedTuple
+
+from seclake.errors import PayloadTooLarge, ValidationFailed
+
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_LINE_BYTES = 65536
+# Read and decompress in chunks of this size: large enough that per-chunk
+# Python overhead vanishes, small enough to bound memory per import.
+CHUNK_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
+
+
+class Line(NamedTuple):
+    number: int
+    text: str
+    truncated: bool
+
+
+def _chunks(source: bytes | bytearray | memoryview | BinaryIO) -> Iterator[bytes]:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        view = memoryview(source)
+        for start in range(0, len(view), CHUNK_BYTES):
+            yield bytes(view[start : start + CHUNK_BYTES])
+        return
+    while True:
+        chunk = source.read(CHUNK_BYTES)
+        if not chunk:
+            return
+        yield chunk
+
+
+def _too_large(max_bytes: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"import body is larger than {max_bytes} bytes (after decompression)")
+
+
+def _capped(chunks: Iterable[bytes], max_bytes: int) -> Iterator[bytes]:
+    total = 0
+    for chunk in chunks:
+        total += len(chunk)
+        if total > max_bytes:
+            raise _too_large(max_bytes)
+        yield chunk
+
+
+def _gunzip(chunks: Iterable[bytes], max_bytes: int) -> Iterator[bytes]:
+    d = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer, no zlib/raw
+    total = 0
+    started = False
+    for chunk in chunks:
+        data = chunk
+        while data:
+            if d.eof:
+                if not data.strip(b"\x00"):
+                    break  # zero padding after the last member
+                d = zlib.decompressobj(wbits=31)
+            started = True
+            try:
+                # max_length bounds the output of one call: the bomb never inflates
+                # in memory past one chunk before the size check below.
+                out = d.decompress(data, CHUNK_BYTES)
+            except zlib.error as exc:
+                raise ValidationFailed("body", f"invalid gzip data after {total} decompressed bytes: {exc}") from None
+            total += len(out)
+            if total > max_bytes:
+                raise _too_large(max_bytes)
+            if out:
+                yield out
+            if d.eof:
+                data = d.unused_data
+            elif d.unconsumed_tail:
+                data = d.unconsumed_tail
+            elif len(out) == CHUNK_BYTES:
+                data = b""
+                # Input used up but the output was full: drain what zlib still holds.
+                while True:
+                    out = d.decompress(b"", CHUNK_BYTES)
+                    total += len(out)
+                    if total > max_bytes:
+                        raise _too_large(max_bytes)
+                    if out:
+                        yield out
+                    if len(out) < CHUNK_BYTES or d.eof:
+                        break
+                if d.eof:
+                    data = d.unused_data
+            else:
+                data = b""
+    if started and not d.eof:
+        raise ValidationFailed("body", f"gzip data ends early, after {total} decompressed bytes")
+
+
+def iter_lines(
+    source: bytes | bytearray | memoryview | BinaryIO,
+    *,
+    compressed: bool | None = None,
+    max_bytes: int,
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> Iterator[Line]:
+    """Numbered, decoded, non-blank lines of an import body (see the module doc).
+
+    ``compressed``: None detects gzip by its magic bytes; True or False forces.
+    """
+    chunks = _chunks(source)
+    head = b""
+    for chunk in chunks:  # enough bytes to see the magic, whatever the reads return
+        head += chunk
+        if len(head) >= 2:
+            break
+    if compressed is None:
+        compressed = head[:2] == GZIP_MAGIC
+
+    def body() -> Iterator[bytes]:
+        if head:
+            yield head
+        yield from chunks
+
+    data = _gunzip(body(), max_bytes) if compressed else _capped(body(), max_bytes)
+    return _split(data, max_line_bytes)
+
+
+def _line(number: int, raw: bytes, truncated: bool) -> Line | None:
+    if raw[-1:] == b"\r":
+        raw = raw[:-1]
+    if not raw or raw.isspace():
+        return None
+    text = raw.decode("utf-8", "replace")
+    if truncated:
+        # The cut may split a multi-byte character; drop its replacement char.
+        text = text.rstrip("\ufffd")
+    return Line(number, text, truncated)
+
+
+def _split(chunks: Iterable[bytes], max_line: int) -> Iterator[Line]:
+    number = 0
+    pending = b""  # the start of a line whose end has not arrived yet
+    skipping = False  # pending is an over-long line already cut; drop until \n
+    first = True
+    for chunk in chunks:
+        if first:
+            first = False
+            if chunk.startswith(_BOM):
+                chunk = chunk[3:]
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl == -1:
+                continue
+            number += 1
+            line = _line(number, pending, True)
+            if line is not None:
+                yield line
+            pending, skipping = b"", False
+            chunk = chunk[nl + 1 :]
+        pieces = (pending + chunk if pending else chunk).split(b"\n")
+        pending = pieces.pop()
+        for raw in pieces:
+            number += 1
+            cut = len(raw) > max_line
+            line = _line(number, raw[:max_line] if cut else raw, cut)
+            if line is not None:
+                yield line
+        if len(pending) > max_line:
+            pending, skipping = pending[:max_line], True
+    if pending or skipping:
+        number += 1
+        line = _line(number, pending, skipping or len(pending) > max_line)
+        if line is not None:
+            yield line
+
+
+@dataclass
+class IngestCounts:
+    """What became of the lines of one import.
+
+    ``accepted``: records a parser understood; ``raw``: lines kept as raw
+    events (stored too); ``rejected``: lines not stored, each with a reason;
+    ``truncated``: stored lines that were cut (counted in accepted or raw as
+    well). ``reasons`` keeps the first ``max_reasons`` rejections as
+    ``"line N: <what>: <problem>"``; a flood of bad lines cannot grow it.
+    """
+
+    max_reasons: int = 10
+    accepted: int = 0
+    raw: int = 0
+    rejected: int = 0
+    truncated: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+    def count(self, understood: bool, *, truncated: bool = False) -> None:
+        if understood:
+            self.accepted += 1
+        else:
+            self.raw += 1
+        if truncated:
+            self.truncated += 1
+
+    def reject(self, line: int, reason: str) -> None:
+        self.rejected += 1
+        if len(self.reasons) < self.max_reasons:
+            self.reasons.append(f"line {line}: {reason}")
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "accepted": self.accepted,
+            "raw": self.raw,
+            "rejected": self.rejected,
+            "truncated": self.truncated,
+            "reasons": list(self.reasons),
+        }
