@@ -12,6 +12,7 @@ HTTP status) in one place, so nothing below the API knows about HTTP.
     ├── Unauthorized              unauthorized       (401)
     ├── Forbidden                 forbidden          (403)
     ├── NotFound                  not_found          (404)
+    ├── MethodNotAllowed          method_not_allowed (405)
     ├── Conflict                  conflict           (409)
     ├── PayloadTooLarge           too_large          (413)
     ├── UnsupportedMediaType      unsupported_media  (415)
@@ -88,6 +89,10 @@ class Forbidden(SeclakeError):
 
 class NotFound(SeclakeError):
     code = "not_found"
+
+
+class MethodNotAllowed(SeclakeError):
+    code = "method_not_allowed"
 
 
 class Conflict(SeclakeError):

@@ -1,0 +1,1 @@
+"""The HTTP face of seclake: app factory, envelope, call registry, calls."""

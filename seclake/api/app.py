@@ -1,0 +1,68 @@
+"""The app factory: wires settings, services and routes; owns no logic."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+import seclake
+import seclake.api.calls  # noqa: F401  (registers every call)
+from seclake.api.dispatcher import dispatch
+from seclake.api.envelope import failure
+from seclake.api.slashes import CollapseSlashes
+from seclake.errors import MethodNotAllowed, NotFound, SeclakeError
+from seclake.services import Services
+from seclake.settings import Settings
+
+ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
+    services = services or Services(settings)
+    generated = services.prepare()
+    if generated:
+        announce_admin_password(generated)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services.start()
+        try:
+            yield
+        finally:
+            services.stop()
+
+    app = FastAPI(title="seclake", version=seclake.__version__, lifespan=lifespan)
+    app.state.services = services
+    app.add_middleware(CollapseSlashes)
+    # Every method reaches the dispatcher, so a GET gets a 405 envelope.
+    app.add_api_route("/api/{name:path}", dispatch, methods=ALL_METHODS, include_in_schema=False)
+    app.add_exception_handler(HTTPException, _http_error)
+    return app
+
+
+async def _http_error(request: Request, exc: HTTPException) -> Response:
+    """Paths outside /api still answer in the envelope."""
+    error: SeclakeError
+    if exc.status_code == 404:
+        error = NotFound(f"no such path {request.url.path[:100]!r}; calls live under /api/")
+    elif exc.status_code == 405:
+        error = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path[:100]!r}")
+    else:
+        error = SeclakeError(str(exc.detail))
+    response = failure(error)
+    response.status_code = exc.status_code
+    return response
+
+
+def announce_admin_password(password: str) -> None:
+    """Show a generated admin password once, on the console."""
+    line = f"  seclake: first start; created user 'admin' with password: {password}  "
+    bar = "=" * len(line)
+    print(f"\n{bar}\n{line}\n  (shown only this once; change it with `seclake user passwd admin`)\n{bar}\n",
+          file=sys.stderr, flush=True)

@@ -1,0 +1,33 @@
+"""Finding the caller's token in the request headers.
+
+Clients send it as ``Servicetoken`` (the documented header),
+``Authorization: Bearer``, or ``FluencyToken``; header names are
+case-insensitive, so ``Fluencytoken`` is the same header.
+"""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.requests import Request
+
+from seclake.service.caller import Caller
+
+
+def token_from(headers: Headers) -> str | None:
+    token = headers.get("servicetoken")
+    if token:
+        return token.strip()
+    scheme, _, credentials = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip()
+    token = headers.get("fluencytoken")
+    if token:
+        return token.strip()
+    return None
+
+
+async def authenticate(request: Request) -> Caller:
+    """The caller behind the request's token; raises Unauthorized otherwise."""
+    services = request.app.state.services
+    return await run_in_threadpool(services.auth.caller, token_from(request.headers))

@@ -1,0 +1,6 @@
+"""Call modules; importing this package registers every call.
+
+Add one import line per new module of calls.
+"""
+
+from seclake.api.calls import auth  # noqa: F401

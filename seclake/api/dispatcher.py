@@ -1,0 +1,100 @@
+"""Answers every ``/api/<name>`` request: find the call, check method, token
+and permission, run it, wrap the result in the envelope, write the audit.
+
+``guarded`` is the part shared by JSON calls and raw routes.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from seclake.api.authentication import authenticate
+from seclake.api.body import check_json_media_type, parse_kargs, read_capped
+from seclake.api.envelope import exception, failure, ok
+from seclake.api.registry import REGISTRY, Call, CallContext
+from seclake.errors import Forbidden, MethodNotAllowed, NotFound, SeclakeError, ValidationFailed
+from seclake.service.caller import Caller
+
+log = logging.getLogger("seclake.api")
+
+Work = Callable[[CallContext], Awaitable[Any]]
+
+
+async def dispatch(request: Request) -> Response:
+    name = request.path_params["name"].strip("/")
+    matched = REGISTRY.raw_match(name)
+    if matched is not None:
+        route, params = matched
+        return await guarded(request, name, route.permission, lambda ctx: route.handler(ctx, **params))
+    call = REGISTRY.calls.get(name)
+    if call is None:
+        return await guarded(request, name, None, None)
+    return await guarded(request, name, call.permission, lambda ctx: _json_call(call, ctx))
+
+
+async def guarded(request: Request, name: str, permission: str | None, work: Work | None) -> Response:
+    """Run ``work`` for the named call inside the token, permission, audit and
+    envelope rules; ``work`` None means there is no such call."""
+    services = request.app.state.services
+    started = time.perf_counter()
+    client = request.client.host if request.client else ""
+    caller: Caller | None = None
+    detail: str | None = None
+    try:
+        if work is None or permission is None:
+            raise NotFound(f"unknown call {name[:100]!r}")
+        if request.method != "POST":
+            raise MethodNotAllowed(f"use POST, not {request.method}")
+        if permission != "public":
+            caller = await authenticate(request)
+            if not caller.may(permission):
+                raise Forbidden(
+                    f"user {caller.username!r} with roles {', '.join(caller.roles) or 'none'} "
+                    f"may not call {name} (it needs the {permission} permission)"
+                )
+        ctx = CallContext(services, caller, client, request.headers, request)
+        response: Response = ok(await work(ctx))
+        outcome = "OK"
+    except SeclakeError as e:
+        response = failure(e, name)
+        outcome, detail = "ERROR", e.message
+    except Exception as e:
+        ref = secrets.token_hex(4)
+        log.exception("call %s failed unexpectedly (ref %s)", name[:200], ref)
+        response = exception(f"internal error in {name[:100]}: {type(e).__name__} (ref {ref}, see the server log)")
+        outcome, detail = "EXCEPTION", f"{type(e).__name__} (ref {ref})"
+    duration_ms = round((time.perf_counter() - started) * 1000)
+    try:
+        await run_in_threadpool(
+            services.audit.call, caller.username if caller else None, name, client, outcome,
+            response.status_code, duration_ms, detail,
+        )
+    except Exception:
+        # A failing audit write is logged; the caller still gets its answer.
+        log.exception("could not write the audit entry of call %s", name[:200])
+    return response
+
+
+async def _json_call(call: Call, ctx: CallContext) -> Any:
+    request = ctx.request
+    assert request is not None
+    settings = ctx.services.settings
+    check_json_media_type(request)
+    kargs = parse_kargs(await read_capped(request, settings.max_body_bytes), settings.max_json_depth)
+    try:
+        return await run_in_threadpool(call.handler, ctx, kargs)
+    except ValidationFailed as e:
+        # Fields named inside a call are relative to kargs; say so on the wire.
+        if e.field.startswith("kargs"):
+            raise
+        raise ValidationFailed(f"kargs.{e.field}", e.message.removeprefix(f"{e.field}: ")) from None
+
+

@@ -1,0 +1,66 @@
+"""The response envelope, and the one mapping from error codes to the wire.
+
+    {"verdict": "OK", "response": ...}            200
+    {"verdict": "ERROR", "error": "..."}          status by error code below
+    {"verdict": "EXCEPTION", "exception": "..."}  500, trace only in the log
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+from seclake.errors import SeclakeError, TooManyAttempts
+
+STATUS_BY_CODE: dict[str, int] = {
+    "bad_request": 400,
+    "query_syntax": 400,
+    "limit_exceeded": 400,
+    "invalid": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "conflict": 409,
+    "too_large": 413,
+    "unsupported_media": 415,
+    "too_many_attempts": 429,
+}
+
+
+def status_of(error: SeclakeError) -> int:
+    # A subclass without its own entry falls back to its parent's status.
+    for cls in type(error).__mro__:
+        code = getattr(cls, "code", None)
+        if code in STATUS_BY_CODE:
+            return STATUS_BY_CODE[code]
+    return 400
+
+
+class JSONResponse(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        # orjson writes integers exactly (epoch milliseconds stay integers).
+        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
+
+
+def ok(payload: Any) -> JSONResponse:
+    return JSONResponse({"verdict": "OK", "response": payload})
+
+
+def failure(error: SeclakeError, where: str | None = None) -> JSONResponse:
+    message = f"{where}: {error.message}" if where else error.message
+    status = status_of(error)
+    headers: dict[str, str] = {}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="seclake"'
+    if isinstance(error, TooManyAttempts) and error.retry_after_seconds:
+        headers["Retry-After"] = str(error.retry_after_seconds)
+    return JSONResponse({"verdict": "ERROR", "error": message}, status_code=status, headers=headers)
+
+
+def exception(message: str) -> JSONResponse:
+    return JSONResponse({"verdict": "EXCEPTION", "exception": message}, status_code=500)
