@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     port: int = Field(8080, ge=0, le=65535, description="Port the HTTP server listens on.")
     max_body_bytes: int = Field(1024 * 1024, ge=1024, description="Largest JSON call body accepted, in bytes.")
     max_import_bytes: int = Field(
-        256 * 1024 * 1024, ge=1024, description="Largest raw import body accepted (after decompression), in bytes."
+        64 * 1024 * 1024, ge=1024, description="Largest raw import body accepted (after decompression), in bytes."
     )
     max_json_depth: int = Field(32, ge=2, le=1000, description="Deepest JSON nesting accepted in a call body.")
 

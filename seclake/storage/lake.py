@@ -238,6 +238,14 @@ class Lake:
         out.sort(key=lambda s: (s.meta.time_min, s.meta.split_id))
         return out
 
+    def time_bounds(self, dataset: str) -> tuple[int, int] | None:
+        """The oldest and newest record time of a dataset, or None when it is empty."""
+        with self._splits_lock:
+            metas = [s.meta for s in self._splits.values() if s.meta.dataset == dataset]
+        if not metas:
+            return None
+        return min(m.time_min for m in metas), max(m.time_max for m in metas)
+
     def stats(self) -> dict[str, Any]:
         with self._splits_lock:
             splits = list(self._splits.values())

@@ -1,0 +1,78 @@
+"""Event and flow search: ``ds/get_index_zoom_histogram_lv3`` (spec 2.4-2.6, 2.10)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seclake.api.options import build_plan, read_options
+from seclake.api.registry import CallContext, call
+from seclake.errors import ValidationFailed
+from seclake.query.echo import highlight_terms, to_dict
+from seclake.record.dataset import DATASETS
+from seclake.record.identity import record_id
+
+DATA_TYPES = ("event", "flow")
+
+
+def _data_type(kargs: dict[str, Any], options: dict[str, Any]) -> str:
+    outer = kargs.get("dataType")
+    inner = options.get("dataType")
+    for where, value in (("dataType", outer), ("options.dataType", inner)):
+        if value is not None and value not in DATA_TYPES:
+            raise ValidationFailed(where, f"must be event or flow, not {value!r}"[:200])
+    if outer is not None and inner is not None and outer != inner:
+        raise ValidationFailed("options.dataType", f"{inner!r} contradicts dataType {outer!r}")
+    return outer or inner or "event"
+
+
+@call("ds/get_index_zoom_histogram_lv3", permission="search")
+def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
+    partition = kargs.get("partition", "default")
+    if partition != "default":
+        raise ValidationFailed("partition", f"must be 'default', not {partition!r}"[:200])
+    options = read_options(kargs)
+    data_type = _data_type(kargs, options)
+    dataset = DATASETS[data_type]
+    date_field = options.get("dateFacetField")
+    if date_field is None:
+        raise ValidationFailed("options.dateFacetField", "is required (send \"@timestamp\")")
+    if not isinstance(date_field, str) or dataset.resolve(date_field) != dataset.time_field:
+        raise ValidationFailed("options.dateFacetField", f"must be \"@timestamp\", not {date_field!r}"[:200])
+    lake = ctx.services.lake
+    plan, facet_names = build_plan(options, dataset, ctx.settings, data_bounds=lake.time_bounds(dataset.name))
+    result = ctx.services.search.search(plan)
+    response: dict[str, Any] = {
+        "took": result.took_ms,
+        "hits": {
+            "total": result.total,
+            "sortFieldType": "long",
+            "hits": [
+                {
+                    "_index": h.split_id,
+                    "_type": data_type,
+                    "_id": record_id(h.docid),
+                    "docId": h.docid,
+                    "_source": h.source,
+                    "_sort": h.sort_value if not isinstance(h.sort_value, float) or not h.sort_value.is_integer() else int(h.sort_value),
+                    "token": False,
+                }
+                for h in result.hits
+            ],
+        },
+        "query": to_dict(plan.query),
+        "terms": highlight_terms(plan.query),
+    }
+    if plan.facets or plan.histograms:
+        aggs: dict[str, Any] = {}
+        for spec in plan.facets:
+            facet = result.facets[spec.path]
+            aggs[facet_names[spec.path]] = {
+                "TokenEntity": "",
+                "buckets": [{"doc_count": b.doc_count, "key": b.key} for b in facet.buckets],
+                "sum_other_doc_count": facet.sum_other_doc_count,
+                "doc_count_error_upper_bound": 0,
+            }
+        for name, buckets in result.histograms.items():
+            aggs[name] = {"buckets": [{"key": start, "doc_count": n} for start, n in buckets]}
+        response["aggregations"] = aggs
+    return response

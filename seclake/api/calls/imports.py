@@ -1,0 +1,51 @@
+"""Raw log import: ``POST /api/import/{vendor}`` with a text body (plain or gzip).
+
+Query parameters: ``type`` (event or flow, default event), ``format``
+(auto, jsonl, syslog, cef, kv; default auto), ``customer`` (set as
+``@customer`` on records that lack one). The reply comes after every
+accepted record is durable: ``{accepted, raw, rejected, truncated, stored,
+reasons, firstDocId, lastDocId}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from seclake.api.body import read_capped
+from seclake.api.registry import CallContext, raw_route
+from seclake.errors import ValidationFailed
+from seclake.ingest.reader import GZIP_MAGIC
+from seclake.ingest.vendor import validate_vendor
+
+MAX_CUSTOMER = 128
+
+
+@raw_route("import/{vendor}", permission="ingest")
+async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
+    request = ctx.request
+    assert request is not None
+    vendor = validate_vendor(vendor)
+    params = request.query_params
+    dataset = params.get("type", "event")
+    fmt = params.get("format", "auto")
+    customer = params.get("customer")
+    if customer is not None and (not customer or len(customer) > MAX_CUSTOMER or not customer.isprintable()):
+        raise ValidationFailed("customer", f"must be 1 to {MAX_CUSTOMER} printable characters")
+    settings = ctx.settings
+    body = await read_capped(request, settings.max_import_bytes)
+    encoding = request.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity", "gzip", "x-gzip"):
+        raise ValidationFailed("Content-Encoding", f"must be gzip or absent, not {encoding!r}"[:200])
+    compressed = True if encoding in ("gzip", "x-gzip") else (body[:2] == GZIP_MAGIC)
+    return await run_in_threadpool(
+        ctx.services.ingestion.import_body,
+        body,
+        vendor=vendor,
+        dataset=dataset,
+        fmt=fmt,
+        customer=customer,
+        compressed=compressed,
+        max_bytes=settings.max_import_bytes,
+    )
