@@ -1,0 +1,210 @@
+"""Shared fixtures: a real seclake server on a free loopback port, real
+databases (SQLite always, PostgreSQL when SECLAKE_TEST_PG_URL is set), and a
+controllable clock for service tests.
+
+    def test_x(server):                       # one server for the whole session
+        token = server.login()
+        users = server.call("auth/userList", {}, token=token)
+
+    def test_y(start_server):                 # a server with its own settings
+        srv = start_server(session_idle_minutes=0.02)
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from seclake.api.app import create_app
+from seclake.services import Services
+from seclake.settings import Settings, load_settings
+
+ADMIN_PASSWORD = "admin-test-password"
+PG_ENV = "SECLAKE_TEST_PG_URL"
+
+# The developer's own SECLAKE_* settings must not change what tests see.
+for _name in [n for n in os.environ if n.startswith("SECLAKE_") and n != PG_ENV]:
+    del os.environ[_name]
+
+
+# -- a running server -------------------------------------------------------
+
+
+class RunningServer:
+    def __init__(self, url: str, settings: Settings, services: Services):
+        self.url = url
+        self.settings = settings
+        self.services = services
+        self.http = httpx.Client(base_url=url, timeout=30)
+
+    def post(self, name: str, kargs: Any = None, token: str | None = None, **kwargs: Any) -> httpx.Response:
+        """POST /api/<name> with {"kargs": kargs}; returns the raw response."""
+        headers = dict(kwargs.pop("headers", {}))
+        if token:
+            headers["Servicetoken"] = token
+        if "content" not in kwargs and "json" not in kwargs:
+            kwargs["json"] = {"kargs": {} if kargs is None else kargs}
+        return self.http.post(f"/api/{name}", headers=headers, **kwargs)
+
+    def call(self, name: str, kargs: Any = None, token: str | None = None) -> Any:
+        """Make a call that must succeed; returns its response payload."""
+        r = self.post(name, kargs, token)
+        body = r.json()
+        assert r.status_code == 200 and body["verdict"] == "OK", (r.status_code, body)
+        return body["response"]
+
+    def login(self, username: str = "admin", password: str = ADMIN_PASSWORD) -> str:
+        return self.call("auth/login", {"username": username, "password": password})["sessionToken"]
+
+    def add_user(self, admin_token: str, username: str, roles: list[str], password: str = "user-password-1") -> str:
+        """Create a user and return a session token of that user."""
+        self.call("auth/userAdd", {"user": {"username": username, "password": password, "roles": roles}}, admin_token)
+        return self.login(username, password)
+
+
+@contextmanager
+def running_server(data_dir: Path, **overrides: Any) -> Iterator[RunningServer]:
+    """A real uvicorn server in a thread, on a free 127.0.0.1 port."""
+    overrides.setdefault("admin_password", ADMIN_PASSWORD)
+    settings = load_settings(data_dir=data_dir, **overrides)
+    app = create_app(settings)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("seclake test server did not start")
+        time.sleep(0.02)
+    running = RunningServer(f"http://127.0.0.1:{port}", settings, app.state.services)
+    try:
+        yield running
+    finally:
+        running.http.close()
+        server.should_exit = True
+        thread.join(20)
+        sock.close()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    with running_server(tmp_path_factory.mktemp("server")) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def admin_token(server: RunningServer) -> str:
+    return server.login()
+
+
+@pytest.fixture
+def start_server(tmp_path: Path) -> Iterator[Callable[..., RunningServer]]:
+    """Start servers with their own settings; all are stopped after the test."""
+    with_stack: list[Any] = []
+
+    def start(data_dir: Path | None = None, **overrides: Any) -> RunningServer:
+        cm = running_server(data_dir or tmp_path / f"data{len(with_stack)}", **overrides)
+        srv = cm.__enter__()
+        with_stack.append(cm)
+        return srv
+
+    yield start
+    for cm in reversed(with_stack):
+        cm.__exit__(None, None, None)
+
+
+def unique(prefix: str = "u") -> str:
+    return f"{prefix}{secrets.token_hex(4)}"
+
+
+@pytest.fixture
+def new_name() -> Callable[[str], str]:
+    """Unique usernames, so tests sharing the session server do not collide."""
+    return unique
+
+
+# -- databases ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> str:
+    url = os.environ.get(PG_ENV)
+    if not url:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{PG_ENV} is not set: in CI PostgreSQL must be available (scripts/test-postgres.sh)")
+        pytest.skip(f"{PG_ENV} is not set; run `make test` or scripts/test-postgres.sh to test on PostgreSQL")
+    return url
+
+
+@contextmanager
+def pg_schema(base_url: str) -> Iterator[str]:
+    """A fresh schema on the test PostgreSQL; yields a URL whose search_path is it."""
+    schema = f"t_{secrets.token_hex(6)}"
+    admin = create_engine(base_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f"CREATE SCHEMA {schema}"))
+    url = make_url(base_url).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as c:
+            c.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty metadata database: a SQLite file, then a PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'test.db'}"
+    else:
+        with pg_schema(request.getfixturevalue("pg_url")) as url:
+            yield url
+
+
+class Clock:
+    """A clock that only moves when told to."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 11, 21, 10, 0, 0, 123000, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def services(database_url: str, tmp_path: Path, clock: Clock) -> Iterator[Services]:
+    """Migrated services on each database, with the admin created, on a fake clock."""
+    settings = load_settings(data_dir=tmp_path / "data", database_url=database_url, admin_password=ADMIN_PASSWORD)
+    svc = Services(settings, clock=clock)
+    svc.prepare()
+    try:
+        yield svc
+    finally:
+        svc.stop()
