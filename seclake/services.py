@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from concurrent.futures import ThreadPoolExecutor
+
 from seclake.db.database import Database
+from seclake.search.root import Root
+from seclake.service.ingestion import Ingestion
+from seclake.service.retention import RetentionSchedule
+from seclake.storage.lake import Lake
 from seclake.service.audit import Audit
 from seclake.service.authentication import Authentication
 from seclake.service.clock import Clock, utc_now
@@ -40,6 +46,16 @@ class Services:
         self.auth = Authentication(self.sessions, self.tokens)
         self.login = Login(self.db, self.hasher, self.sessions, self.audit, settings, clock)
         self.components: list[Component] = []
+        # The lake: durable appends, background indexing, searches over splits.
+        self.lake = Lake(settings.data_dir, self.db, commit_interval=settings.commit_interval_seconds)
+        # tantivy releases the GIL while searching: leaves run in parallel threads.
+        self.search_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seclake-leaf")
+        self.search = Root(self.lake.splits, self.search_pool, max_expansions=settings.max_expansions)
+        self.ingestion = Ingestion(self.lake)
+        self.components.append(self.lake)
+        self.components.append(
+            RetentionSchedule(self.lake, settings.retention_days, settings.retention_interval_minutes)
+        )
 
     def prepare(self) -> str | None:
         """Migrate the database and create the first admin on an empty one.
@@ -57,4 +73,5 @@ class Services:
     def stop(self) -> None:
         for component in reversed(self.components):
             component.stop()
+        self.search_pool.shutdown(wait=True)
         self.db.dispose()

@@ -9,7 +9,9 @@ take the open splits overlapping their time range from ``splits``.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import shutil
 import threading
 import time
@@ -28,6 +30,10 @@ from seclake.storage.split import Split, StoredRecord, time_of, write_split
 from seclake.storage.wal import WriteAheadLog
 
 log = logging.getLogger("seclake.lake")
+
+
+class LakeBusy(RuntimeError):
+    """Another process has the lake open for writing."""
 
 # Records waiting for the indexer; appends wait when this many are pending.
 MAX_PENDING = 400_000
@@ -54,6 +60,7 @@ class Lake:
 
     def start(self, background: bool = True) -> None:
         self.layout.ensure()
+        self._take_lock()
         checkpoint = self.catalog.checkpoint()
         self._indexed_seq = checkpoint
         self._open_published()
@@ -75,6 +82,44 @@ class Lake:
             self._thread = None
         self.flush()
         self.wal.close()
+        self._release_lock()
+
+    def abandon(self) -> None:
+        """Let go of the lake at once, indexing nothing more: what a crash leaves."""
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.wal.close()
+        self._release_lock()
+
+    def _take_lock(self) -> None:
+        # One process writes a lake: a second server or a CLI import on the
+        # same data dir would interleave log sequences.
+        self._lock_file = open(self.layout.root / "LOCK", "a+")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.seek(0)
+            holder = self._lock_file.read().strip() or "another process"
+            self._lock_file.close()
+            raise LakeBusy(
+                f"the lake in {self.layout.root} is in use by {holder}; stop it first, "
+                "or send the data to the running server (POST /api/import/<vendor>)"
+            ) from None
+        self._lock_file.seek(0)
+        self._lock_file.truncate()
+        self._lock_file.write(f"process {os.getpid()}\n")
+        self._lock_file.flush()
+
+    def _release_lock(self) -> None:
+        lock = getattr(self, "_lock_file", None)
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            lock.close()
+            self._lock_file = None
 
     def _open_published(self) -> None:
         published = {e.split_id: e for e in self.catalog.entries(PUBLISHED)}

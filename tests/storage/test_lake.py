@@ -2,7 +2,10 @@
 
 import time
 
+import pytest
+
 from seclake.storage.catalog import PUBLISHED
+from seclake.storage.lake import LakeBusy
 from seclake.storage.merge import DAY_MS
 
 DAY0 = 1_763_683_200_000  # 2025-11-21T00:00:00Z
@@ -35,10 +38,11 @@ def test_unindexed_records_are_replayed_once_after_a_crash(lake_factory, tmp_pat
     lake.flush()
     lake.append([("event", _event(i)) for i in range(5, 9)])
     # A crash: the process ends without indexing the second append.
-    lake.wal.close()
+    lake.abandon()
     again = lake_factory()
     again.flush()
     assert _docids(again) == list(range(1, 10))
+    again.abandon()
     third = lake_factory()
     third.flush()
     assert _docids(third) == list(range(1, 10))
@@ -63,6 +67,7 @@ def test_merges_keep_every_record_and_reduce_splits(lake_factory):
     assert len(lake.splits("event")) == 1
     assert _docids(lake) == list(range(1, 91))
     # The merged split is what a restart sees too, and the old directories are gone.
+    lake.abandon()
     again = lake_factory()
     assert _docids(again) == list(range(1, 91))
     assert len(list((lake.layout.splits / "event").iterdir())) == 1
@@ -74,9 +79,16 @@ def test_unpublished_split_directories_are_removed_at_start(lake_factory):
     lake.flush()
     stray = lake.layout.splits / "event" / "event-20250101-deadbeef0000.staging"
     stray.mkdir()
+    lake.abandon()
     again = lake_factory()
     assert not stray.exists()
     assert _docids(again) == [1]
+
+
+def test_a_second_writer_is_refused_with_a_clear_message(lake_factory):
+    lake_factory()
+    with pytest.raises(LakeBusy, match="in use by process"):
+        lake_factory()
 
 
 def test_retention_deletes_whole_old_splits(lake_factory):
