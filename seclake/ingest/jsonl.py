@@ -74,28 +74,28 @@ def _no_constant(name: str) -> Any:
     raise _NotJson(name)  # NaN / Infinity are not JSON
 
 
-def _depth(text: str) -> int:
-    depth = deepest = 0
-    for token in _DEPTH_TOKEN.findall(text):
+def _too_deep_at(text: str) -> int | None:
+    """Character offset where nesting first exceeds MAX_DEPTH, else None."""
+    depth = 0
+    for m in _DEPTH_TOKEN.finditer(text):
+        token = m.group()
         if token in "[{":
             depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > MAX_DEPTH:
-                    break
+            if depth > MAX_DEPTH:
+                return m.start()
         elif token in "]}":
             depth -= 1
-    return deepest
+    return None
 
 
 def decode(text: str) -> Any:
-    """The JSON value of a line; raises LineRejected (too deep) or returns _NOT_JSON."""
+    """The JSON value of a line; NOT_JSON when it does not parse; LineRejected when too deep."""
     # A line cannot nest deeper than it has openers: the full scan runs only
     # for lines with many brackets, not for every flat record.
     if text.count("{") + text.count("[") > MAX_DEPTH:
-        deepest = _depth(text)
-        if deepest > MAX_DEPTH:
-            raise LineRejected("JSON", f"nesting deeper than {MAX_DEPTH} levels")
+        at = _too_deep_at(text)
+        if at is not None:
+            raise LineRejected("JSON", f"nested deeper than {MAX_DEPTH} levels at character {at + 1}")
     if _CAREFUL.search(text) is None:
         try:
             return orjson.loads(text)
@@ -212,7 +212,10 @@ def _shaped(
         tags = []
     elif isinstance(tags, str):
         tags = [tags]
-    elif isinstance(tags, list) and all(isinstance(t, str) for t in tags):
+    elif isinstance(tags, list):
+        for i, tag in enumerate(tags):
+            if not isinstance(tag, str):
+                raise LineRejected(f"@tags[{i}]", f"expected a string, got {_kind(tag)}")
         tags = list(tags)
     else:
         raise LineRejected("@tags", f"expected an array of strings, got {_kind(tags)}")

@@ -21,7 +21,9 @@ uses that parser only (syslog still parses its MSG as CEF, key=value or JSON).
 Inside syslog, the MSG part is parsed as CEF (``CEF:``), JSON (``{``) or
 key=value when it looks like one; its fields join the header's, and on a
 name clash the header's field wins (``severity`` from PRI is the syslog
-severity, whatever the message says).
+severity, whatever the message says). The time, though, comes from the
+message when it carries a valid one (see ``_syslog``); the host from the
+header.
 """
 
 from __future__ import annotations
@@ -141,16 +143,20 @@ def _syslog(
     if header is None:
         return None
     fields = header.fields
-    ts = header.timestamp
+    ts = None
     sender = header.host
     more, kind = _message_fields(header.msg) if header.msg else (None, "")
     if more:
         for key, value in more.items():
             fields.setdefault(key, value)
-        if ts is None:
-            ts = _cef_time(more, received_ms) if kind == "cef" else time_from_fields(more, received_ms)
+        # The message's own time wins over the header's: a 3164 header has no
+        # year, no zone and whole seconds, while CEF rt= or FortiGate eventtime=
+        # are exact; and the header stamps when the line was sent, not the event.
+        ts = _cef_time(more, received_ms) if kind == "cef" else time_from_fields(more, received_ms)
         if sender is None:
             sender = _cef_sender(more) if kind == "cef" else sender_from_fields(more)
+    if ts is None:
+        ts = header.timestamp
     return new_record(
         line,
         fields,

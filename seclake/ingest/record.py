@@ -41,12 +41,15 @@ MAX_LINE_CHARS = 65536
 # Fields of a flat record (JSON or key=value) that may carry the event time,
 # in order of preference: explicit names first, precise before coarse
 # (FortiGate's ``eventtime`` is ns, its ``date``/``time`` pair is seconds).
+# ``time`` next to a ``date`` is joined with it; a ``date`` alone counts only
+# when it holds more than a day (a bare day would file the event at midnight).
 TIME_KEYS = ("@timestamp", "timestamp", "eventtime", "event_time", "datetime", "ts", "time", "time_ms", "date")
 # Fields of a flat record naming the host it came from.
 SENDER_KEYS = ("host", "hostname", "devname", "dvchost", "sender")
 # Flow fields that are numbers; text from key=value or CSV-ish exporters is
 # turned into numbers so byte and packet counts sum and sort as numbers.
-FLOW_NUMBER_KEYS = ("sp", "dp", "rxB", "txB", "totalB", "rxP", "txP", "dur", "time_ms")
+# ``prot`` too: "6" becomes 6, a protocol name ("TCP") stays as it is.
+FLOW_NUMBER_KEYS = ("sp", "dp", "prot", "rxB", "txB", "totalB", "rxP", "txP", "dur", "time_ms")
 
 
 class LineRejected(ValidationFailed):
@@ -90,10 +93,12 @@ def time_from_fields(fields: dict[str, Any], received_ms: int) -> int | None:
         value = fields.get(key)
         if value is None:
             continue
-        if key == "date" or (key == "time" and "date" in fields):
+        if key == "date" and isinstance(value, str) and len(value) <= 10:
+            continue
+        if key == "time" and "date" in fields:
             # A date and a time of day in separate fields (FortiGate: date=2024-05-01
             # time=12:00:01 tz="+0200"): join them into one ISO string.
-            day, tod = fields.get("date"), fields.get("time")
+            day, tod = fields.get("date"), value
             if isinstance(day, str) and isinstance(tod, str) and len(day) == 10 and ":" in tod:
                 zone = fields.get("tz")
                 iso = f"{day}T{tod}{zone if isinstance(zone, str) and zone[:1] in '+-' else ''}"
