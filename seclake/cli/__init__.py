@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from seclake.cli import config, serve, token, user
+from seclake.cli import config, lake, serve, token, up, user
 
 app = typer.Typer(help="seclake: self-hosted security analytics query service.", no_args_is_help=True)
 app.command("serve")(serve.serve)
+app.command("up")(up.up)
 app.command("config")(config.config)
+app.command("import")(lake.import_files)
+app.command("demo")(lake.demo)
+app.command("retention")(lake.retention)
 app.add_typer(user.app, name="user")
 app.add_typer(token.app, name="token")
 

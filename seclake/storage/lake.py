@@ -61,6 +61,8 @@ class Lake:
     def start(self, background: bool = True) -> None:
         self.layout.ensure()
         self._take_lock()
+        self._stop = False
+        self._pending = []
         checkpoint = self.catalog.checkpoint()
         self._indexed_seq = checkpoint
         self._open_published()
@@ -282,6 +284,10 @@ class Lake:
             ]
         out.sort(key=lambda s: (s.meta.time_min, s.meta.split_id))
         return out
+
+    def is_empty(self) -> bool:
+        """True when nothing was ever accepted into this lake."""
+        return self.catalog.checkpoint() == 0 and not self.catalog.entries(PUBLISHED) and self.wal.next_seq <= 1
 
     def time_bounds(self, dataset: str) -> tuple[int, int] | None:
         """The oldest and newest record time of a dataset, or None when it is empty."""
