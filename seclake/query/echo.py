@@ -1,0 +1,102 @@
+"""The parsed query as search responses show it.
+
+``to_dict`` writes the tree in an Elasticsearch-DSL-like JSON shape, so a
+user can see how ``a b OR c`` was read; ``highlight_terms`` lists the words a
+UI highlights in ``@message``. Both are read by people, not by code: the
+tree in ast.py stays the one contract.
+
+Shapes:
+
+    {"match_all": {}}                      {"match_none": {}}
+    {"match_phrase": {"@message": "failed password"}}   text rule ("*": default field)
+    {"term": {"@fields.user": "admin"}}    keyword rule
+    {"wildcard": {"@fields.user": "adm*"}} {"regexp": {"*": "<translated pattern>"}}
+    {"range": {"@fields.dport": {"gte": 1, "lt": 100, "kind": "number"}}}
+    {"exists": {"field": "@fields.sip"}}   {"cidr": {"@fields.sip": "10.0.0.0/8"}}
+    {"bool": {"must": [...], "must_not": [...]}}  And (Not children go to must_not)
+    {"bool": {"should": [...]}}            Or
+    {"bool": {"must_not": [x]}}            Not
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seclake.query import ast
+from seclake.record.dataset import Dataset
+from seclake.record.value import tokens
+
+DEFAULT_FIELD = "*"
+
+
+def to_dict(node: ast.Node, dataset: Dataset | None = None) -> dict[str, Any]:
+    """The echo of ``node``; with ``dataset``, Terms on its text fields show as match_phrase."""
+    return _echo(node, dataset)
+
+
+def _echo(node: ast.Node, dataset: Dataset | None) -> dict[str, Any]:
+    if isinstance(node, ast.MatchAll):
+        return {"match_all": {}}
+    if isinstance(node, ast.MatchNone):
+        return {"match_none": {}}
+    if isinstance(node, ast.Term):
+        if node.path is None:
+            return {"match_phrase": {DEFAULT_FIELD: node.value}}
+        if dataset is not None and dataset.is_text(node.path):
+            return {"match_phrase": {node.path: node.value}}
+        return {"term": {node.path: node.value}}
+    if isinstance(node, ast.Wildcard):
+        return {"wildcard": {node.path or DEFAULT_FIELD: node.pattern}}
+    if isinstance(node, ast.Regex):
+        return {"regexp": {node.path or DEFAULT_FIELD: node.pattern}}
+    if isinstance(node, ast.Range):
+        bounds: dict[str, Any] = {}
+        if node.lo is not None:
+            bounds["gte" if node.include_lo else "gt"] = node.lo
+        if node.hi is not None:
+            bounds["lte" if node.include_hi else "lt"] = node.hi
+        bounds["kind"] = node.kind
+        return {"range": {node.path: bounds}}
+    if isinstance(node, ast.Exists):
+        return {"exists": {"field": node.path}}
+    if isinstance(node, ast.Cidr):
+        return {"cidr": {node.path: str(node.network)}}
+    if isinstance(node, ast.And):
+        must = [_echo(c, dataset) for c in node.children if not isinstance(c, ast.Not)]
+        must_not = [_echo(c.child, dataset) for c in node.children if isinstance(c, ast.Not)]
+        body: dict[str, Any] = {}
+        if must:
+            body["must"] = must
+        if must_not:
+            body["must_not"] = must_not
+        return {"bool": body}
+    if isinstance(node, ast.Or):
+        return {"bool": {"should": [_echo(c, dataset) for c in node.children]}}
+    if isinstance(node, ast.Not):
+        return {"bool": {"must_not": [_echo(node.child, dataset)]}}
+    raise TypeError(f"not a query node: {node!r}")
+
+
+def highlight_terms(node: ast.Node) -> list[str]:
+    """The plain positive words of the query, in query order, without repeats.
+
+    Terms and the words of phrases that are not under a Not; wildcards,
+    regexes, ranges and CIDR blocks have no single spelling to highlight.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    _collect(node, out, seen)
+    return out
+
+
+def _collect(node: ast.Node, out: list[str], seen: set[str]) -> None:
+    if isinstance(node, (ast.And, ast.Or)):
+        for child in node.children:
+            _collect(child, out, seen)
+    elif isinstance(node, ast.Term):
+        # Words as written (split on spaces only) keep "10.1.2.3" and
+        # "mimikatz.exe" whole, which is what a reader looks for.
+        for word in node.value.split():
+            if tokens(word) and word.lower() not in seen:
+                seen.add(word.lower())
+                out.append(word)

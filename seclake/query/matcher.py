@@ -1,0 +1,203 @@
+"""Evaluate a query tree on one record, in Python.
+
+Two users: streaming rules, which test every ingested record (so the tree is
+compiled once into closures, with patterns, tokens and keywords prepared),
+and the engine conformance tests, which use this as the reference meaning of
+ast.py. It reads values with the same functions indexing uses
+(``seclake.record``), so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
+
+from seclake.query import ast, datemath
+from seclake.record.dataset import Dataset
+from seclake.record.flatten import exists_at, leaves, values_at
+from seclake.record.value import as_number, ip_in_network, keyword, scalar_text, tokens
+
+Matcher = Callable[[dict], bool]
+
+
+def matches(node: ast.Node, record: dict, dataset: Dataset) -> bool:
+    return compile_matcher(node, dataset)(record)
+
+
+@lru_cache(maxsize=512)
+def compile_matcher(node: ast.Node, dataset: Dataset) -> Matcher:
+    """A function record -> bool equivalent to ``matches(node, record, dataset)``."""
+    test = _Compiler(dataset).compile(node)
+
+    def match(record: dict) -> bool:
+        return test(_Record(record, dataset))
+
+    return match
+
+
+class _Record:
+    """One record with the views the query reads, each computed at most once."""
+
+    __slots__ = ("data", "dataset", "_values", "_tokens", "_default")
+
+    def __init__(self, data: dict, dataset: Dataset):
+        self.data = data
+        self.dataset = dataset
+        self._values: dict[str, list] = {}
+        self._tokens: dict[str, list[list[str]]] = {}
+        self._default: list[list[str]] | None = None
+
+    def values(self, path: str) -> list:
+        got = self._values.get(path)
+        if got is None:
+            got = self._values[path] = values_at(self.data, path)
+        return got
+
+    def token_lists(self, path: str | None) -> list[list[str]]:
+        """Tokens of each value of a text field, or of the default field (path None)."""
+        if path is None:
+            if self._default is None:
+                dates = self.dataset.date_fields
+                self._default = [tokens(scalar_text(v)) for p, v in leaves(self.data) if p not in dates]
+            return self._default
+        got = self._tokens.get(path)
+        if got is None:
+            got = self._tokens[path] = [tokens(scalar_text(v)) for v in self.values(path)]
+        return got
+
+
+Test = Callable[[_Record], bool]
+
+
+class _Compiler:
+    def __init__(self, dataset: Dataset):
+        self.dataset = dataset
+
+    def compile(self, node: ast.Node) -> Test:
+        return getattr(self, "_" + type(node).__name__)(node)
+
+    def text_path(self, path: str | None) -> bool:
+        return path is None or self.dataset.is_text(path)
+
+    # leaves
+
+    def _MatchAll(self, node: ast.MatchAll) -> Test:
+        return lambda rec: True
+
+    def _MatchNone(self, node: ast.MatchNone) -> Test:
+        return lambda rec: False
+
+    def _Term(self, node: ast.Term) -> Test:
+        path = node.path
+        if self.text_path(path):
+            query = tokens(node.value)
+            if not query:
+                return lambda rec: False
+            if len(query) == 1:
+                token = query[0]
+                return lambda rec: any(token in toks for toks in rec.token_lists(path))
+            return lambda rec: any(_has_phrase(toks, query) for toks in rec.token_lists(path))
+        kw = keyword(node.value)
+        return lambda rec: any(kw == keyword(v) or kw == scalar_text(v).lower() for v in rec.values(path))
+
+    def _Wildcard(self, node: ast.Wildcard) -> Test:
+        return self._pattern(node.path, _wildcard_test(node))
+
+    def _Regex(self, node: ast.Regex) -> Test:
+        return self._pattern(node.path, re.compile(node.pattern, re.IGNORECASE).fullmatch)
+
+    def _pattern(self, path: str | None, test: Callable[[str], Any]) -> Test:
+        """A pattern against single tokens (text) or whole keyword terms."""
+        if self.text_path(path):
+            return lambda rec: any(test(t) for toks in rec.token_lists(path) for t in toks)
+        return lambda rec: any(test(s) for v in rec.values(path) for s in _keyword_terms(v))
+
+    def _Range(self, node: ast.Range) -> Test:
+        path, lo, hi, inc_lo, inc_hi = node.path, node.lo, node.hi, node.include_lo, node.include_hi
+
+        def inside(x: Any) -> bool:
+            if lo is not None and not (x > lo or (inc_lo and x == lo)):
+                return False
+            return hi is None or x < hi or (inc_hi and x == hi)
+
+        if node.kind == "string":
+            return lambda rec: any(inside(scalar_text(v).lower()) for v in rec.values(path))
+        read = _date_number if self.dataset.is_date(path) else _number
+        return lambda rec: any(x is not None and inside(x) for x in map(read, rec.values(path)))
+
+    def _Exists(self, node: ast.Exists) -> Test:
+        path = node.path
+        return lambda rec: exists_at(rec.data, path)
+
+    def _Cidr(self, node: ast.Cidr) -> Test:
+        path, network = node.path, node.network
+        return lambda rec: any(ip_in_network(v, network) for v in rec.values(path))
+
+    # boolean
+
+    def _And(self, node: ast.And) -> Test:
+        tests = [self.compile(c) for c in node.children]
+        return lambda rec: all(t(rec) for t in tests)
+
+    def _Or(self, node: ast.Or) -> Test:
+        tests = [self.compile(c) for c in node.children]
+        return lambda rec: any(t(rec) for t in tests)
+
+    def _Not(self, node: ast.Not) -> Test:
+        test = self.compile(node.child)
+        return lambda rec: not test(rec)
+
+
+def _has_phrase(toks: list[str], query: list[str]) -> bool:
+    n = len(query)
+    first = query[0]
+    for i in range(len(toks) - n + 1):
+        if toks[i] == first and toks[i : i + n] == query:
+            return True
+    return False
+
+
+def _keyword_terms(value: Any) -> Iterable[str]:
+    # keyword_terms() without building a set per value: this runs per record.
+    kw = keyword(value)
+    text = scalar_text(value).lower()
+    return (kw,) if kw == text else (kw, text)
+
+
+def _wildcard_test(node: ast.Wildcard) -> Callable[[str], bool]:
+    """String predicates for the common shapes, a regex for the rest."""
+    parts = node.parts()
+    literals = [p[1:] for p in parts if p.startswith("=")]
+    shape = tuple("=" if p.startswith("=") else p for p in parts)
+    # Candidates are lowercased already, and so is the pattern.
+    if shape == ("=", "*"):
+        prefix = literals[0]
+        return lambda s: s.startswith(prefix)
+    if shape == ("*", "="):
+        suffix = literals[0]
+        return lambda s: s.endswith(suffix)
+    if shape == ("*", "=", "*"):
+        inner = literals[0]
+        return lambda s: inner in s
+    full = re.compile(node.regex(), re.IGNORECASE).fullmatch
+    return lambda s: full(s) is not None
+
+
+def _number(value: Any) -> int | float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value  # exact, even past 2**53
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return as_number(value)
+
+
+def _date_number(value: Any) -> int | float | None:
+    number = _number(value)
+    if number is None and isinstance(value, str):
+        return datemath.instant(value)
+    return number

@@ -1,0 +1,292 @@
+"""Lucene's regular-expression dialect, translated for Python and Rust.
+
+A ``/regex/`` in a query is Lucene's RegExp syntax: ``^`` and ``$`` are plain
+characters, ``\\`` makes any character literal, ``"..."`` is a literal string
+and ``#``, ``@``, ``&``, ``~``, ``<n-m>`` are operators. Python's ``re`` and
+Rust's ``regex`` crate (used by tantivy) read the same text differently, so
+``translate`` rewrites the Lucene pattern into their common subset, built so
+both read it the same way: literals as ``\\xHH``, ``.`` as ``(?s:.)``,
+shorthand classes as explicit ASCII classes, stacked quantifiers wrapped in
+groups. Lucene operators that have no equivalent there are refused by name.
+
+This is the translation of a pattern language; the query itself is parsed
+by luqum.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from seclake.errors import QueryError
+
+# Bounded repetition past this is refused: Rust compiles {n} by copying.
+MAX_REPEAT = 1000
+# Rough count of compiled atoms; keeps the Rust program and Python's
+# backtracking stack small.
+MAX_SIZE = 20000
+MAX_NESTING = 50
+
+_LUCENE_ONLY = {
+    "#": "'#' (the empty language)",
+    "@": "'@' (any string)",
+    "&": "'&' (intersection)",
+    "~": "'~' (complement)",
+    "<": "'<' (numeric interval or named automaton)",
+}
+
+# Lucene 9 shorthand classes, spelled as ASCII classes: Rust's \d and \w are
+# Unicode-wide, Python's too, but Lucene's are ASCII.
+_SHORTHAND = {
+    "d": "0-9",
+    "w": "0-9A-Z_a-z",
+    "s": "\\x09\\x0a\\x0d\\x20",
+}
+
+
+def literal_regex(text: str) -> str:
+    """``text`` as a regex matching exactly it, in Python and Rust alike.
+
+    ASCII punctuation, spaces and controls become ``\\xHH``: some backslash
+    escapes mean different things in the two (``\\<`` is an assertion in Rust).
+    """
+    return "".join(_literal_char(c) for c in text)
+
+
+def _literal_char(c: str) -> str:
+    if c.isascii() and not c.isalnum():
+        return f"\\x{ord(c):02x}"
+    return c
+
+
+@dataclass
+class _Piece:
+    text: str
+    atom: bool  # can take a quantifier without a wrapping group
+    unbounded: bool  # contains *, + or {n,}
+    size: int
+
+
+class _Translator:
+    def __init__(self, source: str, offset: int):
+        self.s = source
+        self.i = 0
+        self.offset = offset
+        self.depth = 0
+
+    def error(self, message: str, expected: str | None = None, at: int | None = None) -> QueryError:
+        pos = self.i if at is None else at
+        return QueryError(f"regular expression: {message}", self.offset + pos, expected)
+
+    def peek(self, chars: str) -> bool:
+        return self.i < len(self.s) and self.s[self.i] in chars
+
+    def more(self) -> bool:
+        return self.i < len(self.s)
+
+    # unionexp ::= concatexp ('|' concatexp)*
+    def union(self) -> _Piece:
+        branches = [self.concat()]
+        while self.peek("|"):
+            self.i += 1
+            branches.append(self.concat())
+        if len(branches) == 1:
+            return branches[0]
+        return _Piece(
+            "|".join(b.text for b in branches),
+            atom=False,
+            unbounded=any(b.unbounded for b in branches),
+            size=sum(b.size for b in branches) + 1,
+        )
+
+    # concatexp ::= repeatexp*   (stops at ')' and '|')
+    def concat(self) -> _Piece:
+        parts: list[_Piece] = []
+        while self.more() and not self.peek(")|"):
+            parts.append(self.repeat())
+        if not parts:
+            return _Piece("", atom=False, unbounded=False, size=0)
+        if len(parts) == 1:
+            return parts[0]
+        # A union inside a concatenation keeps its own group (added by repeat/group).
+        return _Piece(
+            "".join(p.text for p in parts),
+            atom=False,
+            unbounded=any(p.unbounded for p in parts),
+            size=sum(p.size for p in parts),
+        )
+
+    # repeatexp ::= simpleexp ('?' | '*' | '+' | '{n}' | '{n,}' | '{n,m}')*
+    def repeat(self) -> _Piece:
+        start = self.i
+        piece = self.simple()
+        while self.peek("?*+{"):
+            qpos = self.i
+            c = self.s[self.i]
+            self.i += 1
+            if c == "{":
+                lo, hi = self.counts()
+            else:
+                lo, hi = {"?": (0, 1), "*": (0, None), "+": (1, None)}[c]
+            if piece.unbounded and (hi is None or hi > 1):
+                raise self.error(
+                    "nested repetition (a repeated part that itself repeats without bound) is refused "
+                    "because it can take exponential time",
+                    "a pattern without nested '*', '+' or '{n,}'",
+                    at=qpos,
+                )
+            if lo > MAX_REPEAT or (hi is not None and hi > MAX_REPEAT):
+                raise self.error(f"repetition count above {MAX_REPEAT}", None, at=qpos)
+            quant = {(0, 1): "?", (0, None): "*", (1, None): "+"}.get((lo, hi))
+            if quant is None:
+                quant = f"{{{lo}}}" if lo == hi else f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
+            body = piece.text if piece.atom else f"(?:{piece.text})"
+            size = piece.size * max(1, hi if hi is not None else lo, lo)
+            # Quantified text is never an atom: a second quantifier needs a group
+            # (Python reads "a*+" as possessive, Rust refuses "a**").
+            piece = _Piece(body + quant, atom=False, unbounded=piece.unbounded or hi is None, size=size)
+            if piece.size > MAX_SIZE:
+                raise self.error("pattern too large once repetitions are expanded", None, at=start)
+        return piece
+
+    def counts(self) -> tuple[int, int | None]:
+        lo = self.number()
+        if lo is None:
+            raise self.error("bad repetition", "a number after '{'")
+        hi: int | None = lo
+        if self.peek(","):
+            self.i += 1
+            hi = self.number()
+        if not self.peek("}"):
+            raise self.error("bad repetition", "'}'")
+        self.i += 1
+        if hi is not None and hi < lo:
+            raise self.error(f"repetition {{{lo},{hi}}} has its maximum below its minimum")
+        return lo, hi
+
+    def number(self) -> int | None:
+        start = self.i
+        while self.peek("0123456789"):
+            self.i += 1
+        if self.i == start:
+            return None
+        if self.i - start > 6:
+            raise self.error(f"repetition count above {MAX_REPEAT}", at=start)
+        return int(self.s[start : self.i])
+
+    def simple(self) -> _Piece:
+        c = self.s[self.i]
+        if c in _LUCENE_ONLY:
+            raise self.error(
+                f"Lucene operator {_LUCENE_ONLY[c]} is not supported",
+                f"'\\{c}' for a literal '{c}'",
+            )
+        if c == ".":
+            self.i += 1
+            return _Piece("(?s:.)", atom=True, unbounded=False, size=1)
+        if c == "[":
+            return self.char_class()
+        if c == "(":
+            return self.group()
+        if c == '"':
+            return self.string()
+        return self.char()
+
+    def group(self) -> _Piece:
+        open_at = self.i
+        self.i += 1
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(f"more than {MAX_NESTING} nested groups", at=open_at)
+        inner = self.union()
+        if not self.peek(")"):
+            raise self.error("unclosed group", "')'", at=len(self.s) if not self.more() else self.i)
+        self.i += 1
+        self.depth -= 1
+        return _Piece(f"(?:{inner.text})", atom=True, unbounded=inner.unbounded, size=inner.size + 1)
+
+    def string(self) -> _Piece:
+        open_at = self.i
+        end = self.s.find('"', self.i + 1)
+        if end < 0:
+            raise self.error("unclosed string", "'\"'", at=open_at)
+        text = self.s[self.i + 1 : end]
+        self.i = end + 1
+        return _Piece(literal_regex(text), atom=len(text) == 1, unbounded=False, size=max(1, len(text)))
+
+    def char(self) -> _Piece:
+        c = self.s[self.i]
+        if c == "\\":
+            if self.i + 1 >= len(self.s):
+                raise self.error("'\\' at the end", "a character after '\\'")
+            c = self.s[self.i + 1]
+            self.i += 2
+            if c in "dws":
+                return _Piece(f"[{_SHORTHAND[c]}]", atom=True, unbounded=False, size=1)
+            if c in "DWS":
+                return _Piece(f"[^{_SHORTHAND[c.lower()]}]", atom=True, unbounded=False, size=1)
+            return _Piece(_literal_char(c), atom=True, unbounded=False, size=1)
+        self.i += 1
+        return _Piece(_literal_char(c), atom=True, unbounded=False, size=1)
+
+    def char_class(self) -> _Piece:
+        open_at = self.i
+        self.i += 1
+        negate = self.peek("^")
+        if negate:
+            self.i += 1
+        items: list[str] = []
+        # do-while, as Lucene: the first character may be ']' itself.
+        while True:
+            if not self.more():
+                raise self.error("unclosed character class", "']'", at=open_at)
+            items.append(self.class_item())
+            if self.peek("]"):
+                self.i += 1
+                break
+        return _Piece(f"[{'^' if negate else ''}{''.join(items)}]", atom=True, unbounded=False, size=1)
+
+    def class_item(self) -> str:
+        first_at = self.i
+        first = self.class_char(allow_shorthand=True)
+        if len(first) > 1:  # a shorthand class: no range from it
+            return _SHORTHAND[first[1]]
+        if self.peek("-") and self.i + 1 < len(self.s) and self.s[self.i + 1] != "]":
+            self.i += 1
+            last = self.class_char(allow_shorthand=False)
+            if ord(last) < ord(first):
+                raise self.error(f"character range {first}-{last} is out of order", at=first_at)
+            return f"{_literal_char(first)}-{_literal_char(last)}"
+        return _literal_char(first)
+
+    def class_char(self, allow_shorthand: bool) -> str:
+        c = self.s[self.i]
+        if c == "\\":
+            if self.i + 1 >= len(self.s):
+                raise self.error("'\\' at the end", "a character after '\\'")
+            c = self.s[self.i + 1]
+            self.i += 2
+            if c in "dws" and allow_shorthand:
+                return "\\" + c
+            if c in "DWS":
+                raise self.error(f"'\\{c}' inside a character class is not supported", f"'[^...]'", at=self.i - 2)
+            return c
+        self.i += 1
+        return c
+
+
+def translate(source: str, offset: int = 0) -> str:
+    """The Lucene regex ``source`` as a Python/Rust regex body (see module doc).
+
+    ``offset`` is where ``source`` starts in the query string, so errors point
+    into the query.
+    """
+    t = _Translator(source, offset)
+    piece = t.union()
+    if t.more():  # only a stray ')' stops the top-level union early
+        raise t.error("unbalanced ')'", "'(' before it, or '\\)' for a literal ')'")
+    try:
+        re.compile(piece.text, re.IGNORECASE)
+    except re.error as exc:  # a translation bug, not a user error; still say where
+        raise QueryError(f"regular expression: {exc}", offset, None) from exc
+    return piece.text
