@@ -67,6 +67,10 @@ class RunningServer:
         assert r.status_code == 200 and body["verdict"] == "OK", (r.status_code, body)
         return body["response"]
 
+    def fail(self, name: str, kargs: Any = None, token: str | None = None, status: int = 400, **kw: Any) -> str:
+        """Make a call that must fail with ``status``; returns the error message."""
+        return error_of(self.post(name, kargs, token, **kw), status)
+
     def login(self, username: str = "admin", password: str = ADMIN_PASSWORD) -> str:
         return self.call("auth/login", {"username": username, "password": password})["sessionToken"]
 
@@ -74,6 +78,14 @@ class RunningServer:
         """Create a user and return a session token of that user."""
         self.call("auth/userAdd", {"user": {"username": username, "password": password, "roles": roles}}, admin_token)
         return self.login(username, password)
+
+
+def error_of(r: httpx.Response, status: int) -> str:
+    """The message of an ERROR envelope with the given status."""
+    body = r.json()
+    assert r.status_code == status, (r.status_code, body)
+    assert body["verdict"] == "ERROR" and set(body) == {"verdict", "error"}, body
+    return body["error"]
 
 
 @contextmanager

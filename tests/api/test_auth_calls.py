@@ -1,0 +1,309 @@
+"""The auth/ calls over real HTTP: login, token headers, sessions and API
+tokens ending, roles, user management and the last-admin rule."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime
+
+import pytest
+
+ISO_FRACTION = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+SESSION_FIELDS = {
+    "sessionToken": str, "publicKey": str, "userName": str, "createdOn": str, "roles": list, "status": str,
+    "fullName": str, "rights": str, "email": str, "organization": str, "name": str, "preference": dict,
+    "timezone": str, "profile": (dict, type(None)),
+}
+USER_FIELDS = {
+    "username": str, "email": str, "firstName": str, "lastName": str, "organization": str, "rights": str,
+    "restricted": bool, "disabled": bool, "lastLogin": (str, type(None)), "passwordDate": str,
+    "preference": dict, "roles": list, "dataPolicies": (list, type(None)), "APIPolicies": (list, type(None)),
+    "profile": (dict, type(None)),
+}
+
+
+# -- login ---------------------------------------------------------------------
+
+
+def test_login_returns_the_whole_session_record(server) -> None:
+    record = server.call("auth/login", {"username": "admin", "password": "admin-test-password"})
+    assert set(record) == set(SESSION_FIELDS)
+    for name, kind in SESSION_FIELDS.items():
+        assert isinstance(record[name], kind), name
+    assert record["status"] == "succeed"
+    assert record["userName"] == "admin" and record["roles"] == ["admin"]
+    assert record["preference"]["timezone"] == {"value": "UTC", "policy": "Server"}
+    assert record["timezone"] == "UTC"
+    datetime.fromisoformat(record["createdOn"])
+    assert record["sessionToken"].startswith("sls_") and len(record["sessionToken"]) >= 4 + 43
+
+
+def test_wrong_password_and_unknown_user_get_the_same_answer(server) -> None:
+    wrong = server.fail("auth/login", {"username": "admin", "password": "not-the-password"}, status=401)
+    unknown = server.fail("auth/login", {"username": "nobody-here", "password": "not-the-password"}, status=401)
+    assert wrong == unknown == "auth/login: invalid username or password"
+
+
+@pytest.mark.parametrize(
+    ("kargs", "field"),
+    [({"password": "x"}, "kargs.username"), ({"username": 7, "password": "x"}, "kargs.username"),
+     ({"username": "admin"}, "kargs.password"), ({"username": "admin", "password": ["x"]}, "kargs.password")],
+)
+def test_login_with_malformed_credentials_is_400_naming_the_field(server, kargs, field) -> None:
+    assert field in server.fail("auth/login", kargs, status=400)
+
+
+def test_lockout_after_ten_failures_and_reset_on_success(server, admin_token, new_name) -> None:
+    name = new_name("lock")
+    server.call("auth/userAdd", {"user": {"username": name, "password": "right-password"}}, admin_token)
+    # Nine failures, then a success: the count starts again.
+    for _ in range(9):
+        server.fail("auth/login", {"username": name, "password": "wrong-password"}, status=401)
+    server.login(name, "right-password")
+    for _ in range(9):
+        server.fail("auth/login", {"username": name, "password": "wrong-password"}, status=401)
+    server.login(name, "right-password")
+    # Ten in a row lock the username, even against the right password.
+    for _ in range(10):
+        server.fail("auth/login", {"username": name, "password": "wrong-password"}, status=401)
+    r = server.post("auth/login", {"username": name, "password": "right-password"})
+    assert r.status_code == 429 and r.json()["verdict"] == "ERROR"
+    assert "too many failed logins" in r.json()["error"]
+    assert 0 < int(r.headers["Retry-After"]) <= 15 * 60
+    # Other users are not affected.
+    server.login()
+
+
+def test_lockout_ends_after_the_lockout_time(start_server) -> None:
+    srv = start_server(login_max_failures=2, login_lockout_minutes=0.02)
+    for _ in range(2):
+        srv.fail("auth/login", {"username": "admin", "password": "wrong-password"}, status=401)
+    srv.fail("auth/login", {"username": "admin", "password": "admin-test-password"}, status=429)
+    time.sleep(1.5)
+    srv.login()
+
+
+def test_unknown_usernames_are_locked_too(start_server) -> None:
+    srv = start_server(login_max_failures=3)
+    for _ in range(3):
+        srv.fail("auth/login", {"username": "ghost", "password": "whatever-1"}, status=401)
+    srv.fail("auth/login", {"username": "ghost", "password": "whatever-1"}, status=429)
+
+
+# -- tokens in headers -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["Servicetoken", "servicetoken", "SERVICETOKEN", "Authorization", "FluencyToken", "Fluencytoken", "fluencytoken"],
+)
+def test_every_token_header_is_accepted(server, admin_token, header) -> None:
+    value = f"Bearer {admin_token}" if header == "Authorization" else admin_token
+    r = server.post("auth/userList", {}, headers={header: value})
+    assert r.status_code == 200 and r.json()["verdict"] == "OK"
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [({}, "missing token"), ({"Servicetoken": "sls_nonsense"}, "invalid token"),
+     ({"Servicetoken": "slk_nonsense"}, "invalid token"), ({"Servicetoken": "junk"}, "invalid token"),
+     ({"Authorization": "Basic YWRtaW46YWRtaW4="}, "missing token"), ({"Servicetoken": "x" * 5000}, "invalid token")],
+)
+def test_missing_or_invalid_token_is_401(server, headers, expected) -> None:
+    r = server.post("auth/userList", {}, headers=headers)
+    assert expected in server.fail("auth/userList", {}, headers=headers, status=401)
+    assert r.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_session_ends_after_idle_time(start_server) -> None:
+    srv = start_server(session_idle_minutes=0.02)  # 1.2 s
+    token = srv.login()
+    srv.call("auth/userList", {}, token)
+    time.sleep(0.5)
+    srv.call("auth/userList", {}, token)  # activity keeps it alive
+    time.sleep(1.6)
+    assert "inactivity" in srv.fail("auth/userList", {}, token, status=401)
+
+
+def test_session_ends_after_its_lifetime_despite_activity(start_server) -> None:
+    srv = start_server(session_max_hours=1.5 / 3600)  # 1.5 s
+    token = srv.login()
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        srv.call("auth/userList", {}, token)
+        time.sleep(0.2)
+    time.sleep(0.8)
+    assert "maximum lifetime" in srv.fail("auth/userList", {}, token, status=401)
+
+
+def test_api_token_lifecycle(server, admin_token, new_name) -> None:
+    name = new_name("tok")
+    added = server.call("auth/api_token", {"action": "add", "name": name}, admin_token)
+    secret = added["token"]
+    assert secret.startswith("slk_") and len(secret) >= 4 + 43
+    assert added["state"] == "active" and added["lastUsed"] is None
+    # Usable exactly like a session token, in any header.
+    server.call("auth/userList", {}, secret)
+    assert server.post("auth/userList", {}, headers={"Authorization": f"Bearer {secret}"}).status_code == 200
+    listed = server.call("auth/api_token", {"action": "list"}, admin_token)["tokens"]
+    mine = [t for t in listed if t["name"] == name]
+    assert len(mine) == 1 and "token" not in mine[0] and secret not in str(listed)
+    assert ISO_FRACTION.fullmatch(mine[0]["lastUsed"])
+    revoked = server.call("auth/api_token", {"action": "delete", "id": added["id"]}, admin_token)
+    assert revoked["state"] == "revoked"
+    assert "revoked" in server.fail("auth/userList", {}, secret, status=401)
+
+
+def test_api_token_expires(server, admin_token) -> None:
+    secret = server.call("auth/api_token", {"action": "add", "expiresInDays": 1.0 / 86400}, admin_token)["token"]
+    server.call("auth/userList", {}, secret)
+    time.sleep(1.2)
+    assert "expired" in server.fail("auth/userList", {}, secret, status=401)
+
+
+@pytest.mark.parametrize(
+    ("kargs", "field"),
+    [({"action": "fly"}, "kargs.action"), ({"action": "add", "expiresInDays": -1}, "kargs.expiresInDays"),
+     ({"action": "add", "expiresInDays": "soon"}, "kargs.expiresInDays"), ({"action": "add", "name": 5}, "kargs.name"),
+     ({"action": "delete", "id": "one"}, "kargs.id"), ({"action": "add", "username": "no such"}, "kargs.username")],
+)
+def test_api_token_bad_input_is_400_naming_the_field(server, admin_token, kargs, field) -> None:
+    assert field in server.fail("auth/api_token", kargs, admin_token, status=400)
+
+
+def test_disabled_or_deleted_user_is_refused_at_once(server, admin_token, new_name) -> None:
+    for how in ("disable", "delete"):
+        name = new_name(how)
+        session = server.add_user(admin_token, name, ["admin"])
+        api = server.call("auth/api_token", {"action": "add", "username": name}, admin_token)["token"]
+        server.call("auth/userList", {}, session)
+        server.call("auth/userList", {}, api)
+        if how == "disable":
+            server.call("auth/userUpdate", {"user": {"username": name, "disabled": True}}, admin_token)
+            assert "disabled" in server.fail("auth/userList", {}, session, status=401)
+            assert "disabled" in server.fail("auth/userList", {}, api, status=401)
+            assert "disabled" in server.fail(
+                "auth/login", {"username": name, "password": "user-password-1"}, status=401
+            )
+        else:
+            server.call("auth/userDelete", {"username": name}, admin_token)
+            server.fail("auth/userList", {}, session, status=401)
+            server.fail("auth/userList", {}, api, status=401)
+
+
+# -- roles -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ["analyst", "ingest"])
+@pytest.mark.parametrize(
+    ("call_name", "kargs"),
+    [("auth/userList", {}), ("auth/userAdd", {"user": {}}), ("auth/getUser", {"username": "admin"}),
+     ("auth/userDelete", {"username": "admin"}), ("auth/api_token", {"action": "list"})],
+)
+def test_non_admins_may_not_manage_users_or_tokens(server, admin_token, new_name, role, call_name, kargs) -> None:
+    token = server.add_user(admin_token, new_name(role), [role])
+    message = server.fail(call_name, kargs, token, status=403)
+    assert call_name in message and role in message
+
+
+# -- users ---------------------------------------------------------------------------
+
+
+def test_user_list_has_every_field(server, admin_token, new_name) -> None:
+    name = new_name("list")
+    server.call(
+        "auth/userAdd",
+        {"user": {"username": name, "password": "long-enough-1", "email": f"{name}@example.com",
+                  "firstName": "Ada", "lastName": "Lovelace", "organization": "Acme", "roles": ["analyst"],
+                  "dataPolicies": [{"partition": "default"}], "APIPolicies": None,
+                  "preference": {"timezone": {"value": "Europe/Paris", "policy": "GMT"}}}},
+        admin_token,
+    )
+    users = {u["username"]: u for u in server.call("auth/userList", {}, admin_token)["users"]}
+    for user in users.values():
+        assert set(user) == set(USER_FIELDS)
+        for field, kind in USER_FIELDS.items():
+            assert isinstance(user[field], kind), field
+    new = users[name]
+    assert new["lastLogin"] is None and new["rights"] == "analyst" and new["disabled"] is False
+    assert new["dataPolicies"] == [{"partition": "default"}] and new["APIPolicies"] is None
+    assert new["preference"]["timezone"] == {"value": "Europe/Paris", "policy": "GMT"}
+    assert ISO_FRACTION.fullmatch(new["passwordDate"])
+    server.login(name, "long-enough-1")
+    after = server.call("auth/getUser", {"username": name}, admin_token)
+    assert ISO_FRACTION.fullmatch(after["lastLogin"])
+    assert after == {**new, "lastLogin": after["lastLogin"]}
+
+
+def test_password_change_moves_password_date(server, admin_token, new_name) -> None:
+    name = new_name("pw")
+    before = server.call("auth/userAdd", {"user": {"username": name, "password": "first-password"}}, admin_token)
+    time.sleep(0.01)
+    after = server.call("auth/userUpdate", {"user": {"username": name, "password": "second-password"}}, admin_token)
+    assert after["passwordDate"] > before["passwordDate"]
+    server.fail("auth/login", {"username": name, "password": "first-password"}, status=401)
+    server.login(name, "second-password")
+    untouched = server.call("auth/userUpdate", {"user": {"username": name, "email": "a@b.example"}}, admin_token)
+    assert untouched["passwordDate"] == after["passwordDate"]
+
+
+@pytest.mark.parametrize(
+    ("user", "field"),
+    [
+        ({"password": "long-enough-1"}, "kargs.user.username"),
+        ({"username": "has space", "password": "long-enough-1"}, "kargs.user.username"),
+        ({"username": "x" * 129, "password": "long-enough-1"}, "kargs.user.username"),
+        ({"username": "shortpw"}, "kargs.user.password"),
+        ({"username": "shortpw", "password": "short"}, "kargs.user.password"),
+        ({"username": "badrole", "password": "long-enough-1", "roles": ["wizard"]}, "kargs.user.roles[0]"),
+        ({"username": "badroles", "password": "long-enough-1", "roles": "admin"}, "kargs.user.roles"),
+        ({"username": "bademail", "password": "long-enough-1", "email": 42}, "kargs.user.email"),
+        ({"username": "bademail2", "password": "long-enough-1", "email": "not-an-address"}, "kargs.user.email"),
+        ({"username": "longname", "password": "long-enough-1", "firstName": "a" * 101}, "kargs.user.firstName"),
+        ({"username": "ctrl", "password": "long-enough-1", "lastName": "a\nb"}, "kargs.user.lastName"),
+        ({"username": "flag", "password": "long-enough-1", "disabled": "yes"}, "kargs.user.disabled"),
+        ({"username": "pol", "password": "long-enough-1", "dataPolicies": {}}, "kargs.user.dataPolicies"),
+        ({"username": "pol2", "password": "long-enough-1", "APIPolicies": [0] * 101}, "kargs.user.APIPolicies"),
+        ({"username": "tz", "password": "long-enough-1",
+          "preference": {"timezone": {"value": "Mars/Olympus"}}}, "kargs.user.preference.timezone.value"),
+        ({"username": "prof", "password": "long-enough-1", "profile": [1]}, "kargs.user.profile"),
+        ({"username": "big", "password": "long-enough-1", "profile": {"x": "a" * 20000}}, "kargs.user.profile"),
+        ({"username": "extra", "password": "long-enough-1", "isRoot": True}, "kargs.user.isRoot"),
+    ],
+)
+def test_user_add_validates_every_field(server, admin_token, user, field) -> None:
+    message = server.fail("auth/userAdd", {"user": user}, admin_token, status=400)
+    assert message.startswith(f"auth/userAdd: {field}: "), message
+
+
+def test_user_add_without_user_object_is_400(server, admin_token) -> None:
+    assert "kargs.user" in server.fail("auth/userAdd", {}, admin_token, status=400)
+    assert "kargs.user" in server.fail("auth/userAdd", {"user": "bob"}, admin_token, status=400)
+
+
+def test_duplicate_user_is_409_and_unknown_user_404(server, admin_token, new_name) -> None:
+    name = new_name("dup")
+    server.call("auth/userAdd", {"user": {"username": name, "password": "long-enough-1"}}, admin_token)
+    assert "already exists" in server.fail(
+        "auth/userAdd", {"user": {"username": name, "password": "long-enough-1"}}, admin_token, status=409
+    )
+    assert "no user named" in server.fail("auth/getUser", {"username": "nobody0"}, admin_token, status=404)
+    assert "no user named" in server.fail("auth/userDelete", {"username": "nobody0"}, admin_token, status=404)
+
+
+def test_the_last_admin_cannot_be_deleted_disabled_or_demoted(start_server) -> None:
+    srv = start_server()
+    token = srv.login()
+    for call_name, kargs in [
+        ("auth/userDelete", {"username": "admin"}),
+        ("auth/userUpdate", {"user": {"username": "admin", "disabled": True}}),
+        ("auth/userUpdate", {"user": {"username": "admin", "roles": ["analyst"]}}),
+    ]:
+        assert "no enabled user with the admin role" in srv.fail(call_name, kargs, token, status=409)
+    srv.call("auth/userList", {}, token)  # still an admin
+    # With a second admin, the first may go.
+    srv.call("auth/userAdd", {"user": {"username": "admin2", "password": "long-enough-1", "roles": ["admin"]}}, token)
+    srv.call("auth/userDelete", {"username": "admin"}, token)
+    token2 = srv.login("admin2", "long-enough-1")
+    srv.fail("auth/userDelete", {"username": "admin2"}, token2, status=409)
