@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+
+import pytest
+
+from seclake.errors import PayloadTooLarge, ValidationFailed
+from seclake.ingest import reader
+from seclake.ingest.reader import IngestCounts, Line, iter_lines
+
+MB = 1 << 20
+
+
+def _lines(data: bytes | io.BytesIO, **kw) -> list[Line]:
+    kw.setdefault("max_bytes", 64 * MB)
+    return list(iter_lines(data, **kw))
+
+
+def test_plain_lines_numbers_crlf_and_blanks() -> None:
+    data = b"first\r\n\r\n  \nsecond\nthird"
+    assert _lines(data) == [Line(1, "first", False), Line(4, "second", False), Line(5, "third", False)]
+
+
+def test_bom_is_dropped() -> None:
+    assert _lines(b"\xef\xbb\xbfa=1\n") == [Line(1, "a=1", False)]
+
+
+def test_invalid_utf8_is_replaced() -> None:
+    assert _lines(b"user=\xff\xfebob\nok=\xc3\xa9\n") == [Line(1, "user=\ufffd\ufffdbob", False), Line(2, "ok=é", False)]
+
+
+def test_file_object_and_bytes_agree() -> None:
+    data = b"".join(b"line %d\n" % i for i in range(10000))
+    assert _lines(io.BytesIO(data)) == _lines(data) == [Line(i + 1, f"line {i}", False) for i in range(10000)]
+
+
+def test_lines_across_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 7)
+    data = b"alpha\nbeta\r\ngamma delta\n\nepsilon"
+    assert [(n, t) for n, t, _ in _lines(data)] == [(1, "alpha"), (2, "beta"), (3, "gamma delta"), (5, "epsilon")]
+    assert [(n, t) for n, t, _ in _lines(gzip.compress(data))] == [
+        (1, "alpha"), (2, "beta"), (3, "gamma delta"), (5, "epsilon"),
+    ]  # fmt: skip
+
+
+def test_long_lines_are_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 16)
+    long = b"x" * 100
+    data = b"short\n" + long + b"\nafter\n" + long
+    assert _lines(data, max_line_bytes=10) == [
+        Line(1, "short", False),
+        Line(2, "x" * 10, True),
+        Line(3, "after", False),
+        Line(4, "x" * 10, True),
+    ]
+
+
+def test_cut_inside_a_multibyte_character() -> None:
+    assert _lines("ab€€".encode(), max_line_bytes=4) == [Line(1, "ab", True)]
+
+
+def test_gzip_detected_by_magic_and_forced() -> None:
+    data = b"a=1\nb=2\n"
+    assert _lines(gzip.compress(data)) == _lines(data)
+    assert _lines(gzip.compress(data), compressed=True) == _lines(data)
+    # forced off: the gzip bytes are just (binary) text
+    assert _lines(gzip.compress(data), compressed=False) != _lines(data)
+
+
+def test_concatenated_gzip_members_and_zero_padding() -> None:
+    data = gzip.compress(b"one\n") + gzip.compress(b"two\n") + b"\x00" * 100
+    assert _lines(data) == [Line(1, "one", False), Line(2, "two", False)]
+
+
+def test_plain_body_over_the_cap() -> None:
+    with pytest.raises(PayloadTooLarge, match="larger than 1000 bytes"):
+        _lines(b"x\n" * 1000, max_bytes=1000)
+
+
+def test_gzip_bomb_stops_at_the_cap() -> None:
+    # 1 GiB of zeros compresses to about 1 MiB; only max_bytes get inflated.
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = b"\0" * (16 * MB)
+    bomb = b"".join(comp.compress(zeros) for _ in range(64)) + comp.flush()
+    assert len(bomb) < 2 * MB
+    seen = 0
+    with pytest.raises(PayloadTooLarge):
+        for line in iter_lines(bomb, max_bytes=8 * MB):
+            seen += len(line.text)
+    assert seen <= 8 * MB
+
+
+def test_gzip_bomb_of_newlines_stops_too() -> None:
+    bomb = gzip.compress(b"a\n" * (8 * MB))
+    with pytest.raises(PayloadTooLarge):
+        for _ in iter_lines(bomb, max_bytes=MB):
+            pass
+
+
+def test_truncated_gzip() -> None:
+    data = gzip.compress(b"line one\nline two\n" * 1000)
+    with pytest.raises(ValidationFailed, match="gzip data ends early"):
+        _lines(data[: len(data) // 2])
+
+
+def test_corrupt_gzip() -> None:
+    data = bytearray(gzip.compress(b"line one\n" * 1000))
+    data[20:40] = b"\xff" * 20
+    with pytest.raises(ValidationFailed, match="invalid gzip data") as info:
+        _lines(bytes(data))
+    assert info.value.field == "body"
+
+
+def test_empty_bodies() -> None:
+    assert _lines(b"") == []
+    assert _lines(b"\n\n\r\n") == []
+    assert _lines(b"", compressed=True) == []
+
+
+def test_counts() -> None:
+    counts = IngestCounts(max_reasons=2)
+    counts.count(True)
+    counts.count(False, truncated=True)
+    for n in (3, 4, 5):
+        counts.reject(n, f"@fields: bad {n}")
+    assert counts.as_dict() == {
+        "accepted": 1,
+        "raw": 1,
+        "rejected": 3,
+        "truncated": 1,
+        "reasons": ["line 3: @fields: bad 3", "line 4: @fields: bad 4"],
+    }
