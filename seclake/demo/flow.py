@@ -20,7 +20,7 @@ VENDOR = "netflow"
 DATASET = "flow"
 
 
-def flow_fields(ts: int, *, sip: str, dip: str, sp: int, dp: int, prot: int, txB: int, rxB: int,
+def flow_fields(ts: int, sip: str, dip: str, sp: int, dp: int, prot: int, txB: int, rxB: int,
                 txP: int, rxP: int, dur: int) -> dict[str, Any]:
     return {"sip": sip, "dip": dip, "sp": sp, "dp": dp, "prot": prot, "rxB": rxB, "txB": txB,
             "totalB": rxB + txB, "rxP": rxP, "txP": txP, "dur": dur, "time_ms": ts}
@@ -56,7 +56,6 @@ class Flow:
             sip, dip = w.scanners.draw(rnd), tn.public_ip
         tx = int(60 * 10 ** (rnd() * 4))
         rx = int(60 * 10 ** (rnd() * 5)) if r < 0.95 else int(rnd() * 2) * 40
-        fields = flow_fields(ts, sip=sip, dip=dip, sp=0 if prot == 1 else 1024 + int(rnd() * 64000),
-                             dp=dp, prot=prot, txB=tx, rxB=rx, txP=1 + tx // 1200, rxP=(rx + 1199) // 1200,
-                             dur=int(rnd() ** 3 * 120_000))
+        fields = flow_fields(ts, sip, dip, 0 if prot == 1 else 1024 + int(rnd() * 64000), dp, prot,
+                             tx, rx, 1 + tx // 1200, (rx + 1199) // 1200, int(rnd() ** 3 * 120_000))
         return format_line(ts, tn.name, tn.flow_exporter, fields, rnd() < 0.5)

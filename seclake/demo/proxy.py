@@ -19,7 +19,7 @@ _TYPES = ("text/html", "application/json", "image/png", "application/javascript"
           "image/jpeg", "application/octet-stream")
 
 
-def format_line(m: Minute, ts: int, customer: str, *, client_ip: str, user: str | None, method: str,
+def format_line(m: Minute, ts: int, customer: str, client_ip: str, user: str | None, method: str,
                 host: str, url: str, status: int | str, nbytes: int | str, category: str,
                 user_agent: str | None, elapsed_ms: int, result: str,
                 content_type: str | None) -> str:
@@ -69,7 +69,5 @@ class Proxy:
         if rnd() < 0.3:
             status, nbytes = str(status), str(nbytes)
         ua = None if rnd() < 0.05 else w.user_agents.draw(rnd)
-        return format_line(m, ts, tn.name, client_ip=tn.workstation_ips[i], user=user, method=method,
-                           host=host, url=url, status=status, nbytes=nbytes, category=category,
-                           user_agent=ua, elapsed_ms=int(rnd() ** 2 * 3000), result=f"{result}/{status}",
-                           content_type=ctype)
+        return format_line(m, ts, tn.name, tn.workstation_ips[i], user, method, host, url, status, nbytes,
+                           category, ua, int(rnd() ** 2 * 3000), f"{result}/{status}", ctype)
