@@ -50,6 +50,8 @@ class RunningServer:
         self.settings = settings
         self.services = services
         self.http = httpx.Client(base_url=url, timeout=30)
+        self.stop: Callable[[], None] = lambda: None  # set by running_server
+
 
     def post(self, name: str, kargs: Any = None, token: str | None = None, **kwargs: Any) -> httpx.Response:
         """POST /api/<name> with {"kargs": kargs}; returns the raw response."""
@@ -107,13 +109,18 @@ def running_server(data_dir: Path, **overrides: Any) -> Iterator[RunningServer]:
             raise RuntimeError("seclake test server did not start")
         time.sleep(0.02)
     running = RunningServer(f"http://127.0.0.1:{port}", settings, app.state.services)
-    try:
-        yield running
-    finally:
+
+    def stop() -> None:
         running.http.close()
         server.should_exit = True
         thread.join(20)
         sock.close()
+
+    running.stop = stop
+    try:
+        yield running
+    finally:
+        stop()
 
 
 @pytest.fixture(scope="session")

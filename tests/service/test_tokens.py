@@ -1,0 +1,44 @@
+"""API tokens: only hashes stored, expiry, revocation, last use."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import pytest
+from sqlalchemy import select
+
+from seclake.db.models import ApiToken, UserSession
+from seclake.errors import Unauthorized
+
+
+def test_tokens_are_random_256_bit_and_stored_only_as_hashes(services) -> None:
+    secret = services.tokens.create("admin", "ci")["token"]
+    session = services.login.login("admin", "admin-test-password")["sessionToken"]
+    for token, prefix in ((secret, "slk_"), (session, "sls_")):
+        assert token.startswith(prefix)
+        raw = base64.urlsafe_b64decode(token[len(prefix):] + "=")
+        assert len(raw) * 8 >= 256
+    with services.db.session() as s:
+        stored = [t.token_hash for t in s.scalars(select(ApiToken))]
+        stored_sessions = [t.token_hash for t in s.scalars(select(UserSession))]
+    assert stored == [hashlib.sha256(secret.encode()).hexdigest()]
+    assert stored_sessions == [hashlib.sha256(session.encode()).hexdigest()]
+
+
+def test_token_expiry_revocation_and_last_use(services, clock) -> None:
+    created = services.tokens.create("admin", "short", 1)
+    assert created["expiresOn"] == "2026-11-22T10:00:00.123000Z"
+    clock.advance(hours=1)
+    assert services.auth.caller(created["token"]).token_kind == "api"
+    listed = services.tokens.list("admin")[0]
+    assert listed["lastUsed"] == "2026-11-21T11:00:00.123000Z" and "token" not in listed
+    clock.advance(days=1)
+    with pytest.raises(Unauthorized, match="expired"):
+        services.auth.caller(created["token"])
+    assert services.tokens.list()[0]["state"] == "expired"
+
+    other = services.tokens.create("admin", "revoked")
+    services.tokens.revoke(other["id"])
+    with pytest.raises(Unauthorized, match="revoked"):
+        services.auth.caller(other["token"])
