@@ -1,0 +1,29 @@
+"""Every setting is documented in the README's configuration table."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from seclake.settings import Settings
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def documented() -> dict[str, str]:
+    """Setting name -> env name, from rows like | `name` | `SECLAKE_NAME` | default | description |."""
+    rows = re.findall(r"^\|\s*`([a-z_]+)`\s*\|\s*`(SECLAKE_[A-Z_]+)`\s*\|[^|\n]*\|\s*[^|\n]*\S[^|\n]*\|\s*$",
+                      README.read_text(), re.M)
+    return dict(rows)
+
+
+def test_every_setting_is_in_the_readme_table() -> None:
+    table = documented()
+    missing = [name for name in Settings.model_fields if name not in table]
+    assert not missing, f"settings missing from the README configuration table: {missing}"
+    for name in Settings.model_fields:
+        assert table[name] == f"SECLAKE_{name.upper()}", name
+
+
+def test_the_readme_documents_no_setting_that_does_not_exist() -> None:
+    assert set(documented()) <= set(Settings.model_fields)
