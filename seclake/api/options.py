@@ -97,7 +97,7 @@ def build_plan(
     query = parse(search_str or "", dataset, default_operator=settings.default_operator, limits=limits, now_ms=now_ms)
 
     facets_obj = _obj(options.get("facets"), "options.facets")
-    filters = parse_filters(facets_obj.get("mustFilters"), facets_obj.get("mustNotFilters"), dataset)
+    filters = parse_filters(facets_obj.get("mustFilters"), facets_obj.get("mustNotFilters"), dataset, limits=limits)
     query = ast.and_(query, filters)
 
     sort_field = _str(options.get("sortField"), "options.sortField")

@@ -5,8 +5,9 @@ from seclake.storage.lake import Lake
 
 
 @pytest.fixture
-def db(tmp_path):
-    database = Database(f"sqlite:///{tmp_path / 'meta.db'}")
+def db(database_url):
+    # The catalog runs on both metadata databases: SQLite and PostgreSQL.
+    database = Database(database_url)
     database.migrate()
     yield database
     database.dispose()

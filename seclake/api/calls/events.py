@@ -59,7 +59,7 @@ def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
                 for h in result.hits
             ],
         },
-        "query": to_dict(plan.query),
+        "query": to_dict(plan.query, dataset),
         "terms": highlight_terms(plan.query),
     }
     if plan.facets or plan.histograms:

@@ -1,0 +1,137 @@
+"""POST /api/import/{vendor}: raw logs in, counts out, records searchable."""
+
+from __future__ import annotations
+
+import gzip
+import time
+
+import pytest
+
+from tests.conftest import error_of
+
+SSHD = [
+    "<38>Nov 21 10:00:01 bastion sshd[411]: Failed password for invalid user admin from 203.0.113.7 port 51234 ssh2",
+    "<38>Nov 21 10:00:02 bastion sshd[411]: Accepted password for alice from 198.51.100.4 port 40022 ssh2",
+]
+
+
+def _import(server, token, vendor, body: bytes, params=None, headers=None):
+    h = {"Servicetoken": token, "Content-Type": "text/plain"}
+    h.update(headers or {})
+    return server.http.post(f"/api/import/{vendor}", content=body, params=params or {}, headers=h)
+
+
+def _search(server, token, query, data_type="event"):
+    kargs = {
+        "partition": "default",
+        "dataType": data_type,
+        "options": {"dateFacetField": "@timestamp", "searchStr": query, "fetchLimit": 50, "dataType": data_type},
+    }
+    return server.call("ds/get_index_zoom_histogram_lv3", kargs, token)
+
+
+def _wait_for(server, token, query, n, data_type="event", timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        res = _search(server, token, query, data_type)
+        if res["hits"]["total"] >= n or time.monotonic() > deadline:
+            return res
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def lake_server(start_server):
+    return start_server()
+
+
+def test_imported_lines_are_counted_and_searchable_within_two_seconds(lake_server):
+    token = lake_server.login()
+    body = ("\n".join(SSHD) + "\nthis line means nothing to any parser\n\n").encode()
+    started = time.monotonic()
+    r = _import(lake_server, token, "sshd", body, {"customer": "acme"})
+    assert r.status_code == 200, r.text
+    report = r.json()["response"]
+    assert (report["accepted"], report["raw"], report["rejected"], report["stored"]) == (2, 1, 0, 3)
+    res = _wait_for(lake_server, token, "@source:sshd", 3)
+    assert time.monotonic() - started < 2.5
+    assert res["hits"]["total"] == 3
+    sources = [h["_source"] for h in res["hits"]["hits"]]
+    assert {s["@sender"] for s in sources} >= {"bastion"}
+    assert all(s["@customer"] == "acme" and s["@tags"] == ["sshd"] for s in sources)
+    raw = [s for s in sources if s["@message"] == "this line means nothing to any parser"]
+    assert len(raw) == 1 and raw[0]["@fields"] == {}
+    ids = [h["_id"] for h in res["hits"]["hits"]]
+    assert len(set(ids)) == 3
+    assert {h["docId"] for h in res["hits"]["hits"]} == {report["firstDocId"], report["firstDocId"] + 1, report["lastDocId"]}
+
+
+def test_gzip_by_header_and_by_magic_bytes(lake_server):
+    token = lake_server.login()
+    packed = gzip.compress("\n".join(SSHD).encode())
+    r1 = _import(lake_server, token, "gz1", packed, headers={"Content-Encoding": "gzip"})
+    r2 = _import(lake_server, token, "gz2", packed)
+    assert r1.json()["response"]["accepted"] == 2
+    assert r2.json()["response"]["accepted"] == 2
+    assert _wait_for(lake_server, token, "@source:gz1 OR @source:gz2", 4)["hits"]["total"] == 4
+
+
+def test_flows_in_both_layouts_land_in_the_flow_dataset(lake_server):
+    token = lake_server.login()
+    lines = [
+        '{"@timestamp": 1763700000000, "@type": "flow", "@fields": {"sip": "10.0.0.5", "dip": "8.8.8.8", "dp": 53, "totalB": 120}}',
+        '{"@timestamp": 1763700000001, "@type": "flow", "@metaflow": {"flow": {"sip": "10.0.0.6", "dip": "1.1.1.1", "dp": 443, "totalB": 9000}}}',
+    ]
+    r = _import(lake_server, token, "netflow", "\n".join(lines).encode(), {"type": "flow"})
+    assert r.json()["response"]["accepted"] == 2
+    res = _wait_for(lake_server, token, 'sip:"10.0.0.0/8" AND totalB:>100', 2, data_type="flow")
+    assert res["hits"]["total"] == 2
+    assert {h["_type"] for h in res["hits"]["hits"]} == {"flow"}
+    assert _search(lake_server, token, "@metaflow.flow.dp:443", "flow")["hits"]["total"] == 1
+    # Flows are not events.
+    assert _search(lake_server, token, "sip:10.0.0.5")["hits"]["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("vendor", "params", "headers", "needle"),
+    [
+        ("bad vendor!", {}, {}, "vendor"),
+        ("ok", {"type": "alert"}, {}, "type"),
+        ("ok", {"format": "xml"}, {}, "format"),
+        ("ok", {"customer": "x" * 500}, {}, "customer"),
+        ("ok", {}, {"Content-Encoding": "br"}, "Content-Encoding"),
+    ],
+)
+def test_bad_import_parameters_say_what_is_wrong(lake_server, vendor, params, headers, needle):
+    token = lake_server.login()
+    msg = error_of(_import(lake_server, token, vendor, b"a=1\n", params, headers), 400)
+    assert needle in msg
+
+
+def test_a_broken_gzip_body_is_an_error_and_stores_nothing(lake_server):
+    token = lake_server.login()
+    packed = gzip.compress(("\n".join(SSHD) * 50).encode())[:-20]
+    msg = error_of(_import(lake_server, token, "broken", packed, headers={"Content-Encoding": "gzip"}), 400)
+    assert "gzip" in msg
+    time.sleep(1.5)
+    assert _search(lake_server, token, "@source:broken")["hits"]["total"] == 0
+
+
+def test_import_body_cap_and_gzip_bomb(start_server):
+    srv = start_server(max_import_bytes=10_000)
+    token = srv.login()
+    assert "limit" in error_of(_import(srv, token, "big", b"a=1\n" * 5000), 413)
+    bomb = gzip.compress(b"a" * 5_000_000)
+    assert len(bomb) < 10_000
+    assert "after decompression" in error_of(_import(srv, token, "bomb", bomb), 413)
+
+
+def test_import_needs_a_token_and_the_ingest_permission(lake_server, new_name):
+    assert lake_server.http.post("/api/import/x", content=b"a=1").status_code == 401
+    admin = lake_server.login()
+    analyst = lake_server.add_user(admin, new_name("analyst"), ["analyst"])
+    feeder = lake_server.add_user(admin, new_name("feeder"), ["ingest"])
+    assert "import/x" in error_of(_import(lake_server, analyst, "x", b"a=1"), 403)
+    assert _import(lake_server, feeder, "x", b"a=1").status_code == 200
+    # An ingest-only identity cannot read what it sends.
+    r = lake_server.post("ds/get_index_zoom_histogram_lv3", {"options": {"dateFacetField": "@timestamp"}}, feeder)
+    assert r.status_code == 403
