@@ -17,7 +17,7 @@ def format_line(m: Minute, ts: int, devname: str, srcip: str, srcport: int, dsti
                 rcvdbyte: int | None = None) -> str:
     t = m.time_at(ts)
     head = (f"<{188 if action == 'deny' else 189}>{m.rfc3164}{t[6:]} {devname} "
-            f'date={m.date} time={t} devname="{devname}" type="traffic" '
+            f'date={m.date} time={t} tz="+0000" devname="{devname}" type="traffic" '
             f"srcip={srcip} srcport={srcport} dstip={dstip} dstport={dstport} proto={proto} "
             f'action="{action}" policyid={policyid} service="{service}"')
     # Denied sessions never carried data, so FortiGate leaves the counters out.

@@ -53,10 +53,16 @@ def generate(*, days: int, end_ms: int, events_per_day: int = DEFAULT_EVENTS_PER
 def stamped(*, days: int, end_ms: int, events_per_day: int = DEFAULT_EVENTS_PER_DAY, seed: int = 7,
             flows: bool = True) -> Iterator[tuple[int, DemoLine]]:
     """Like ``generate`` but yields ``(timestamp_ms, line)`` pairs."""
+    # Checked here, eagerly: a generator body would only complain on first use.
     if days < 1:
         raise ValueError("days must be at least 1")
     if events_per_day < 0:
         raise ValueError("events_per_day must not be negative")
+    return _stamped(days, end_ms, events_per_day, seed, flows)
+
+
+def _stamped(days: int, end_ms: int, events_per_day: int, seed: int,
+             flows: bool) -> Iterator[tuple[int, DemoLine]]:
     w = world()
     kinds = {"fortigate": Firewall, "netflow": Flow, "bind": Dns, "squid": Proxy, "windows": Windows,
              "edr": Edr, "sshd": Sshd, "suricata": Ids}

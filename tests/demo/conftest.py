@@ -1,0 +1,21 @@
+"""One generated week shared by the demo tests (about 40,000 lines, well under a second)."""
+
+from __future__ import annotations
+
+import pytest
+
+from seclake.demo import DemoLine, Manifest, manifest, stamped
+
+# Tuesday 2023-11-14 22:13:20 UTC: a fixed end so results never depend on today.
+END_MS = 1_700_000_000_000
+DAYS = 7
+
+
+@pytest.fixture(scope="session")
+def week() -> list[tuple[int, DemoLine]]:
+    return list(stamped(days=DAYS, end_ms=END_MS))
+
+
+@pytest.fixture(scope="session")
+def week_manifest() -> Manifest:
+    return manifest(days=DAYS, end_ms=END_MS)
