@@ -1,0 +1,51 @@
+"""The dispatcher's rules as others use them: raw routes share token,
+permission, audit and envelope but not the JSON cap; calls run off the event
+loop, so concurrent callers all get answers."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from seclake.api.registry import REGISTRY, CallContext, raw_route
+
+
+@pytest.fixture
+def echo_route():
+    @raw_route("test/echo/{word}", permission="ingest")
+    async def echo(ctx: CallContext, word: str) -> dict:
+        size = 0
+        async for chunk in ctx.request.stream():
+            size += len(chunk)
+        return {"word": word, "bytes": size, "caller": ctx.caller.username}
+
+    yield
+    REGISTRY.raw_routes.remove(next(r for r in REGISTRY.raw_routes if r.pattern == "test/echo/{word}"))
+
+
+def test_raw_route_gets_the_same_guard_and_no_json_cap(server, admin_token, echo_route, new_name) -> None:
+    body = b"x" * (server.settings.max_body_bytes * 2)  # past the JSON cap, and not JSON
+    r = server.http.post("/api/test/echo/hello", content=body, headers={"Servicetoken": admin_token})
+    assert r.json() == {"verdict": "OK", "response": {"word": "hello", "bytes": len(body), "caller": "admin"}}
+    assert server.http.post("/api/test/echo/hello", content=b"x").status_code == 401
+    analyst = server.add_user(admin_token, new_name("an"), ["analyst"])
+    r = server.http.post(f"{server.url}//api/test/echo/hello", content=b"x", headers={"Servicetoken": analyst})
+    assert r.status_code == 403 and "test/echo/hello" in r.json()["error"]
+    ingest = server.add_user(admin_token, new_name("in"), ["ingest"])
+    assert server.http.post("/api/test/echo/w", content=b"x", headers={"Servicetoken": ingest}).status_code == 200
+    assert server.http.get("/api/test/echo/w", headers={"Servicetoken": ingest}).status_code == 405
+    entry = server.services.audit.recent(1)[0]
+    assert (entry["call"], entry["status"]) == ("test/echo/w", 405)
+
+
+def test_concurrent_callers_all_get_answers(server, admin_token) -> None:
+    api = server.call("auth/api_token", {"action": "add", "name": "load"}, admin_token)["token"]
+
+    def work(i: int) -> int:
+        token = api if i % 2 else admin_token
+        return server.post("auth/userList", {}, token).status_code
+
+    with ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(work, range(200)))
+    assert statuses == [200] * 200
