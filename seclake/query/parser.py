@@ -130,6 +130,9 @@ class _Source:
             except ParseSyntaxError as exc:
                 state = getattr(luqum_parser.parser, "state", None)
                 expected_tokens = set(luqum_parser.parser.action.get(state, {})) if state is not None else set()
+                stack = [getattr(sym, "type", None) for sym in getattr(luqum_parser.parser, "symstack", [])]
+                if "RBRACKET" in expected_tokens and "TO" in expected_tokens and _inside_range_after_to(stack):
+                    expected_tokens.discard("TO")  # the parser state is shared by both halves of a range
                 raise self._syntax_error(str(exc), expected_tokens) from None
             except IllegalCharacterError as exc:  # pre-lexing normally catches these first
                 raise QueryError(str(exc), self.orig(lexer.lexpos), None) from None
@@ -169,6 +172,13 @@ def _tokens(text: str) -> Iterator[Any]:
         if tok is None:
             return
         yield tok
+
+
+def _inside_range_after_to(stack: list[str | None]) -> bool:
+    if "LBRACKET" not in stack:
+        return False
+    last_open = len(stack) - 1 - stack[::-1].index("LBRACKET")
+    return "TO" in stack[last_open:]
 
 
 def _illegal(text: str, pos: int) -> QueryError:

@@ -125,7 +125,7 @@ class _Translator:
             c = self.s[self.i]
             self.i += 1
             if c == "{":
-                lo, hi = self.counts()
+                lo, hi = self.counts(qpos)
             else:
                 lo, hi = {"?": (0, 1), "*": (0, None), "+": (1, None)}[c]
             if piece.unbounded and (hi is None or hi > 1):
@@ -149,7 +149,7 @@ class _Translator:
                 raise self.error("pattern too large once repetitions are expanded", None, at=start)
         return piece
 
-    def counts(self) -> tuple[int, int | None]:
+    def counts(self, open_at: int) -> tuple[int, int | None]:
         lo = self.number()
         if lo is None:
             raise self.error("bad repetition", "a number after '{'")
@@ -161,7 +161,7 @@ class _Translator:
             raise self.error("bad repetition", "'}'")
         self.i += 1
         if hi is not None and hi < lo:
-            raise self.error(f"repetition {{{lo},{hi}}} has its maximum below its minimum")
+            raise self.error(f"repetition {{{lo},{hi}}} has its maximum below its minimum", at=open_at)
         return lo, hi
 
     def number(self) -> int | None:
@@ -269,7 +269,7 @@ class _Translator:
             if c in "dws" and allow_shorthand:
                 return "\\" + c
             if c in "DWS":
-                raise self.error(f"'\\{c}' inside a character class is not supported", f"'[^...]'", at=self.i - 2)
+                raise self.error(f"'\\{c}' inside a character class is not supported", "'[^...]'", at=self.i - 2)
             return c
         self.i += 1
         return c
