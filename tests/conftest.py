@@ -189,6 +189,13 @@ def pg_schema(base_url: str) -> Iterator[str]:
         admin.dispose()
 
 
+@pytest.fixture
+def pg_database_url(pg_url: str) -> Iterator[str]:
+    """A fresh, empty schema on the test PostgreSQL, as a database URL."""
+    with pg_schema(pg_url) as url:
+        yield url
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty metadata database: a SQLite file, then a PostgreSQL schema."""
