@@ -1,0 +1,44 @@
+"""The demo lines go through seclake's own parsers: understood, with the right time.
+
+This is the path `seclake demo` takes, so a line the parsers cannot read
+would be a broken first impression.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from seclake.demo import DemoLine
+from seclake.ingest import parse_line
+
+from .conftest import END_MS
+
+# RFC 3164 stamps stop at the second; everything else carries milliseconds.
+SECOND_PRECISION = {"fortigate", "sshd"}
+
+
+def test_every_line_is_understood_with_its_own_timestamp(week: list[tuple[int, DemoLine]]) -> None:
+    wrong: Counter[str] = Counter()
+    for t, d in week[::7]:
+        parsed = parse_line(d.line, vendor=d.vendor, dataset=d.dataset, received_ms=END_MS, customer=d.customer)
+        assert parsed is not None
+        record, understood = parsed
+        assert understood, d.line
+        assert record["@type"] == d.dataset
+        want = t - t % 1000 if d.vendor in SECOND_PRECISION else t
+        if record["@timestamp"] != want:
+            wrong[d.vendor] += 1
+    assert not wrong, wrong
+
+
+def test_key_value_and_cef_fields_come_out_as_fields(week: list[tuple[int, DemoLine]]) -> None:
+    firsts: dict[str, DemoLine] = {}
+    for _, d in week:
+        firsts.setdefault(d.vendor, d)
+    expect = {"fortigate": {"srcip", "dstport", "action"}, "bind": {"client", "query", "qtype", "rcode"},
+              "suricata": {"src", "dst"}, "squid": {"url", "status"}, "edr": {"process", "cmdline"},
+              "windows": {"EventID", "TargetUserName"}, "netflow": {"sip", "dip", "txB"}}
+    for vendor, keys in expect.items():
+        d = firsts[vendor]
+        record, _ = parse_line(d.line, vendor=vendor, dataset=d.dataset, received_ms=END_MS)  # type: ignore[misc]
+        assert keys <= set(record["@fields"]), (vendor, record["@fields"])
