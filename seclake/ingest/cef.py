@@ -14,8 +14,14 @@ in extension values ``\\=``, ``\\\\``, ``\\n`` and ``\\r``. Senders also write
 written, so an unescaped Windows path is not mangled.
 
 An extension value runs to the next `` key=``: a key is a token of letters,
-digits, ``_ . - [ ]`` right after whitespace and right before an unescaped
-``=``. Values may hold spaces; an escaped ``\\=`` never ends a value.
+digits, ``_ . - [ ]`` right after a space and right before an unescaped
+``=``. Values may hold spaces; an escaped ``\\=`` never ends a value, and
+neither does an unescaped ``=`` whose left side is not a key
+(``request=http://h/?a=b`` keeps its query string).
+
+The extension is split on ``=`` with ``str.split`` and the pieces re-joined
+where an ``=`` belongs to a value: several times faster than scanning it with
+a regular expression, and CEF lines are often the bulk of an import.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Any
 # no per-character alternation).
 _FIELD = r"([^|\\]*(?:\\.[^|\\]*)*)\|"
 _HEADER = re.compile(r"CEF:\s?(\d+)\|" + _FIELD * 6 + r"(.*)", re.S)
-_EXT_KEY = re.compile(r"(?<!\S)([\w.\-\[\]]+)=")
+_EXT_KEY = re.compile(r"[\w.\-\[\]]+")
 _HEADER_ESCAPE = re.compile(r"\\([|\\])")
 _EXT_ESCAPE = re.compile(r"\\([\\=|nr])")
 _EXT_UNESCAPED = {"\\": "\\", "=": "=", "|": "|", "n": "\n", "r": "\r"}
@@ -52,13 +58,35 @@ def parse(text: str) -> dict[str, Any] | None:
     fields: dict[str, Any] = {"cef_format": m.group(1)}
     for key, value in zip(HEADER_KEYS, m.groups()[1:7]):
         fields[key] = _HEADER_ESCAPE.sub(r"\1", value) if "\\" in value else value
-    ext = m.group(8)
-    keys = list(_EXT_KEY.finditer(ext))
-    for i, km in enumerate(keys):
-        end = keys[i + 1].start() if i + 1 < len(keys) else len(ext)
-        value = ext[km.end() : end].rstrip()
-        if "\\" in value:
-            value = _EXT_ESCAPE.sub(_ext_unescape, value)
-        # Header names win: an extension cannot overwrite what the header said.
-        fields.setdefault(km.group(1), value)
+    pieces = m.group(8).split("=")
+    if len(pieces) < 2:
+        return fields
+    # pieces[0] ends with the first key; each middle piece is "<value> <next key>"
+    # unless its "=" is part of the value; the last piece is the last value.
+    key = pieces[0].rsplit(None, 1)[-1] if pieces[0].strip() else ""
+    value: list[str] = []
+    for piece in pieces[1:-1]:
+        if piece.endswith("\\") and (len(piece) - len(piece.rstrip("\\"))) % 2:
+            value.append(piece + "=")  # an escaped \=, still the same value
+            continue
+        cut = piece.rfind(" ")
+        nxt = piece[cut + 1 :]
+        if cut == -1 or not (nxt.isidentifier() or _EXT_KEY.fullmatch(nxt)):
+            value.append(piece + "=")  # no key before this "=": it is part of the value
+            continue
+        value.append(piece[:cut])
+        _add(fields, key, value)
+        key, value = nxt, []
+    value.append(pieces[-1])
+    _add(fields, key, value)
     return fields
+
+
+def _add(fields: dict[str, Any], key: str, parts: list[str]) -> None:
+    if not key or not (key.isidentifier() or _EXT_KEY.fullmatch(key)):
+        return
+    value = "".join(parts).rstrip() if len(parts) != 1 else parts[0].rstrip()
+    if "\\" in value:
+        value = _EXT_ESCAPE.sub(_ext_unescape, value)
+    # Header names win: an extension cannot overwrite what the header said.
+    fields.setdefault(key, value)

@@ -154,15 +154,24 @@ def civil_ms(
         if not _valid_date(year, month, day):
             return None
         return _in_range(_days_from_civil(year, month, day) * DAY_MS + tod)
-    this = _year_of_day(received_ms // DAY_MS)
+    epoch_day = _nearest_day(month, day, received_ms // DAY_MS)
+    return None if epoch_day is None else _in_range(epoch_day * DAY_MS + tod)
+
+
+@lru_cache(maxsize=1024)
+def _nearest_day(month: int, day: int, received_day: int) -> int | None:
+    """Epoch day of month/day in the year that puts it nearest the receive day.
+
+    Cached: the lines of an import share a receive day and a handful of dates.
+    """
+    this = _year_of_day(received_day)
     best: int | None = None
     for y in (this - 1, this, this + 1):
-        if not _valid_date(y, month, day):
-            continue
-        ms = _days_from_civil(y, month, day) * DAY_MS + tod
-        if best is None or abs(ms - received_ms) < abs(best - received_ms):
-            best = ms
-    return None if best is None else _in_range(best)
+        if _valid_date(y, month, day):
+            d = _days_from_civil(y, month, day)
+            if best is None or abs(d - received_day) < abs(best - received_day):
+                best = d
+    return best
 
 
 def _offset_ms(zone: str | None) -> int:

@@ -51,3 +51,22 @@ def test_empty_extension_and_incomplete_header() -> None:
     assert f is not None and f["cef_severity"] == "1"
     assert parse("CEF:0|v|p|1|1|n") is None
     assert parse("CEF:x|v|p|1|1|n|1|") is None
+
+
+def test_escaped_backslash_before_a_real_equals() -> None:
+    # "C:\\\\" is an escaped backslash; the "=" after "act" is a real separator.
+    f = parse(r"CEF:0|v|p|1|1|n|1|msg=path C:\\ act=1 k=a\\\=b")
+    assert f is not None
+    assert f["msg"] == "path C:\\"
+    assert f["act"] == "1"
+    assert f["k"] == "a\\=b"
+
+
+def test_extension_edge_cases() -> None:
+    f = parse("CEF:0|v|p|1|1|n|1|junk  first=1 empty= last=x y z")
+    assert f is not None
+    assert (f["first"], f["empty"], f["last"]) == ("1", "", "x y z")
+    f = parse("CEF:0|v|p|1|1|n|1|no pairs at all")
+    assert f is not None and "no" not in f and len(f) == 7
+    f = parse("CEF:0|v|p|1|1|n|1|msg=a ?b=c")  # "?b" is not a key
+    assert f is not None and f["msg"] == "a ?b=c"

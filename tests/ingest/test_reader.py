@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import zlib
 
 import pytest
 
@@ -80,10 +79,8 @@ def test_plain_body_over_the_cap() -> None:
 
 
 def test_gzip_bomb_stops_at_the_cap() -> None:
-    # 1 GiB of zeros compresses to about 1 MiB; only max_bytes get inflated.
-    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
-    zeros = b"\0" * (16 * MB)
-    bomb = b"".join(comp.compress(zeros) for _ in range(64)) + comp.flush()
+    # 1 GiB of zeros in 64 gzip members of about 16 KiB each; only max_bytes get inflated.
+    bomb = gzip.compress(b"\0" * (16 * MB), compresslevel=9) * 64
     assert len(bomb) < 2 * MB
     seen = 0
     with pytest.raises(PayloadTooLarge):
