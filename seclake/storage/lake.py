@@ -39,6 +39,8 @@ class LakeBusy(RuntimeError):
 MAX_PENDING = 400_000
 # Largest split written in one go from pending records.
 MAX_BATCH = 250_000
+# Seconds between looks for splits to merge.
+MERGE_INTERVAL = 5.0
 
 
 class Lake:
@@ -53,8 +55,11 @@ class Lake:
         self._cond = threading.Condition()
         self._indexed_seq = 0
         self._stop = False
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
+        # Flushing and merging run in their own threads, so a long merge never
+        # delays freshness; merge and retention exclude each other.
         self._index_lock = threading.Lock()
+        self._merge_lock = threading.Lock()
 
     # -- life cycle -----------------------------------------------------
 
@@ -72,28 +77,33 @@ class Lake:
             log.info("replaying %d records from the write-ahead log", len(replayed))
             self._pending.extend(replayed)
         if background:
-            self._thread = threading.Thread(target=self._run, name="seclake-indexer", daemon=True)
-            self._thread.start()
+            self._threads = [
+                threading.Thread(target=self._run, args=(self.flush, self.commit_interval), name="seclake-indexer", daemon=True),
+                threading.Thread(target=self._run, args=(self.merge, MERGE_INTERVAL), name="seclake-merger", daemon=True),
+            ]
+            for t in self._threads:
+                t.start()
 
     def stop(self) -> None:
         with self._cond:
             self._stop = True
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._join()
         self.flush()
         self.wal.close()
         self._release_lock()
+
+    def _join(self) -> None:
+        for t in self._threads:
+            t.join()
+        self._threads = []
 
     def abandon(self) -> None:
         """Let go of the lake at once, indexing nothing more: what a crash leaves."""
         with self._cond:
             self._stop = True
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._join()
         self.wal.close()
         self._release_lock()
 
@@ -164,20 +174,19 @@ class Lake:
                 self._cond.wait(left)
         return True
 
-    def _run(self) -> None:
+    def _run(self, work, interval: float) -> None:
         while True:
             with self._cond:
                 if self._stop:
                     return
-                self._cond.wait(self.commit_interval)
+                self._cond.wait(interval)
                 if self._stop:
                     return
             try:
-                self.flush()
-                self.merge()
+                work()
             except Exception:
-                log.exception("indexing failed; will retry")
-                time.sleep(self.commit_interval)
+                log.exception("%s failed; will retry", work.__name__)
+                time.sleep(interval)
 
     def flush(self) -> int:
         """Index everything pending now; return the number of records indexed."""
@@ -223,7 +232,7 @@ class Lake:
 
     def merge(self) -> int:
         merged = 0
-        with self._index_lock:
+        with self._merge_lock:
             for group in merge_candidates(self.catalog.entries(PUBLISHED)):
                 with self._splits_lock:
                     sources = [self._splits[e.split_id] for e in group if e.split_id in self._splits]
@@ -252,7 +261,7 @@ class Lake:
             return 0
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         cutoff = now_ms - max_age_days * DAY_MS
-        with self._index_lock:
+        with self._merge_lock:
             old = [e for e in self.catalog.entries(PUBLISHED) if e.time_max < cutoff]
             if not old:
                 return 0
