@@ -37,7 +37,7 @@ _MIX = (("fortigate", 0.28), ("netflow", 0.25), ("bind", 0.15), ("squid", 0.12),
 
 def generate(*, days: int, end_ms: int, events_per_day: int = DEFAULT_EVENTS_PER_DAY, seed: int = 7,
              flows: bool = True) -> Iterator[DemoLine]:
-    """Demo log lines covering ``[end_ms - days, end_ms)``, in time order.
+    """Demo log lines with timestamps in ``[end_ms - days * 24 h, end_ms)``, in time order.
 
     ``events_per_day`` is the average number of background lines per day
     (weekdays and office hours get more, nights and weekends fewer); the
