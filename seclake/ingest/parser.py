@@ -46,6 +46,7 @@ from seclake.ingest.record import (
 from seclake.ingest.timestamp import parse_time
 
 FORMATS = frozenset({"auto", "jsonl", "syslog", "cef", "kv"})
+BLANK = " \t\r\n\v\f"
 
 
 def parse_line(
@@ -69,7 +70,9 @@ def parse_line(
         raise ValidationFailed("format", f"must be one of {', '.join(sorted(FORMATS))}, not {fmt!r}")
     if line[-1:] in ("\n", "\r"):
         line = line.rstrip("\r\n")
-    if not line or line.isspace():
+    # Blank means ASCII whitespace only, as for the reader (bytes.isspace):
+    # a line of U+00A0 or U+001C is odd, but it is data and is kept.
+    if not line.strip(BLANK):
         return None
     if len(line) > MAX_LINE_CHARS:
         line = line[:MAX_LINE_CHARS]
@@ -88,7 +91,7 @@ def _parse(
     line: str, vendor: str, dataset: str, fmt: str, received_ms: int, customer: str | None
 ) -> dict[str, Any] | None:
     # Detection looks past leading blanks; the record keeps the line as sent.
-    text = line.lstrip() if line[0].isspace() else line
+    text = line.lstrip(BLANK) if line[0] in BLANK else line
     if fmt == "auto":
         first = text[0]
         if first == "{":

@@ -12,10 +12,11 @@
 - text is UTF-8 with invalid bytes replaced (U+FFFD): a line with one bad byte
   is still worth keeping; a UTF-8 BOM at the start is dropped;
 - lines end at ``\\n``; a ``\\r`` before it is dropped;
-- a line longer than ``max_line_bytes`` is cut to it (``truncated=True``);
-  the rest up to the next newline is skipped without being held in memory;
-- blank lines are skipped but still counted, so ``number`` is the 1-based
-  line number a user sees in an editor.
+- a line longer than ``max_line_bytes`` is cut to it (``truncated=True``),
+  backed off so no UTF-8 character is split; the rest up to the next newline
+  is skipped without being held in memory;
+- blank lines (ASCII whitespace only) are skipped but still counted, so
+  ``number`` is the 1-based line number a user sees in an editor.
 
 A gzip body that is corrupt or ends early raises ``ValidationFailed("body", ...)``
 when the problem is reached; lines before it have already been yielded.
@@ -128,6 +129,8 @@ def iter_lines(
 
     ``compressed``: None detects gzip by its magic bytes; True or False forces.
     """
+    if isinstance(source, (bytes, bytearray, memoryview)) and compressed is False and len(source) > max_bytes:
+        raise _too_large(max_bytes)  # known before reading a byte
     chunks = _chunks(source)
     head = b""
     for chunk in chunks:  # enough bytes to see the magic, whatever the reads return
@@ -151,11 +154,19 @@ def _line(number: int, raw: bytes, truncated: bool) -> Line | None:
         raw = raw[:-1]
     if not raw or raw.isspace():
         return None
-    text = raw.decode("utf-8", "replace")
-    if truncated:
-        # The cut may split a multi-byte character; drop its replacement char.
-        text = text.rstrip("\ufffd")
-    return Line(number, text, truncated)
+    return Line(number, raw.decode("utf-8", "replace"), truncated)
+
+
+def _cut(raw: bytes, max_line: int) -> bytes:
+    """The first max_line bytes, backed off so no multi-byte character is split.
+
+    A UTF-8 continuation byte (10xxxxxx) right after the cut means the cut is
+    inside a character: drop that character's first bytes too (at most 3).
+    """
+    end = max_line
+    while end > max(1, max_line - 3) and raw[end] & 0xC0 == 0x80:
+        end -= 1
+    return raw[:end]
 
 
 def _split(chunks: Iterable[bytes], max_line: int) -> Iterator[Line]:
@@ -183,14 +194,14 @@ def _split(chunks: Iterable[bytes], max_line: int) -> Iterator[Line]:
         for raw in pieces:
             number += 1
             cut = len(raw) > max_line
-            line = _line(number, raw[:max_line] if cut else raw, cut)
+            line = _line(number, _cut(raw, max_line) if cut else raw, cut)
             if line is not None:
                 yield line
         if len(pending) > max_line:
-            pending, skipping = pending[:max_line], True
+            pending, skipping = _cut(pending, max_line), True
     if pending or skipping:
         number += 1
-        line = _line(number, pending, skipping or len(pending) > max_line)
+        line = _line(number, pending, skipping)
         if line is not None:
             yield line
 

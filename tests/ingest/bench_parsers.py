@@ -1,6 +1,8 @@
 """Lines per second of each parser, on one core: ``python tests/ingest/bench_parsers.py [N]``.
 
-Not a test (pytest does not collect it): numbers depend on the machine. It
+Not a test (pytest does not collect it): numbers depend on the machine, so
+each figure is the best of five runs (noise from other processes only ever
+slows a run down). It
 times ``parse_line`` alone and the whole path a body takes
 (``iter_lines`` + ``iter_records``, plain and gzip) for realistic lines that
 vary per line (addresses, ports, users), so no cache flatters the result.
@@ -99,32 +101,48 @@ SAMPLES: dict[str, tuple[str, Callable[[int], str]]] = {
 }
 
 
-def bench(n: int) -> dict[str, dict[str, float]]:
+def _best(run: Callable[[], None], repeats: int) -> float:
+    """Fastest of several runs: other processes only ever slow a run down."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench(n: int, repeats: int = 5) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for name, (dataset, make) in SAMPLES.items():
         lines = [make(i) for i in range(n)]
-        t0 = time.perf_counter()
-        for line in lines:
-            parse_line(line, vendor="bench", dataset=dataset, received_ms=RECEIVED)
-        parse_rate = n / (time.perf_counter() - t0)
 
+        def parse_all() -> None:
+            for line in lines:
+                parse_line(line, vendor="bench", dataset=dataset, received_ms=RECEIVED)
+
+        rates = {"parse_line": n / _best(parse_all, repeats)}
         body = ("\n".join(lines) + "\n").encode()
-        rates = {}
         for label, data in (("stream", body), ("gzip", gzip.compress(body, compresslevel=6))):
-            counts = IngestCounts()
-            t0 = time.perf_counter()
-            for _ in iter_records(
-                iter_lines(data, max_bytes=1 << 30), vendor="bench", dataset=dataset, received_ms=RECEIVED, counts=counts
-            ):
-                pass
-            rates[label] = n / (time.perf_counter() - t0)
-            assert counts.accepted + counts.raw == n, (name, counts)
-        out[name] = {"parse_line": parse_rate, **rates, "avg_bytes": len(body) / n}
+
+            def stream(data: bytes = data) -> None:
+                counts = IngestCounts()
+                for _ in iter_records(
+                    iter_lines(data, max_bytes=1 << 30),
+                    vendor="bench",
+                    dataset=dataset,
+                    received_ms=RECEIVED,
+                    counts=counts,
+                ):
+                    pass
+                assert counts.accepted + counts.raw == n, (name, counts)
+
+            rates[label] = n / _best(stream, repeats)
+        out[name] = {**rates, "avg_bytes": len(body) / n}
     return out
 
 
 if __name__ == "__main__":
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 50_000
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
     print(f"{'format':<14} {'parse_line/s':>13} {'reader+parse/s':>15} {'gzip/s':>10} {'bytes/line':>11}")
     for name, r in bench(n).items():
         print(f"{name:<14} {r['parse_line']:>13,.0f} {r['stream']:>15,.0f} {r['gzip']:>10,.0f} {r['avg_bytes']:>11.0f}")

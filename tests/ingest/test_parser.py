@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seclake.errors import ValidationFailed
 from seclake.ingest.parser import iter_records, parse_line
 from seclake.ingest.reader import IngestCounts, Line
-from seclake.ingest.record import MAX_LINE_CHARS
+from seclake.ingest.record import MAX_LINE_CHARS, LineRejected
 
 RECEIVED = 1714564801000
 
@@ -41,6 +43,9 @@ def test_blank_lines_are_not_records() -> None:
     assert _parse("") is None
     assert _parse("  \t ") is None
     assert _parse("\r\n") is None
+    # Only ASCII whitespace is blank: anything else is data, kept raw.
+    assert _parse("\x1c")[1] is False  # type: ignore[index]
+    assert _parse("\u00a0")[1] is False  # type: ignore[index]
 
 
 def test_raw_event() -> None:
@@ -136,3 +141,33 @@ def test_iter_records_counts_every_outcome() -> None:
         "truncated": 1,
         "reasons": ["line 3: @fields: expected an object, got number"],
     }
+
+
+# Any text at all: a record (understood or raw), None for blank, or a LineRejected;
+# never another exception, and the record always has the 2.6 shape.
+_PIECES = st.sampled_from(
+    ["<13>", "<165>1 ", "May  1 12:00:00 ", "CEF:0|", "|", "=", '"', "'", "\\", "{", "}", "[", "]", ":", " ",
+     "a", "1", "-", "\ufeff", "\x00", "é", "null", "@timestamp", "@fields", "1e999", "9" * 20]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=200), st.lists(_PIECES, max_size=40).map("".join)))
+def test_any_text_gives_a_well_formed_record(text: str) -> None:
+    try:
+        out = parse_line(text, vendor="v", dataset="event", received_ms=RECEIVED)
+    except LineRejected as exc:
+        assert exc.field and exc.message
+        return
+    if out is None:
+        assert not text.strip(" \t\r\n\v\f")
+        return
+    record, _ = out
+    assert isinstance(record["@message"], str)
+    assert isinstance(record["@timestamp"], int) and not isinstance(record["@timestamp"], bool)
+    assert 0 <= record["@timestamp"] < 4102444800000
+    for key in ("@sender", "@source", "@facility"):
+        assert isinstance(record[key], str) and record[key]
+    assert isinstance(record["@fields"], dict)
+    assert all(isinstance(t, str) for t in record["@tags"]) and "v" in record["@tags"]
+    assert record["@type"] == "event"

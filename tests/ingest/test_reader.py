@@ -4,6 +4,8 @@ import gzip
 import io
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seclake.errors import PayloadTooLarge, ValidationFailed
 from seclake.ingest import reader
@@ -129,3 +131,22 @@ def test_counts() -> None:
         "truncated": 1,
         "reasons": ["line 3: @fields: bad 3", "line 4: @fields: bad 4"],
     }
+
+
+def test_forced_plain_body_over_the_cap_fails_before_reading() -> None:
+    with pytest.raises(PayloadTooLarge):
+        iter_lines(b"x" * 2000, compressed=False, max_bytes=1000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300), st.integers(min_value=1, max_value=40))
+def test_any_bytes_give_numbered_lines(data: bytes, max_line: int) -> None:
+    # Not gzip (forced plain): every byte string reads as lines, in order, none blank or too long.
+    lines = _lines(data, compressed=False, max_line_bytes=max_line)
+    numbers = [line.number for line in lines]
+    assert numbers == sorted(set(numbers))
+    assert not numbers or numbers[-1] <= data.count(b"\n") + 1
+    for line in lines:
+        assert line.text.strip(" \t\r\n\v\f")  # blank = ASCII whitespace, as in the parser
+        assert len(line.text.encode("utf-8", "surrogatepass")) <= max_line * 3  # U+FFFD is 3 bytes
+        assert line.truncated or len(line.text) <= max_line
