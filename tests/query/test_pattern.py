@@ -1,0 +1,101 @@
+"""Lucene regexes translate to text that Python and Rust (tantivy) read alike."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seclake.errors import QueryError
+from seclake.query.ast import Wildcard
+from seclake.query.pattern import literal_regex, translate
+
+tantivy = pytest.importorskip("tantivy")  # the Rust side of the comparison
+
+STRINGS = ["", "a", "ab", "abc", "a.b", "A", "aaa", "x<y", "a\\b", "0123", "a b", "é", "É", "a\nb", "^a$",
+           '"q"', "ba", "abab", "a-b", "]", "a{2}", "tab\t", "_", "a*", "a?b", "ꙮ"]
+
+
+@pytest.fixture(scope="module")
+def rust():
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("k", stored=True, tokenizer_name="raw")
+    builder.add_integer_field("i", stored=True, indexed=True)
+    schema = builder.build()
+    index = tantivy.Index(schema)
+    writer = index.writer(15_000_000, 1)
+    for i, s in enumerate(STRINGS):
+        writer.add_document(tantivy.Document(k=s, i=i))
+    writer.commit()
+    index.reload()
+    searcher = index.searcher()
+
+    def find(pattern: str) -> set[str]:
+        # Case-insensitive and anchored, as the engine compiler uses it.
+        query = tantivy.Query.regex_query(schema, "k", f"(?i:{pattern})")
+        return {STRINGS[searcher.doc(addr)["i"][0]] for _, addr in searcher.search(query, 100).hits}
+
+    return find
+
+
+def python(pattern: str) -> set[str]:
+    compiled = re.compile(pattern, re.IGNORECASE)
+    return {s for s in STRINGS if compiled.fullmatch(s)}
+
+
+LUCENE = [
+    "a.b", "a.*", "ab?c?", "a+", "a{2}", "a{1,}", "a{0,2}b?", "(ab)+", "a|ab|abc", "[a-c]+", "[^a]",
+    "[^a-c\\]]", '"a.b"', '"a"+', "\\d+", "\\w*", "a\\sb", "\\D+", "\\W", "a\\.b", "x\\<y", "\\^a\\$",
+    "^a$", "a\\\\b", "[.]", "[\\d]+", "[-a]", "a-b", "é", "[é-ê]", "()", "(a|)", "*a", "a*?", "[*?]",
+]
+
+
+@pytest.mark.parametrize("lucene", LUCENE)
+def test_python_and_rust_agree(rust, lucene):
+    pattern = translate(lucene)
+    assert python(pattern) == rust(pattern)
+
+
+@pytest.mark.parametrize(
+    ("lucene", "matched"),
+    [
+        ("a.b", {"a.b", "a b", "a\nb", "a-b", "a?b", "a\\b"}),
+        ("^a$", {"^a$"}),
+        ('"a.b"', {"a.b"}),
+        ("\\d+", {"0123"}),
+        ("a\\\\b", {"a\\b"}),
+        ("*a", set()),
+        ("a|ab|abc", {"a", "A", "ab", "abc"}),
+    ],
+)
+def test_lucene_meaning(lucene, matched):
+    assert python(translate(lucene)) == matched
+
+
+FRAGMENTS = ["a", "b", ".", "*", "+", "?", "{2}", "{1,2}", "{0,}", "(", ")", "|", "[", "]", "^", "-", "\\",
+             "\\d", "\\w", "\\s", '"', "c", "$", "é", " ", "<", "x"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=10).map("".join))
+def test_any_accepted_pattern_means_the_same_in_both(rust, lucene):
+    try:
+        pattern = translate(lucene)
+    except QueryError:
+        return
+    assert python(pattern) == rust(pattern), (lucene, pattern)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=12))
+def test_literals_match_only_themselves(text):
+    assert re.fullmatch(literal_regex(text), text, re.IGNORECASE)
+    assert re.fullmatch(literal_regex(text), text + "x") is None
+
+
+def test_wildcard_regex_agrees_with_rust(rust):
+    for pattern in ["a*", "a?b", "*b", "a\\*", "*", "?", "a.b*", "x<*"]:
+        regex = Wildcard(None, pattern).regex()
+        assert python(regex) == rust(regex), pattern
