@@ -48,3 +48,8 @@ def test_not_kv() -> None:
 
 def test_unterminated_quote_is_a_bare_value() -> None:
     assert parse('a="open b=2') == {"a": '"open', "b": "2"}
+
+
+def test_repeated_key_quoted_then_bare() -> None:
+    assert parse('a="x y" a=z') == {"a": "z"}
+    assert parse('a=z a="x y"') == {"a": "x y"}
