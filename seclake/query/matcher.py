@@ -41,14 +41,14 @@ def compile_matcher(node: ast.Node, dataset: Dataset) -> Matcher:
 class _Record:
     """One record with the views the query reads, each computed at most once."""
 
-    __slots__ = ("data", "dataset", "_values", "_tokens", "_default")
+    __slots__ = ("data", "dataset", "_values", "_lowered", "_tokens")
 
     def __init__(self, data: dict, dataset: Dataset):
         self.data = data
         self.dataset = dataset
         self._values: dict[str, list] = {}
-        self._tokens: dict[str, list[list[str]]] = {}
-        self._default: list[list[str]] | None = None
+        self._lowered: dict[str | None, list[str]] = {}
+        self._tokens: dict[str, list[str]] = {}
 
     def values(self, path: str) -> list:
         got = self._values.get(path)
@@ -56,17 +56,26 @@ class _Record:
             got = self._values[path] = values_at(self.data, path)
         return got
 
-    def token_lists(self, path: str | None) -> list[list[str]]:
-        """Tokens of each value of a text field, or of the default field (path None)."""
-        if path is None:
-            if self._default is None:
-                dates = self.dataset.date_fields
-                self._default = [tokens(scalar_text(v)) for p, v in leaves(self.data) if p not in dates]
-            return self._default
-        got = self._tokens.get(path)
+    def lowered(self, path: str | None) -> list[str]:
+        """Lowercased text of each value of a text field, or of the default field (None)."""
+        got = self._lowered.get(path)
         if got is None:
-            got = self._tokens[path] = [tokens(scalar_text(v)) for v in self.values(path)]
+            if path is None:
+                dates = self.dataset.date_fields
+                got = [scalar_text(v).lower() for p, v in leaves(self.data) if p not in dates]
+            else:
+                got = [scalar_text(v).lower() for v in self.values(path)]
+            self._lowered[path] = got
         return got
+
+    def tokens(self, lowered: str) -> list[str]:
+        got = self._tokens.get(lowered)
+        if got is None:
+            got = self._tokens[lowered] = tokens(lowered)
+        return got
+
+    def token_lists(self, path: str | None) -> list[list[str]]:
+        return [self.tokens(text) for text in self.lowered(path)]
 
 
 Test = Callable[[_Record], bool]
@@ -96,10 +105,15 @@ class _Compiler:
             query = tokens(node.value)
             if not query:
                 return lambda rec: False
+            # Every token is a substring of the lowercased text, so a value
+            # without the longest query token as a substring is skipped
+            # untokenized: most records of a streaming rule end here.
+            needle = max(query, key=len)
             if len(query) == 1:
-                token = query[0]
-                return lambda rec: any(token in toks for toks in rec.token_lists(path))
-            return lambda rec: any(_has_phrase(toks, query) for toks in rec.token_lists(path))
+                return lambda rec: any(needle in low and needle in rec.tokens(low) for low in rec.lowered(path))
+            return lambda rec: any(
+                needle in low and _has_phrase(rec.tokens(low), query) for low in rec.lowered(path)
+            )
         kw = keyword(node.value)
         return lambda rec: any(kw == keyword(v) or kw == scalar_text(v).lower() for v in rec.values(path))
 
