@@ -1,4 +1,4 @@
-# make run: install into .venv and start the server; make test: run every test.
+# make run: install into .venv and start the server (demo data on first start); make test: run every test.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 .PHONY: run test install install-test clean
 
 run: $(VENV)/.installed
-	$(BIN)/seclake serve
+	$(BIN)/seclake up
 
 test: $(VENV)/.installed-test
 	./scripts/test-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
