@@ -29,6 +29,8 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Literal
 
+from seclake.query.pattern import literal_regex
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -104,8 +106,6 @@ class Wildcard:
         Unanchored text: callers match it against the whole string
         (``re.fullmatch``; tantivy's regex query is anchored by itself).
         """
-        from seclake.query.pattern import literal_regex
-
         out = []
         for part in self.parts():
             if part == "*":
@@ -201,8 +201,6 @@ class Not:
 
 
 Node = MatchAll | MatchNone | Term | Wildcard | Regex | Range | Exists | Cidr | And | Or | Not
-
-LEAVES = (MatchAll, MatchNone, Term, Wildcard, Regex, Range, Exists, Cidr)
 
 
 def and_(*children: Node) -> Node:

@@ -68,14 +68,6 @@ def interval(text: str, now: int) -> tuple[int, int]:
     return _check(start, text), _check(end, text)
 
 
-def is_date(text: str) -> bool:
-    try:
-        interval(text, 0)
-    except DateError:
-        return False
-    return True
-
-
 def bound(text: str, now: int, *, lower: bool, inclusive: bool) -> int:
     """One range bound in epoch ms, rounded the Elasticsearch way (module doc)."""
     start, end = interval(text, now)
