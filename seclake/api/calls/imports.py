@@ -2,7 +2,8 @@
 
 Query parameters: ``type`` (event or flow, default event), ``format``
 (auto, jsonl, syslog, cef, kv; default auto), ``customer`` (set as
-``@customer`` on records that lack one). The reply comes after every
+``@customer`` on every record, over any customer a line names, so a line
+cannot file itself under another tenant). The reply comes after every
 accepted record is durable: ``{accepted, raw, rejected, truncated, stored,
 reasons, firstDocId, lastDocId}``.
 """
