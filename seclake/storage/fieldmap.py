@@ -30,7 +30,6 @@ MAX_TERM_CHARS = 2048
 MAX_TYPED_PATHS = 1024
 
 TOKENIZER = "seclake_tokens"
-TOKEN_PATTERN = r"[\p{L}\p{N}]+"
 
 
 def cut(term: str) -> str:
