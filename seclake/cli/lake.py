@@ -41,7 +41,7 @@ def _started(data_dir, config):
     try:
         services.lake.start(background=False)
     except LakeBusy as e:
-        console.print(f"[red]error:[/red] {e}")
+        typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
     return services
 
@@ -59,7 +59,7 @@ def import_files(
     try:
         vendor = validate_vendor(vendor)
     except SeclakeError as e:
-        console.print(f"[red]error:[/red] {e}")
+        typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     services = _started(data_dir, config)
     totals = {"accepted": 0, "raw": 0, "rejected": 0}
@@ -82,7 +82,7 @@ def import_files(
                 reasons.extend(f"{path.name}: {r}" for r in report["reasons"])
         services.lake.flush()
     except SeclakeError as e:
-        console.print(f"[red]error:[/red] {e}")
+        typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
     finally:
         services.stop()

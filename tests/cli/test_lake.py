@@ -1,0 +1,114 @@
+"""seclake import, demo, retention and up: the lake from the shell."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+from typer.testing import CliRunner
+
+from seclake.cli import app
+from seclake.db.database import Database
+from seclake.storage.lake import Lake
+
+runner = CliRunner()
+DAY = 86_400_000
+
+
+def run(*args: str):
+    return runner.invoke(app, list(args), env={"SECLAKE_ADMIN_PASSWORD": "admin-test-password"})
+
+
+def _records(data_dir) -> list[dict]:
+    db = Database(f"sqlite:///{data_dir / 'seclake.db'}")
+    lake = Lake(data_dir, db)
+    lake.start(background=False)
+    try:
+        return [r.source for ds in ("event", "flow") for s in lake.splits(ds) for r in s.all_records()]
+    finally:
+        lake.stop()
+        db.dispose()
+
+
+def test_import_counts_lines_and_reads_gzip(tmp_path):
+    plain = tmp_path / "auth.log"
+    plain.write_text(
+        "<38>Nov 21 10:00:01 bastion sshd[411]: Failed password for invalid user admin from 203.0.113.7 port 51234 ssh2\n"
+        "not a log line anyone can parse\n"
+        '{"@fields": 5}\n'
+    )
+    packed = tmp_path / "fw.log.gz"
+    packed.write_bytes(gzip.compress(b"srcip=10.0.0.1 dstip=10.0.0.2 action=deny\n" * 4))
+    data = tmp_path / "data"
+    result = run("import", str(plain), str(packed), "--vendor", "mixed", "--customer", "acme", "--data-dir", str(data))
+    assert "accepted 5, kept raw 1, rejected 1" in result.output
+    assert "auth.log: line 3" in result.output  # the rejected line, with where
+    assert result.exit_code == 3  # some lines were rejected
+    records = _records(data)
+    assert len(records) == 6
+    assert {r["@source"] for r in records} == {"mixed"} and {r["@customer"] for r in records} == {"acme"}
+
+
+def test_import_of_flows_and_a_bad_type(tmp_path):
+    f = tmp_path / "flows.jsonl"
+    f.write_text(json.dumps({"@timestamp": 1_700_000_000_000, "@type": "flow", "@fields": {"sip": "10.0.0.1", "dp": 22}}) + "\n")
+    data = tmp_path / "data"
+    assert run("import", str(f), "--type", "flow", "--data-dir", str(data)).exit_code == 0
+    assert _records(data)[0]["@type"] == "flow"
+    bad = run("import", str(f), "--type", "alert", "--data-dir", str(data))
+    assert bad.exit_code == 1 and "type" in bad.output
+
+
+def test_demo_then_retention(tmp_path):
+    data = tmp_path / "data"
+    result = run("demo", "--days", "2", "--data-dir", str(data))
+    assert result.exit_code == 0, result.output
+    assert "rejected 0" in result.output
+    records = _records(data)
+    assert len(records) > 5000
+    assert {r["@type"] for r in records} == {"event", "flow"}
+    assert any("mimikatz" in r["@message"] for r in records)
+    # Nothing is older than 3 days: retention at 3 days keeps everything, at 1 day drops whole old splits.
+    assert "deleted 0 splits" in run("retention", "--days", "3", "--data-dir", str(data)).output
+    kept = run("retention", "--days", "1", "--data-dir", str(data))
+    assert kept.exit_code == 0 and "deleted" in kept.output
+    now = time.time() * 1000
+    assert all(r["@timestamp"] >= now - 3 * DAY for r in _records(data))
+
+
+def test_a_running_server_keeps_the_lake_to_itself(tmp_path):
+    data = tmp_path / "data"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, SECLAKE_ADMIN_PASSWORD="admin-test-password", SECLAKE_DEMO_DAYS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "seclake", "up", "--port", str(port), "--data-dir", str(data)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        token = None
+        while token is None:
+            assert proc.poll() is None, proc.stdout.read()
+            try:
+                r = httpx.post(f"http://127.0.0.1:{port}/api/auth/login",
+                               json={"kargs": {"username": "admin", "password": "admin-test-password"}}, timeout=5)
+                token = r.json()["response"]["sessionToken"]
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        # `seclake up` loaded demo data before it started answering.
+        res = httpx.post(f"http://127.0.0.1:{port}/api/ds/get_index_zoom_histogram_lv3", headers={"Servicetoken": token},
+                         json={"kargs": {"partition": "default", "options": {"dateFacetField": "@timestamp", "fetchLimit": 1}}}).json()
+        assert res["response"]["hits"]["total"] > 1000
+        busy = run("retention", "--days", "1", "--data-dir", str(data))
+        assert busy.exit_code == 1 and "in use by process" in busy.output
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
