@@ -234,3 +234,38 @@ def services(database_url: str, tmp_path: Path, clock: Clock) -> Iterator[Servic
         yield svc
     finally:
         svc.stop()
+
+
+# -- the lake ---------------------------------------------------------------
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Any]:
+    """A migrated metadata database (SQLite, then PostgreSQL)."""
+    from seclake.db.database import Database
+
+    database = Database(database_url)
+    database.migrate()
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def lake_factory(tmp_path: Path, db: Any) -> Iterator[Callable[..., Any]]:
+    """Open a lake on the same data dir and database, as a restarted server would."""
+    from seclake.storage.lake import Lake
+
+    opened: list[Any] = []
+
+    def open_lake(background: bool = False) -> Any:
+        lake = Lake(tmp_path / "data", db, commit_interval=0.05)
+        lake.start(background=background)
+        opened.append(lake)
+        return lake
+
+    yield open_lake
+    for lake in opened:
+        try:
+            lake.stop()
+        except Exception:
+            pass

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from seclake.cli import config, lake, serve, token, up, user
+from seclake.cli import config, lake, serve, token, user
 
 app = typer.Typer(help="seclake: self-hosted security analytics query service.", no_args_is_help=True)
 app.command("serve")(serve.serve)
-app.command("up")(up.up)
+app.command("up")(serve.up)
 app.command("config")(config.config)
 app.command("import")(lake.import_files)
 app.command("demo")(lake.demo)

@@ -1,4 +1,4 @@
-"""``seclake serve``: run the HTTP server."""
+"""``seclake serve`` and ``seclake up``: run the HTTP server."""
 
 from __future__ import annotations
 
@@ -8,21 +8,44 @@ from typing import Annotated
 import typer
 
 from seclake.cli.options import ConfigFile, DataDir
-from seclake.settings import load_settings
+from seclake.settings import Settings, load_settings
+
+Host = Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].", show_default=False)]
+Port = Annotated[int | None, typer.Option(help="Listen port [default: 8080].", show_default=False)]
 
 
-def serve(
-    host: Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].", show_default=False)] = None,
-    port: Annotated[int | None, typer.Option(help="Listen port [default: 8080].", show_default=False)] = None,
-    data_dir: DataDir = None,
-    config: ConfigFile = None,
-) -> None:
+def serve(host: Host = None, port: Port = None, data_dir: DataDir = None, config: ConfigFile = None) -> None:
     """Run the HTTP server (creates the data dir and the first admin as needed)."""
+    _run(load_settings(host=host, port=port, data_dir=data_dir, config=config), demo=False)
+
+
+def up(host: Host = None, port: Port = None, data_dir: DataDir = None, config: ConfigFile = None) -> None:
+    """Run the server; on an empty data dir, load demo data first (setting load_demo)."""
+    _run(load_settings(host=host, port=port, data_dir=data_dir, config=config), demo=True)
+
+
+def _run(settings: Settings, demo: bool) -> None:
     import uvicorn
 
     from seclake.api.app import create_app
+    from seclake.services import Services
 
-    settings = load_settings(host=host, port=port, data_dir=data_dir, config=config)
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(settings)
+    services = Services(settings)
+    app = create_app(settings, services)
+    if demo and settings.load_demo:
+        _load_demo_when_empty(services)
+    typer.echo(f"seclake is listening on http://{settings.host}:{settings.port}/")
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+
+
+def _load_demo_when_empty(services) -> None:
+    from seclake.cli.lake import load_demo_with_progress
+
+    services.lake.start(background=False)
+    try:
+        if services.lake.is_empty():
+            totals = load_demo_with_progress(services, services.settings.demo_days)
+            typer.echo(f"loaded {totals['accepted'] + totals['raw']} demo records ({services.settings.demo_days} days)")
+    finally:
+        services.lake.stop()
