@@ -1,0 +1,59 @@
+"""The search-hit wrapper of timeline and summary searches (spec 2.9, 2.10).
+
+Both answer in Elasticsearch's shape: every member present, null where
+null. ``wrap`` turns a SearchResult into that shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seclake.search.root import SearchResult
+
+
+def wrap(result: SearchResult, *, index: str, facet_names: dict[str, str], id_of) -> dict[str, Any]:
+    """``id_of(hit)`` gives the ``_id`` of a hit (summaries keep their own id)."""
+    hits = []
+    for h in result.hits:
+        _id = id_of(h)
+        sort = h.sort_value
+        if isinstance(sort, float) and sort.is_integer():
+            sort = int(sort)
+        hits.append({
+            "_score": None,
+            "_index": index,
+            "_type": index,
+            "_id": _id,
+            "_uid": f"{index}#{_id}",
+            "_timestamp": None,
+            "_ttl": None,
+            "_routing": None,
+            "_parent": None,
+            "_version": None,
+            "sort": [sort] if sort is not None else [],
+            "highlight": None,
+            "_source": h.source,
+            "fields": None,
+            "_explanation": None,
+            "matched_queries": None,
+            "inner_hits": None,
+        })
+    aggregations: dict[str, Any] = {}
+    for path, facet in result.facets.items():
+        aggregations[facet_names.get(path, path)] = {
+            "doc_count_error_upper_bound": 0,
+            "sum_other_doc_count": facet.sum_other_doc_count,
+            "buckets": [{"key": b.key, "doc_count": b.doc_count} for b in facet.buckets],
+        }
+    for name, buckets in result.histograms.items():
+        aggregations[name] = {"buckets": [{"key": start, "doc_count": n} for start, n in buckets]}
+    return {
+        "took": result.took_ms,
+        "_scroll_id": "",
+        "hits": {"total": result.total, "max_score": None, "hits": hits},
+        "suggest": None,
+        "aggregations": aggregations,
+        "timed_out": False,
+        "terminated_early": False,
+        "_shards": {"total": result.splits, "successful": result.splits, "failed": 0},
+    }
