@@ -31,6 +31,8 @@ class Hit:
     docid: int
     sort_value: int | float | None
     source: dict[str, Any]
+    # The record's own id, for engines whose records carry one (memory search).
+    record_id: str | None = None
 
 
 @dataclass
