@@ -79,7 +79,21 @@ class Settings(BaseSettings):
     max_pattern_length: int = Field(256, ge=1, description="Longest wildcard or regex pattern accepted.")
     max_histogram_buckets: int = Field(2000, ge=1, description="Most buckets a date histogram may have.")
 
+    # triage
+    score_bands: list[tuple[int, str]] = Field(
+        [(8000, "critical"), (6000, "serious"), (4000, "high"), (2000, "medium"), (1, "low")],
+        description='Score levels as [minimum, label] pairs, highest first; a score of 0 or less reads "0".',
+    )
+
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Server log level.")
+
+    @field_validator("score_bands", mode="after")
+    @classmethod
+    def _bands(cls, v: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        # Checked by the module that applies them, so the rules live in one place.
+        from seclake.detect.scorelevel import check_bands
+
+        return list(check_bands(v))
 
     @field_validator("data_dir", mode="after")
     @classmethod
