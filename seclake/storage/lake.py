@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,9 @@ class Lake:
         # delays freshness; merge and retention exclude each other.
         self._index_lock = threading.Lock()
         self._merge_lock = threading.Lock()
+        # Another reader of the log (the detector) may need entries kept
+        # past indexing: it returns the newest sequence it no longer needs.
+        self.wal_floor: Callable[[], int] | None = None
 
     # -- life cycle -----------------------------------------------------
 
@@ -203,7 +206,8 @@ class Lake:
                     self._indexed_seq = max(self._indexed_seq, batch[-1][0])
                     self._cond.notify_all()
                 done += len(batch)
-                self.wal.trim(self._indexed_seq)
+                floor = self._indexed_seq if self.wal_floor is None else min(self._indexed_seq, self.wal_floor())
+                self.wal.trim(floor)
 
     def _index_batch(self, batch: list[tuple[int, str, dict[str, Any]]]) -> None:
         groups: dict[tuple[str, int], list[StoredRecord]] = defaultdict(list)

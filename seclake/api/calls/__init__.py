@@ -6,3 +6,4 @@ Add one import line per new module of calls.
 from seclake.api.calls import auth  # noqa: F401
 from seclake.api.calls import events  # noqa: F401
 from seclake.api.calls import imports  # noqa: F401
+from seclake.api.calls import behaviors  # noqa: F401
