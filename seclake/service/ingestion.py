@@ -29,10 +29,10 @@ def check_target(dataset: str, fmt: str) -> None:
 
 
 class Ingestion:
-    def __init__(self, lake: Lake, on_records: Callable[[list[tuple[int, str, dict[str, Any]]]], None] | None = None):
+    def __init__(self, lake: Lake, detector=None):
         self.lake = lake
-        # Called with (docId, dataset, record) after records are durable (behavior rules).
-        self.on_records = on_records
+        # Behavior rules run on records before they are logged (detect/detector.py).
+        self.detector = detector
 
     def _records(self, lines: Iterable[Line], *, vendor: str, dataset: str, fmt: str, customer: str | None, counts: IngestCounts):
         return iter_records(
@@ -94,16 +94,39 @@ class Ingestion:
                 progress(len(batch))
         return self._report(counts, first, last)
 
-    def append_records(self, items: list[tuple[str, dict[str, Any]]]) -> tuple[int, int]:
+    def append_records(self, items: list[tuple[str, dict[str, Any]]]) -> tuple[int | None, int | None]:
         return self._append(items)
 
+    def append_behaviors(self, behaviors: list[dict[str, Any]]) -> tuple[int | None, int | None]:
+        """Log behaviors made elsewhere (a backfill); the summaries fold them in."""
+        if not behaviors:
+            return None, None
+        items = [("behavior", b) for b in behaviors]
+        if self.detector is None:
+            return self.lake.append(items)
+        with self.detector.lock:
+            first, last = self.lake.append(items)
+            self.detector.logged(last, behaviors)
+        return first, last
+
     def _append(self, items: list[tuple[str, dict[str, Any]]]) -> tuple[int | None, int | None]:
+        """Log records (and the behaviors they cause) durably; their first and last docId."""
         if not items:
             return None, None
-        first, last = self.lake.append(items)
-        if self.on_records is not None:
-            self.on_records([(first + i, ds, rec) for i, (ds, rec) in enumerate(items)])
-        return first, last
+        detector = self.detector
+        if detector is None:
+            return self.lake.append(items)
+        # One lock around detection and the log append: the detector predicts
+        # the sequence numbers, and its state follows the log's order.
+        with detector.lock:
+            behaviors = detector.process(items, self.lake.wal.next_seq)
+            try:
+                first, last = self.lake.append(list(items) + [("behavior", b) for b in behaviors])
+            except BaseException:
+                detector.resync(self.lake)
+                raise
+            detector.logged(last, behaviors)
+        return first, first + len(items) - 1
 
     @staticmethod
     def _report(counts: IngestCounts, first: int | None, last: int | None) -> dict[str, Any]:
