@@ -118,6 +118,14 @@ def fold(
     return rescore(summary, bands)
 
 
+def id_of(behavior: dict[str, Any]) -> str:
+    """The id of the summary a behavior belongs to."""
+    return summary_id(
+        _text(behavior.get("key")), _text(behavior.get("keyType")), day_of(_int(behavior.get("timestamp"))),
+        _text(behavior.get("customer")),
+    )
+
+
 def new_summary(behavior: dict[str, Any]) -> dict[str, Any]:
     ts = _int(behavior.get("timestamp"))
     key = _text(behavior.get("key"))
@@ -125,7 +133,7 @@ def new_summary(behavior: dict[str, Any]) -> dict[str, Any]:
     customer = _text(behavior.get("customer"))
     day = day_of(ts)
     return {
-        "id": summary_id(key, key_type, day, customer),
+        "id": id_of(behavior),
         "from": ts,
         "to": ts,
         "count": 0,

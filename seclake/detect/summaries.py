@@ -1,0 +1,223 @@
+"""The behavior summaries: stored in the metadata database, triaged, searched.
+
+One row per summary (one key, one UTC day). The row keeps the summary
+document as JSON plus the few columns SQL filters on. Behaviors are folded
+in by ``apply`` inside the caller's transaction: the detector saves its
+progress in the same transaction, so each behavior is counted exactly once
+even across crashes. Callers of ``apply`` are serialized by the detector's
+lock; on PostgreSQL the rows read are locked (``SELECT ... FOR UPDATE``) so
+a triage update in between waits rather than being overwritten, and SQLite
+write sessions begin ``IMMEDIATE`` to the same end.
+
+Searches read the documents in the requested range and answer with the
+in-memory engine, so they obey query-semantics.md exactly.
+
+Field names: summaries hold ``behaviors`` (a list); ``behavior`` is accepted
+as another name for it in queries, filters and facets, because clients
+facet on it as on timeline search.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, String, select
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from seclake.db.base import Base
+from seclake.db.database import Database
+from seclake.detect.scorelevel import Bands
+from seclake.detect.summary import STATUSES, fold, id_of, rescore
+from seclake.errors import LimitExceeded, NotFound, ValidationFailed
+from seclake.record.dataset import SUMMARIES
+from seclake.search.memory import search_records
+from seclake.search.plan import SearchPlan
+from seclake.search.root import SearchResult
+
+# The summary dataset as users name its fields (see the module docstring).
+SUMMARY_FIELDS = dataclasses.replace(SUMMARIES, aliases=(("behavior.", "behaviors."),))
+
+MAX_ID = 64
+MAX_COMMENT = 10_000
+MAX_COMMENTS = 1_000
+MAX_SCORE_ADJUST = 1_000_000
+# Columns that a range on these record paths can be prefiltered by.
+RANGE_COLUMNS = {"from": "from_ms", "to": "to_ms", "updatedOn": "updated_on"}
+
+
+class SummaryRow(Base):
+    __tablename__ = "behavior_summaries"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key: Mapped[str] = mapped_column(String(512))
+    key_type: Mapped[str] = mapped_column(String(64))
+    day: Mapped[str] = mapped_column(String(10))
+    from_ms: Mapped[int] = mapped_column(BigInteger, index=True)
+    to_ms: Mapped[int] = mapped_column(BigInteger, index=True)
+    risk_score: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(16))
+    updated_on: Mapped[int] = mapped_column(BigInteger, index=True)
+    customer: Mapped[str] = mapped_column(String(256))
+    doc: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+    def set_doc(self, doc: dict[str, Any]) -> None:
+        """Store the document and the columns derived from it, always together."""
+        self.key = doc["key"][:512]
+        self.key_type = doc["keyType"][:64]
+        self.day = doc["dayIndex"]
+        self.from_ms = doc["from"]
+        self.to_ms = doc["to"]
+        self.risk_score = doc["riskScore"]
+        self.status = doc["status"]
+        self.updated_on = doc["updatedOn"]
+        self.customer = doc["customer"][:256]
+        self.doc = doc
+
+
+class SummaryStore:
+    def __init__(self, db: Database, bands: Bands, *, max_attribute_values: int = 20, max_comments: int = MAX_COMMENTS):
+        self.db = db
+        self.bands = tuple(bands)
+        self.max_attribute_values = max_attribute_values
+        self.max_comments = max_comments
+        self.dataset = SUMMARY_FIELDS
+
+    def apply(self, session: Session, behaviors: Iterable[dict[str, Any]], now_ms: int) -> list[str]:
+        """Fold behaviors into their summaries in ``session``; the ids touched, in first-seen order."""
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for b in behaviors:
+            groups.setdefault(id_of(b), []).append(b)
+        for sid, group in groups.items():
+            row = session.get(SummaryRow, sid, with_for_update=True)
+            doc = row.doc if row is not None else None
+            for b in group:
+                doc = fold(doc, b, bands=self.bands, now_ms=now_ms, max_attribute_values=self.max_attribute_values)
+            assert doc is not None
+            if row is None:
+                row = SummaryRow(id=sid)
+                row.set_doc(doc)
+                session.add(row)
+            else:
+                row.set_doc(doc)
+        return list(groups)
+
+    def get(self, summary_id: Any) -> dict[str, Any]:
+        sid = _check_id(summary_id)
+        with self.db.session() as s:
+            row = s.get(SummaryRow, sid)
+            if row is None:
+                raise NotFound(f"no behavior summary with id {sid!r}")
+            return row.doc
+
+    def update_incident(
+        self,
+        summary_id: Any,
+        *,
+        status: Any = None,
+        comment: Any = None,
+        incident: Any = None,
+        score_adjust: Any = None,
+        username: str,
+        now_ms: int,
+    ) -> dict[str, Any]:
+        """Triage one summary; every change is recorded as a comment naming who and what.
+
+        Arguments come from the wire and are checked here, each error naming
+        its field. Any status may follow any other.
+        """
+        sid = _check_id(summary_id)
+        status = _check_status(status)
+        comment = _check_comment(comment)
+        if incident is not None and not isinstance(incident, bool):
+            raise ValidationFailed("incident", f"must be true or false, not {incident!r}"[:200])
+        score_adjust = _check_score_adjust(score_adjust)
+        if status is None and comment is None and incident is None and score_adjust is None:
+            raise ValidationFailed("kargs", "nothing to change: send status, comment, incident or scoreAdjust")
+        with self.db.session(write=True) as s:
+            row = s.get(SummaryRow, sid, with_for_update=True)
+            if row is None:
+                raise NotFound(f"no behavior summary with id {sid!r}")
+            doc = dict(row.doc)
+            actions = []
+            if status is not None and status != doc["status"]:
+                actions.append(f"status: {doc['status']} -> {status}")
+                doc["status"] = status
+            if incident is not None and incident != doc["incident"]:
+                actions.append(f"incident: {_json(doc['incident'])} -> {_json(incident)}")
+                doc["incident"] = incident
+            if score_adjust is not None and score_adjust != doc["scoreAdjust"]:
+                actions.append(f"scoreAdjust: {doc['scoreAdjust']} -> {score_adjust}")
+                doc["scoreAdjust"] = score_adjust
+                rescore(doc, self.bands)
+            if not actions and comment is None:
+                return doc  # nothing changed: the same state again is not news
+            comments = list(doc.get("comments") or [])
+            if len(comments) >= self.max_comments:
+                raise LimitExceeded("comments on one behavior summary", len(comments) + 1, self.max_comments)
+            comments.append({"content": comment or "", "actions": actions, "username": username, "createdOn": now_ms})
+            doc["comments"] = comments
+            doc["updatedOn"] = now_ms
+            row.set_doc(doc)
+            return doc
+
+    def search(self, plan: SearchPlan) -> SearchResult:
+        """Exact: the SQL range narrows the rows read, the memory engine decides."""
+        query = select(SummaryRow.id, SummaryRow.doc)
+        column = RANGE_COLUMNS.get(plan.range_path or self.dataset.time_field)
+        if column is not None:
+            col = getattr(SummaryRow, column)
+            if plan.range_from is not None:
+                query = query.where(col >= plan.range_from)
+            if plan.range_to is not None:
+                query = query.where(col <= plan.range_to)
+        with self.db.session() as s:
+            records = [(sid, doc) for sid, doc in s.execute(query)]
+        return search_records(records, plan, self.dataset)
+
+
+def _check_id(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValidationFailed("id", f"must be a string, not {type(value).__name__}")
+    if not value:
+        raise ValidationFailed("id", "is required: the id of the behavior summary")
+    if len(value) > MAX_ID:
+        raise ValidationFailed("id", f"is {len(value)} characters long; summary ids have at most {MAX_ID}")
+    return value
+
+
+def _check_status(value: Any) -> str | None:
+    if value is None:
+        return None
+    if value not in STATUSES or not isinstance(value, str):
+        raise ValidationFailed("status", f"must be one of {', '.join(STATUSES)}, not {value!r}"[:200])
+    return value
+
+
+def _check_comment(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationFailed("comment", f"must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise ValidationFailed("comment", "must not be blank")
+    if len(value) > MAX_COMMENT:
+        raise ValidationFailed("comment", f"is {len(value)} characters long; at most {MAX_COMMENT} are kept")
+    return value
+
+
+def _check_score_adjust(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationFailed("scoreAdjust", f"must be an integer, not {value!r}"[:200])
+    if abs(value) > MAX_SCORE_ADJUST:
+        raise ValidationFailed("scoreAdjust", f"must lie within ±{MAX_SCORE_ADJUST}, not {value}")
+    return value
+
+
+def _json(value: bool) -> str:
+    return "true" if value else "false"
