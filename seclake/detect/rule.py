@@ -1,0 +1,634 @@
+"""A behavior rule ("bucket" on the wire): which records make a behavior, keyed by what.
+
+A rule selects records of one dataset with a Lucene ``query`` plus facet-style
+``mustFilters`` / ``mustNotFilters``, names the field whose value is the
+behavior's key (``keyField``), the fields shown with it (``attributes``), the
+risk labels and score, and optionally a threshold signal (fire only when the
+count / sum / distinct count per key within a window reaches a value).
+
+Rules come from files an admin edits and from API calls, so ``rule_from_dict``
+checks every field as hostile input; an error names the field
+(``bucket.threshold.window``), and ``load_rule_file`` adds file and line.
+
+Logs often keep the interesting value inside the message only (sshd:
+``Failed password for admin from 203.0.113.7 port 40000``). ``keyPattern``
+(and an attribute's ``pattern``) picks it out with a template: words around
+one ``{}``, which stands for one blank-separated word (see ``Template``).
+Templates rather than regular expressions: matching one costs linear time on
+a hostile message, and it reads like the log line it is copied from.
+
+A rule's query is parsed with the default operator AND whatever the
+deployment's search setting says: a rule file means the same everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from seclake.errors import LimitExceeded, QueryError, SeclakeError, ValidationFailed
+from seclake.query import ast
+from seclake.query.limits import QueryLimits
+from seclake.query.matcher import compile_matcher
+from seclake.query.parser import parse, parse_filters
+from seclake.record.dataset import EVENTS, FLOWS, Dataset
+from seclake.record.flatten import values_at
+from seclake.record.value import as_number, keyword, scalar_text
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+KEY_TYPE_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
+RULE_DATASETS: dict[str, Dataset] = {"event": EVENTS, "flow": FLOWS}
+FUNCTIONS = ("count", "sum", "distinct")
+
+MAX_BEHAVIOR = 200
+MAX_DESCRIPTION = 4000
+MAX_QUERY = QueryLimits().max_query_length
+MAX_FIELD = 512
+MAX_ALIASE = 100
+MAX_ATTRIBUTES = 50
+MAX_RISKS = 50
+MAX_RISK = 100
+MAX_SCOPE = 100
+MAX_RISK_SCORE = 100_000
+MAX_PATTERNS = 8
+MAX_PATTERN = 200
+# A window holds at most this many observations (count, distinct): bounded state.
+MAX_THRESHOLD_COUNT = 10_000
+MAX_THRESHOLD_SUM = 1e18
+MAX_WINDOW_MS = 24 * 3600 * 1000
+MIN_WINDOW_MS = 1000
+# Only this much of a value is searched by a template, and an attribute value
+# is cut to this length: a 64 KB message must not become a 64 KB attribute.
+MAX_EXTRACT_INPUT = 8192
+MAX_ATTRIBUTE_VALUE = 1000
+MAX_FILE_BYTES = 1 << 20
+
+FIELDS = (
+    "name", "behavior", "description", "dataset", "query", "mustFilters", "mustNotFilters", "keyField",
+    "keyPattern", "keyType", "attributes", "risks", "riskScore", "scope", "enabled", "threshold",
+)
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_WINDOW = re.compile(r"^\s*(\d{1,9})\s*(ms|s|m|h|d)?\s*$")
+
+
+class RuleFileError(SeclakeError):
+    """A rule file that cannot be read or holds an invalid rule; says file and line."""
+
+    code = "invalid"
+
+    def __init__(self, display: str, line: int | None, problem: str):
+        where = f"{display} line {line}" if line is not None else display
+        super().__init__(f"{where}: {problem}")
+        self.display = display
+        self.line = line
+
+
+# -- templates -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Template:
+    """Words around one ``{}``: ``from {} port``, ``user={}``.
+
+    The value is split into blank-separated words; the template's words must
+    appear in a row, the one holding ``{}`` matching a word that starts and
+    ends with the text around ``{}``. Plain word comparison, so the work is
+    linear in the value whatever the template.
+    """
+
+    text: str
+    words: tuple[str, ...] = field(compare=False, repr=False)
+    hole: int = field(compare=False, repr=False)
+
+    @staticmethod
+    def of(text: str) -> Template:
+        words = tuple(text.split())
+        hole = next(i for i, w in enumerate(words) if "{}" in w)
+        return Template(text, words, hole)
+
+    def extract(self, value: str) -> str | None:
+        have = value[:MAX_EXTRACT_INPUT].split()
+        words, hole = self.words, self.hole
+        before, _, after = words[hole].partition("{}")
+        for start in range(len(have) - len(words) + 1):
+            word = have[start + hole]
+            if len(word) <= len(before) + len(after) or not word.startswith(before) or not word.endswith(after):
+                continue
+            if all(have[start + i] == w for i, w in enumerate(words) if i != hole):
+                return word[len(before) : len(word) - len(after)]
+        return None
+
+
+def _extract(values: list, templates: tuple[Template, ...]) -> list[str]:
+    """Values as text; with templates, what the first matching template picks out of each."""
+    out = []
+    for v in values:
+        text = scalar_text(v)
+        if not templates:
+            out.append(text)
+            continue
+        for t in templates:
+            got = t.extract(text)
+            if got is not None:
+                out.append(got)
+                break
+    return out
+
+
+# -- the rule --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attribute:
+    field: str
+    aliase: str
+    pattern: tuple[Template, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"field": self.field, "aliase": self.aliase}
+        if self.pattern:
+            d["pattern"] = _templates_out(self.pattern)
+        return d
+
+
+@dataclass(frozen=True)
+class Threshold:
+    function: str  # count | sum | distinct
+    field: str | None  # as written; None for count
+    window_ms: int
+    value: float
+    # The record path of ``field`` in the rule's dataset.
+    path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"function": self.function}
+        if self.field is not None:
+            d["field"] = self.field
+        d["window"] = window_text(self.window_ms)
+        d["value"] = int(self.value) if float(self.value).is_integer() else self.value
+        return d
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    behavior: str
+    description: str
+    dataset: str
+    query: str
+    must_filters: tuple[tuple[str, tuple[Any, ...]], ...]
+    must_not_filters: tuple[tuple[str, tuple[Any, ...]], ...]
+    key_field: str
+    key_type: str
+    attributes: tuple[Attribute, ...]
+    risks: tuple[str, ...]
+    risk_score: int
+    scope: str = "global"
+    enabled: bool = True
+    threshold: Threshold | None = None
+    key_pattern: tuple[Template, ...] = ()
+    # The parsed selector (query AND filters); not part of a rule's identity.
+    selector: ast.Node = field(default_factory=ast.MatchAll, compare=False, repr=False)
+
+    @property
+    def data(self) -> Dataset:
+        return RULE_DATASETS[self.dataset]
+
+    @cached_property
+    def key_path(self) -> str:
+        return self.data.resolve(self.key_field)
+
+    @cached_property
+    def _attribute_paths(self) -> tuple[str, ...]:
+        return tuple(self.data.resolve(a.field) for a in self.attributes)
+
+    def matcher(self) -> Callable[[dict], bool]:
+        """record -> whether the rule's selector matches it (compiled once, cached)."""
+        return self._matcher
+
+    @cached_property
+    def _matcher(self) -> Callable[[dict], bool]:
+        return compile_matcher(self.selector, self.data)
+
+    def key_of(self, record: dict[str, Any]) -> str | None:
+        """The behavior's key in ``record``: the first value at keyField, as text; None when absent or empty."""
+        for text in _extract(values_at(record, self.key_path), self.key_pattern):
+            if text != "":
+                return text
+        return None
+
+    def attribute_values(self, record: dict[str, Any]) -> list[dict[str, str]]:
+        """``[{key, aliase, value}]`` (spec 2.7) of the attributes the record holds.
+
+        Several values at one field are joined with ", ". Absent attributes are
+        left out rather than shown empty.
+        """
+        out = []
+        for attr, path in zip(self.attributes, self._attribute_paths):
+            texts = _extract(values_at(record, path), attr.pattern)
+            if texts:
+                out.append({"key": attr.field, "aliase": attr.aliase, "value": ", ".join(texts)[:MAX_ATTRIBUTE_VALUE]})
+        return out
+
+    def signal_value(self, record: dict[str, Any]) -> float | str | None:
+        """What the record adds to the threshold window: 1 for count, the number
+        at the field for sum, its keyword for distinct; None when it adds nothing."""
+        t = self.threshold
+        if t is None or t.function == "count":
+            return 1
+        assert t.path is not None
+        for v in values_at(record, t.path):
+            if t.function == "sum":
+                n = as_number(v)
+                if n is not None:
+                    return n
+            else:
+                return keyword(v)
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "behavior": self.behavior,
+            "description": self.description,
+            "dataset": self.dataset,
+            "query": self.query,
+            "mustFilters": [{"field": f, "terms": list(terms)} for f, terms in self.must_filters],
+            "mustNotFilters": [{"field": f, "terms": list(terms)} for f, terms in self.must_not_filters],
+            "keyField": self.key_field,
+            "keyType": self.key_type,
+            "attributes": [a.to_dict() for a in self.attributes],
+            "risks": list(self.risks),
+            "riskScore": self.risk_score,
+            "scope": self.scope,
+            "enabled": self.enabled,
+            "threshold": self.threshold.to_dict() if self.threshold else None,
+        }
+        if self.key_pattern:
+            d["keyPattern"] = _templates_out(self.key_pattern)
+        return d
+
+    def with_enabled(self, enabled: bool) -> Rule:
+        return rule_from_dict({**self.to_dict(), "enabled": enabled})
+
+
+def window_text(ms: int) -> str:
+    for unit in ("d", "h", "m", "s"):
+        if ms % _UNITS[unit] == 0:
+            return f"{ms // _UNITS[unit]}{unit}"
+    return f"{ms}ms"
+
+
+def _templates_out(templates: tuple[Template, ...]) -> str | list[str]:
+    return templates[0].text if len(templates) == 1 else [t.text for t in templates]
+
+
+# -- validation ------------------------------------------------------------------
+
+
+def _at(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    return type(value).__name__
+
+
+def _text(d: Mapping, name: str, where: str, *, max_len: int, required: bool = True, default: str = "",
+          pattern: re.Pattern[str] | None = None, allow_empty: bool = False) -> str:
+    value = d.get(name)
+    at = _at(where, name)
+    if value is None:
+        if required:
+            raise ValidationFailed(at, "is required")
+        return default
+    if not isinstance(value, str):
+        raise ValidationFailed(at, f"must be a string, not {_kind(value)}")
+    if len(value) > max_len:
+        raise ValidationFailed(at, f"is {len(value)} characters long, at most {max_len}")
+    if not allow_empty and not value.strip():
+        raise ValidationFailed(at, "must not be empty")
+    if "\x00" in value:
+        raise ValidationFailed(at, "must not contain NUL characters")
+    if pattern is not None and not pattern.match(value):
+        raise ValidationFailed(at, f"{value[:60]!r} is not allowed; it must match {pattern.pattern}")
+    return value
+
+
+def _array(d: Mapping, name: str, where: str, cap: int) -> list[Any]:
+    value = d.get(name)
+    at = _at(where, name)
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise ValidationFailed(at, f"must be an array, not {_kind(value)}")
+    if len(value) > cap:
+        raise ValidationFailed(at, f"has {len(value)} entries, at most {cap}")
+    return list(value)
+
+
+def _templates(value: Any, at: str) -> tuple[Template, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ValidationFailed(at, f"must be a string or an array of strings, not {_kind(value)}")
+    if not 1 <= len(items) <= MAX_PATTERNS:
+        raise ValidationFailed(at, f"must hold 1 to {MAX_PATTERNS} templates, not {len(items)}")
+    out = []
+    for i, t in enumerate(items):
+        here = at if isinstance(value, str) else f"{at}[{i}]"
+        if not isinstance(t, str):
+            raise ValidationFailed(here, f"must be a string, not {_kind(t)}")
+        if len(t) > MAX_PATTERN:
+            raise ValidationFailed(here, f"is {len(t)} characters long, at most {MAX_PATTERN}")
+        if t.count("{}") != 1:
+            raise ValidationFailed(here, "must hold exactly one {} (the value to pick out), e.g. 'from {} port'")
+        if "\x00" in t:
+            raise ValidationFailed(here, "must not contain NUL characters")
+        out.append(Template.of(t))
+    return tuple(out)
+
+
+def _field(d: Mapping, name: str, where: str, required: bool = True) -> str | None:
+    value = d.get(name)
+    if value is None and not required:
+        return None
+    text = _text(d, name, where, max_len=MAX_FIELD)
+    if any(c.isspace() for c in text):
+        raise ValidationFailed(_at(where, name), f"{text[:60]!r} is not a field name (it holds blanks)")
+    return text
+
+
+def _window(value: Any, at: str) -> int:
+    if isinstance(value, bool) or value is None:
+        raise ValidationFailed(at, f"must be a duration like \"5m\" or a number of seconds, not {_kind(value)}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or value <= 0:
+            raise ValidationFailed(at, f"must be a positive number of seconds, not {value!r}")
+        ms = int(round(value * 1000))
+    elif isinstance(value, str):
+        m = _WINDOW.match(value)
+        if not m:
+            raise ValidationFailed(at, f"{value[:40]!r} is not a duration; write e.g. 30s, 5m, 1h or 1d")
+        ms = int(m.group(1)) * _UNITS[m.group(2) or "s"]
+    else:
+        raise ValidationFailed(at, f"must be a duration like \"5m\" or a number of seconds, not {_kind(value)}")
+    if not MIN_WINDOW_MS <= ms <= MAX_WINDOW_MS:
+        raise ValidationFailed(at, f"must be between 1s and 1d, not {window_text(ms) if ms > 0 else value!r}")
+    return ms
+
+
+def _threshold(value: Any, at: str, dataset: Dataset) -> Threshold | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationFailed(at, f"must be an object {{function, field, window, value}}, not {_kind(value)}")
+    unknown = sorted(str(k) for k in value if k not in ("function", "field", "window", "value"))
+    if unknown:
+        raise ValidationFailed(f"{at}.{unknown[0][:60]}", "is not a threshold field (function, field, window, value)")
+    function = value.get("function")
+    if function not in FUNCTIONS:
+        raise ValidationFailed(f"{at}.function", f"must be count, sum or distinct, not {str(function)[:40]!r}")
+    fld = _field(value, "field", at, required=function != "count")
+    if function == "count" and fld is not None:
+        raise ValidationFailed(f"{at}.field", "count counts records; leave field out (use distinct or sum for a field)")
+    window_ms = _window(value.get("window"), f"{at}.window")
+    v = value.get("value")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        raise ValidationFailed(f"{at}.value", f"must be a positive number, not {str(v)[:40]!r}")
+    if function == "sum":
+        if v > MAX_THRESHOLD_SUM:
+            raise ValidationFailed(f"{at}.value", f"must be at most {MAX_THRESHOLD_SUM:g}")
+    else:
+        if not float(v).is_integer():
+            raise ValidationFailed(f"{at}.value", f"a {function} threshold must be a whole number, not {v!r}")
+        if v > MAX_THRESHOLD_COUNT:
+            raise ValidationFailed(f"{at}.value", f"must be at most {MAX_THRESHOLD_COUNT}, not {int(v)}")
+        v = int(v)
+    return Threshold(function, fld, window_ms, v, dataset.resolve(fld) if fld else None)
+
+
+def _filters(d: Mapping, name: str, where: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    # Shapes and caps are checked again by parse_filters; here they are frozen.
+    out = []
+    for i, entry in enumerate(_array(d, name, where, 256)):
+        at = f"{_at(where, name)}[{i}]"
+        if not isinstance(entry, Mapping):
+            raise ValidationFailed(at, f"must be an object with field and terms, not {_kind(entry)}")
+        unknown = sorted(str(k) for k in entry if k not in ("field", "terms"))
+        if unknown:
+            raise ValidationFailed(f"{at}.{unknown[0][:60]}", "is not a filter field (field, terms)")
+        terms = entry.get("terms")
+        out.append((entry.get("field"), tuple(terms) if isinstance(terms, (list, tuple)) else terms))
+    return tuple(out)  # type: ignore[arg-type]
+
+
+def _named(exc: SeclakeError, at: str) -> SeclakeError:
+    """The same error, its message prefixed with the rule field it concerns."""
+    exc.message = f"{at}: {exc.message}"
+    exc.args = (exc.message,)
+    return exc
+
+
+def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None = None) -> Rule:
+    """A validated Rule from its wire / YAML shape; errors name the field under ``where``."""
+    if not isinstance(d, Mapping):
+        raise ValidationFailed(where or "rule", f"must be an object, not {_kind(d)}")
+    for k in d:
+        if not isinstance(k, str):
+            raise ValidationFailed(where or "rule", f"has a key that is not a string: {str(k)[:40]!r}")
+        if k not in FIELDS:
+            raise ValidationFailed(_at(where, k[:60]), f"is not a rule field; rule fields are {', '.join(FIELDS)}")
+
+    name = _text(d, "name", where, max_len=100, pattern=NAME_PATTERN)
+    behavior = _text(d, "behavior", where, max_len=MAX_BEHAVIOR)
+    description = _text(d, "description", where, max_len=MAX_DESCRIPTION, required=False, allow_empty=True)
+    dataset_name = _text(d, "dataset", where, max_len=10, required=False, default="event")
+    if dataset_name not in RULE_DATASETS:
+        raise ValidationFailed(_at(where, "dataset"), f"must be event or flow, not {dataset_name[:40]!r}")
+    dataset = RULE_DATASETS[dataset_name]
+
+    limits = limits or QueryLimits()
+    query = _text(d, "query", where, max_len=min(MAX_QUERY, limits.max_query_length), required=False,
+                  allow_empty=True)
+    must = _filters(d, "mustFilters", where)
+    must_not = _filters(d, "mustNotFilters", where)
+    try:
+        node = parse(query, dataset, default_operator="AND", limits=limits)
+    except (QueryError, LimitExceeded) as e:
+        raise _named(e, _at(where, "query")) from None
+    try:
+        filters = parse_filters(
+            [{"field": f, "terms": t} for f, t in must], [{"field": f, "terms": t} for f, t in must_not],
+            dataset, limits=limits, where=where,
+        )
+    except LimitExceeded as e:
+        raise _named(e, _at(where, "mustFilters")) from None
+    except ValidationFailed as e:
+        if where:
+            raise
+        # parse_filters always writes "<where>.mustFilters"; a file's rule has no where.
+        raise ValidationFailed(e.field.lstrip("."), e.message.removeprefix(f"{e.field}: ")) from None
+    if not query.strip() and not must:
+        # A rule over every record is almost always a mistake, and costly.
+        raise ValidationFailed(_at(where, "query"), "is required: say which records the rule selects")
+
+    key_field = _field(d, "keyField", where)
+    assert key_field is not None
+    key_pattern = _templates(d.get("keyPattern"), _at(where, "keyPattern"))
+    key_type = _text(d, "keyType", where, max_len=32, pattern=KEY_TYPE_PATTERN)
+
+    attributes = []
+    for i, a in enumerate(_array(d, "attributes", where, MAX_ATTRIBUTES)):
+        at = f"{_at(where, 'attributes')}[{i}]"
+        if not isinstance(a, Mapping):
+            raise ValidationFailed(at, f"must be an object {{field, aliase}}, not {_kind(a)}")
+        unknown = sorted(str(k) for k in a if k not in ("field", "aliase", "pattern"))
+        if unknown:
+            raise ValidationFailed(f"{at}.{unknown[0][:60]}", "is not an attribute field (field, aliase, pattern)")
+        fld = _field(a, "field", at)
+        assert fld is not None
+        aliase = _text(a, "aliase", at, max_len=MAX_ALIASE, required=False, default=fld[:MAX_ALIASE])
+        attributes.append(Attribute(fld, aliase, _templates(a.get("pattern"), f"{at}.pattern")))
+
+    risks = []
+    for i, r in enumerate(_array(d, "risks", where, MAX_RISKS)):
+        at = f"{_at(where, 'risks')}[{i}]"
+        if not isinstance(r, str) or not r.strip():
+            raise ValidationFailed(at, f"must be a non-empty string, not {_kind(r)}")
+        if len(r) > MAX_RISK:
+            raise ValidationFailed(at, f"is {len(r)} characters long, at most {MAX_RISK}")
+        risks.append(r)
+
+    score = d.get("riskScore")
+    if isinstance(score, float) and score.is_integer():
+        score = int(score)
+    if isinstance(score, bool) or not isinstance(score, int):
+        raise ValidationFailed(_at(where, "riskScore"), f"must be an integer, not {_kind(score)}")
+    if not 0 <= score <= MAX_RISK_SCORE:
+        raise ValidationFailed(_at(where, "riskScore"), f"must be between 0 and {MAX_RISK_SCORE}, not {score}")
+
+    scope = _text(d, "scope", where, max_len=MAX_SCOPE, required=False, default="global")
+    enabled = d.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ValidationFailed(_at(where, "enabled"), f"must be true or false, not {_kind(enabled)}")
+    threshold = _threshold(d.get("threshold"), _at(where, "threshold"), dataset)
+
+    return Rule(
+        name=name, behavior=behavior, description=description, dataset=dataset_name, query=query,
+        must_filters=must, must_not_filters=must_not, key_field=key_field, key_type=key_type,
+        attributes=tuple(attributes), risks=tuple(risks), risk_score=score, scope=scope, enabled=enabled,
+        threshold=threshold, key_pattern=key_pattern, selector=ast.and_(node, filters),
+    )
+
+
+# -- files -------------------------------------------------------------------------
+
+
+def load_rule_file(path: Path, display: str | None = None) -> list[Rule]:
+    """The rules of one YAML file (one rule mapping, or a list of them).
+
+    Errors are ``RuleFileError`` naming the file (``display``, by default
+    ``<dir>/<file>``) and the line of the offending key.
+    """
+    display = display or f"{path.parent.name}/{path.name}"
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise RuleFileError(display, None, f"cannot be read ({e.strerror or e})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise RuleFileError(display, None, f"is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RuleFileError(display, raw[: e.start].count(b"\n") + 1, "is not UTF-8") from None
+    return rules_from_yaml(text, display)
+
+
+def rules_from_yaml(text: str, display: str) -> list[Rule]:
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            raise RuleFileError(display, None, "is empty; it must hold a rule or a list of rules")
+        lines: dict[str, int] = {}
+        _lines(root, "", lines, set())
+        data = loader.construct_document(root)
+    except _AliasUsed as e:
+        raise RuleFileError(display, e.line, "YAML anchors and aliases are not allowed in rule files") from None
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        raise RuleFileError(display, mark.line + 1 if mark else None, f"YAML: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise RuleFileError(display, None, f"YAML: {e}") from None
+    finally:
+        loader.dispose()
+
+    items = data if isinstance(data, list) else [data]
+    rules = []
+    for i, item in enumerate(items):
+        where = f"[{i}]" if isinstance(data, list) else ""
+        try:
+            rules.append(rule_from_dict(item, where))
+        except ValidationFailed as e:
+            raise RuleFileError(display, _line_of(lines, e.field), e.message) from None
+        except (QueryError, LimitExceeded) as e:
+            at = e.message.split(":", 1)[0]
+            raise RuleFileError(display, _line_of(lines, at), e.message) from None
+    return rules
+
+
+class _AliasUsed(Exception):
+    def __init__(self, line: int):
+        self.line = line
+
+
+def _lines(node: yaml.Node, path: str, out: dict[str, int], seen: set[int]) -> None:
+    """Record the line of every key and list item, by the field path errors use."""
+    if id(node) in seen:
+        # An alias: refused, since a few of them nest into an exponential document.
+        raise _AliasUsed(node.start_mark.line + 1)
+    seen.add(id(node))
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+            child = f"{path}.{name}" if path else name
+            out[child] = key.start_mark.line + 1
+            _lines(value, child, out, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _lines(item, f"{path}[{i}]", out, seen)
+
+
+def _line_of(lines: dict[str, int], at: str) -> int | None:
+    """The line of the longest known prefix of the field path ``at``."""
+    while at:
+        if at in lines:
+            return lines[at]
+        cut = max(at.rfind("."), at.rfind("["))
+        if cut <= 0:
+            break
+        at = at[:cut]
+    return lines.get(at, lines.get(""))
