@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, String, select
+from sqlalchemy import JSON, BigInteger, String, func, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from seclake.db.base import Base
@@ -161,6 +161,12 @@ class SummaryStore:
             doc["updatedOn"] = now_ms
             row.set_doc(doc)
             return doc
+
+    def time_bounds(self) -> tuple[int, int] | None:
+        """The earliest ``from`` and latest ``from``, or None with no summaries (histograms without a range)."""
+        with self.db.session() as s:
+            lo, hi = s.execute(select(func.min(SummaryRow.from_ms), func.max(SummaryRow.from_ms))).one()
+        return None if lo is None else (lo, hi)
 
     def search(self, plan: SearchPlan) -> SearchResult:
         """Exact: the SQL range narrows the rows read, the memory engine decides."""

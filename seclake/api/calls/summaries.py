@@ -1,0 +1,67 @@
+"""Behavior summaries: ``ds/behavior_summary_search`` and ``ds/behavior_incident_update``
+(spec 2.8-2.10, client-compat "Other calls").
+
+Summary search defaults to ``riskScore`` descending and a range on ``from``,
+as clients expect. Facet and query field ``behavior`` means ``behaviors``.
+
+Triage answers with the updated summary. The audit log records the call
+(who, when, outcome); what it changed is recorded in the summary itself: each
+change appends a comment ``{content, actions, username, createdOn}`` whose
+``actions`` list the changes, so the response shows the change too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seclake.api.hitwrapper import wrap
+from seclake.api.options import build_plan, read_options
+from seclake.api.registry import CallContext, call
+from seclake.errors import ValidationFailed
+
+UPDATE_FIELDS = ("id", "status", "comment", "incident", "scoreAdjust")
+
+
+@call("ds/behavior_summary_search", permission="search")
+def summary_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
+    store = ctx.services.summaries
+    options = read_options(kargs)
+    plan, names = build_plan(
+        options, store.dataset, ctx.settings, default_sort="riskScore", default_range_field="from",
+        data_bounds=store.time_bounds(),
+    )
+    result = store.search(plan)
+    response = wrap(result, index="behavior_summary", facet_names=names, id_of=lambda h: h.source["id"])
+    _every_facet_name(response["aggregations"], options, store.dataset, names)
+    return response
+
+
+def _every_facet_name(aggregations: dict[str, Any], options: dict[str, Any], dataset, names: dict[str, str]) -> None:
+    """One member per facet field sent, also when two names mean one path (``behavior``, ``behaviors``).
+
+    build_plan counts each path once; the options were validated there already.
+    """
+    facets = (options.get("facets") or {}).get("facets") or []
+    for entry in facets:
+        field = entry.get("field")
+        path = dataset.resolve(field)
+        if field not in aggregations and names.get(path) in aggregations:
+            aggregations[field] = aggregations[names[path]]
+
+
+@call("ds/behavior_incident_update", permission="triage")
+def incident_update(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
+    # A misspelt field (``Status``) silently ignored would look like a triage that happened.
+    for name in kargs:
+        if name not in UPDATE_FIELDS:
+            raise ValidationFailed(name[:100], f"is not a field of behavior_incident_update; use {', '.join(UPDATE_FIELDS)}")
+    assert ctx.caller is not None
+    return ctx.services.summaries.update_incident(
+        kargs.get("id"),
+        status=kargs.get("status"),
+        comment=kargs.get("comment"),
+        incident=kargs.get("incident"),
+        score_adjust=kargs.get("scoreAdjust"),
+        username=ctx.caller.username,
+        now_ms=int(ctx.services.clock().timestamp() * 1000),
+    )
