@@ -8,3 +8,4 @@ from seclake.api.calls import events  # noqa: F401
 from seclake.api.calls import imports  # noqa: F401
 from seclake.api.calls import behaviors  # noqa: F401
 from seclake.api.calls import summaries  # noqa: F401
+from seclake.api.calls import rules  # noqa: F401
