@@ -7,25 +7,30 @@ HTTP. Long-running parts (the lake, the indexer...) are appended to
 
 from __future__ import annotations
 
+import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
-from concurrent.futures import ThreadPoolExecutor
-
 from seclake.db.database import Database
+from seclake.detect.detector import Detector
+from seclake.detect.rulebook import RuleBook
 from seclake.detect.summaries import SummaryStore
 from seclake.search.root import Root
-from seclake.service.ingestion import Ingestion
-from seclake.service.retention import RetentionSchedule
-from seclake.storage.lake import Lake
 from seclake.service.audit import Audit
 from seclake.service.authentication import Authentication
 from seclake.service.clock import Clock, utc_now
+from seclake.service.detection import Detection
+from seclake.service.ingestion import Ingestion
 from seclake.service.login import Login
 from seclake.service.password import PasswordHasher
+from seclake.service.retention import RetentionSchedule
 from seclake.service.sessions import Sessions
 from seclake.service.tokens import Tokens
 from seclake.service.users import Users
 from seclake.settings import Settings
+from seclake.storage.lake import Lake
+
+log = logging.getLogger("seclake")
 
 
 class Component(Protocol):
@@ -52,10 +57,15 @@ class Services:
         # tantivy releases the GIL while searching: leaves run in parallel threads.
         self.search_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seclake-leaf")
         self.search = Root(self.lake.splits, self.search_pool, max_expansions=settings.max_expansions)
-        self.ingestion = Ingestion(self.lake)
         # Behavior summaries (daily per key): folded by the detector, triaged and searched by calls.
         self.summaries = SummaryStore(self.db, settings.score_bands)
+        # Behavior rules: YAML files under <data dir>/rules, run on every record as it arrives.
+        self.rules = RuleBook(settings.data_dir / "rules")
+        self.detector = Detector(self.rules, self.db, bands=settings.score_bands, summaries=self.summaries)
+        self.ingestion = Ingestion(self.lake, self.detector)
+        # Order matters: the detector catches up with the log the lake opened.
         self.components.append(self.lake)
+        self.components.append(Detection(self.detector, self.lake, settings.commit_interval_seconds))
         self.components.append(
             RetentionSchedule(self.lake, settings.retention_days, settings.retention_interval_minutes)
         )
@@ -66,6 +76,10 @@ class Services:
         Returns the admin password when it was generated (to show it once).
         """
         self.db.migrate()
+        if self.rules.install_starter_pack():
+            log.info("installed the starter rule pack in %s", self.rules.directory)
+        for problem in self.rules.load():
+            log.warning("rule file skipped: %s", problem)
         admin_password = self.settings.admin_password
         return self.users.ensure_admin(admin_password.get_secret_value() if admin_password else None)
 

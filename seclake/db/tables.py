@@ -7,3 +7,4 @@ module of models (and ship a migration for its tables).
 from seclake.db import models  # noqa: F401
 from seclake.storage import catalog  # noqa: F401
 from seclake.detect import summaries  # noqa: F401
+from seclake.detect import state  # noqa: F401

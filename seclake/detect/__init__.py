@@ -1,0 +1,1 @@
+"""Detection: behavior rules over records, behaviors, daily risk summaries."""

@@ -1,0 +1,54 @@
+"""A behavior record (spec 2.7): one rule firing for one key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seclake.record.identity import record_id
+
+# Keys longer than this are cut: they are stored in the history tables.
+MAX_KEY = 256
+
+
+def make_behavior(
+    rule,
+    record: dict[str, Any],
+    *,
+    key: str,
+    record_seq: int,
+    sequence: int,
+    history: dict[str, bool],
+    score_level: str,
+    aggregate: float | None = None,
+) -> dict[str, Any]:
+    risks = list(rule.risks)
+    description = rule.description
+    if aggregate is not None and rule.threshold is not None:
+        t = rule.threshold
+        what = t.function if t.field is None else f"{t.function} of {t.field}"
+        value = int(aggregate) if float(aggregate).is_integer() else aggregate
+        description = f"{description} ({what} reached {value} within {t.window_ms // 1000}s)"
+    timestamp = record.get("@timestamp")
+    return {
+        "sequence": sequence,
+        "timestamp": timestamp if isinstance(timestamp, int) and not isinstance(timestamp, bool) else 0,
+        "key": key,
+        "originalKey": key,
+        "keyType": rule.key_type,
+        "originalKeyType": rule.key_type,
+        "description": description,
+        "behaviorRule": rule.name,
+        "behavior": rule.behavior,
+        "riskScore": rule.risk_score,
+        "attributes": rule.attribute_values(record),
+        "risks": risks,
+        "ruleRisks": list(rule.risks),
+        "ruleHits": [{"name": rule.name, "scope": rule.scope, "risks": list(rule.risks)}],
+        "scoreLevel": score_level,
+        "customer": record.get("@customer") if isinstance(record.get("@customer"), str) else "",
+        "history": history,
+        "keyContext": {"infoList": None},
+        # Where it came from: the id of the record that made the rule fire.
+        "eventId": record_id(record_seq),
+        "dataset": record.get("@type") if record.get("@type") in ("event", "flow") else "event",
+    }

@@ -1,0 +1,189 @@
+"""The detector: every ingested record against the enabled rules, in-process.
+
+It runs in the import path under one lock, before the write-ahead log
+append, so the behaviors it produces are logged in the same fsynced write as
+the records that caused them (no behavior without its record, none twice).
+Rules are compiled matchers evaluated on the record itself, never a search
+per event. Its state (history, threshold windows, the behavior counter) is
+saved every commit interval with the log sequence it is exact for; at start
+the records logged since then are run again, state only (see state.py).
+Summaries are folded from the saved behaviors in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import select
+
+from seclake.db.database import Database
+from seclake.detect.behavior import MAX_KEY, make_behavior
+from seclake.detect.history import History
+from seclake.detect.scorelevel import score_level
+from seclake.detect.signal import Window
+from seclake.detect.state import DetectorProgress, SignalState
+
+log = logging.getLogger("seclake.detect")
+
+SOURCE_DATASETS = ("event", "flow")
+
+
+class Detector:
+    def __init__(self, rulebook, db: Database | None, *, bands, summaries=None):
+        self.rulebook = rulebook
+        self.db = db
+        self.bands = bands
+        self.summaries = summaries
+        self.lock = threading.RLock()
+        self.history = History()
+        self.windows: dict[tuple[str, str], Window] = {}
+        self._dirty: set[tuple[str, str]] = set()
+        self.sequence = 0  # behaviors made so far: the next one's `sequence`
+        self.seq = 0  # the log sequence the in-memory state is exact for
+        self.saved_seq = 0  # ... and the saved state
+        self._unsaved_behaviors: list[dict[str, Any]] = []
+        self._version = None
+        self._by_dataset: dict[str, list] = {}
+
+    # -- rules ----------------------------------------------------------
+
+    def _rules(self, dataset: str) -> list:
+        version = self.rulebook.version
+        if version != self._version:
+            grouped: dict[str, list] = {d: [] for d in SOURCE_DATASETS}
+            for rule in self.rulebook.enabled():
+                grouped.setdefault(rule.dataset, []).append(rule)
+            self._by_dataset = grouped
+            self._version = version
+        return self._by_dataset.get(dataset, [])
+
+    # -- detection ------------------------------------------------------
+
+    def process(self, items: Sequence[tuple[str, dict[str, Any]]], first_seq: int) -> list[dict[str, Any]]:
+        """Behaviors of records that will be logged at ``first_seq``, ``first_seq + 1``, ..."""
+        out: list[dict[str, Any]] = []
+        with self.lock:
+            for i, (dataset, record) in enumerate(items):
+                if dataset not in SOURCE_DATASETS:
+                    continue
+                for rule in self._rules(dataset):
+                    behavior = self._apply(rule, record, first_seq + i)
+                    if behavior is not None:
+                        out.append(behavior)
+        return out
+
+    def _apply(self, rule, record: dict[str, Any], seq: int) -> dict[str, Any] | None:
+        if not rule.matcher()(record):
+            return None
+        key = rule.key_of(record)
+        if key is None or key == "":
+            return None
+        key = key[:MAX_KEY]
+        aggregate = None
+        if rule.threshold is not None:
+            wkey = (rule.name, key)
+            window = self.windows.get(wkey)
+            if window is None:
+                window = self.windows[wkey] = Window(rule.threshold)
+            ts = record.get("@timestamp")
+            value = rule.signal_value(record)
+            if value is None:
+                return None  # nothing to add to a sum or distinct count
+            aggregate = window.observe(ts if isinstance(ts, int) and not isinstance(ts, bool) else 0, value)
+            self._dirty.add(wkey)
+            if aggregate is None:
+                return None
+        flags = self.history.observe(rule.key_type, key, rule.behavior)
+        behavior = make_behavior(
+            rule, record, key=key, record_seq=seq, sequence=self.sequence + 1, history=flags,
+            score_level=score_level(rule.risk_score, self.bands), aggregate=aggregate,
+        )
+        self.sequence += 1
+        return behavior
+
+    def logged(self, last_seq: int, behaviors: Iterable[dict[str, Any]]) -> None:
+        """The records up to ``last_seq`` and their behaviors are in the log."""
+        with self.lock:
+            self.seq = max(self.seq, last_seq)
+            self._unsaved_behaviors.extend(behaviors)
+
+    # -- state ----------------------------------------------------------
+
+    def resync(self, lake) -> None:
+        """After a failed log append: back to the saved state plus what the log holds."""
+        with self.lock:
+            self._unsaved_behaviors = []
+            self._dirty.clear()
+            self.history = History()
+            self.restore(lake.wal.replay(0))
+
+    def restore(self, replay: Iterable[tuple[int, str, dict[str, Any]]] | None = None) -> None:
+        """Load the saved state, then bring it up to date with the log entries after it."""
+        assert self.db is not None
+        with self.lock:
+            with self.db.session() as s:
+                self.history.load(s)
+                progress = s.get(DetectorProgress, "detector")
+                self.seq = self.saved_seq = progress.seq if progress else 0
+                self.sequence = progress.sequence if progress else 0
+                self.windows = {}
+                for row in s.scalars(select(SignalState)):
+                    rule = self.rulebook.get_or_none(row.rule)
+                    if rule is not None and rule.threshold is not None:
+                        self.windows[(row.rule, row.key)] = Window.from_json(rule.threshold, json.loads(row.state))
+            self.history.take_new()
+            count = 0
+            for seq, dataset, record in replay or ():
+                if seq <= self.saved_seq:
+                    continue
+                if dataset in SOURCE_DATASETS:
+                    self.process([(dataset, record)], seq)  # state only: its behaviors are logged
+                elif dataset == "behavior":
+                    self._unsaved_behaviors.append(record)
+                self.seq = seq
+                count += 1
+            if count:
+                log.info("detector caught up with %d logged records", count)
+
+    def save(self, now_ms: int | None = None) -> None:
+        """Save what changed, with the log sequence it is exact for, in one transaction."""
+        if self.db is None:
+            return
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        with self.lock:
+            if self.seq == self.saved_seq and not self._dirty and not self._unsaved_behaviors:
+                return
+            new = self.history.take_new()
+            try:
+                with self.db.session(write=True) as s:
+                    History.save(s, new)
+                    for rule_name, key in self._dirty:
+                        window = self.windows.get((rule_name, key))
+                        existing = s.get(SignalState, (rule_name, key))
+                        if window is None or window.is_empty():
+                            if existing is not None:
+                                s.delete(existing)
+                            self.windows.pop((rule_name, key), None)
+                        elif existing is None:
+                            s.add(SignalState(rule=rule_name, key=key, state=json.dumps(window.to_json())))
+                        else:
+                            existing.state = json.dumps(window.to_json())
+                    if self.summaries is not None and self._unsaved_behaviors:
+                        self.summaries.apply(s, self._unsaved_behaviors, now_ms)
+                    progress = s.get(DetectorProgress, "detector")
+                    if progress is None:
+                        s.add(DetectorProgress(name="detector", seq=self.seq, sequence=self.sequence))
+                    else:
+                        progress.seq, progress.sequence = self.seq, self.sequence
+            except Exception:
+                # Keep the unsaved history for the next try.
+                self.history._new_behaviors[:0], self.history._new_keys[:0], self.history._new_key_behaviors[:0] = new
+                raise
+            self._dirty.clear()
+            self._unsaved_behaviors = []
+            self.saved_seq = self.seq
