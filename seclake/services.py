@@ -52,6 +52,8 @@ class Services:
         self.auth = Authentication(self.sessions, self.tokens)
         self.login = Login(self.db, self.hasher, self.sessions, self.audit, settings, clock)
         self.components: list[Component] = []
+        # Run once every component has started (seclake up loads demo data here).
+        self.on_started: list = []
         # The lake: durable appends, background indexing, searches over splits.
         self.lake = Lake(settings.data_dir, self.db, commit_interval=settings.commit_interval_seconds)
         # tantivy releases the GIL while searching: leaves run in parallel threads.
@@ -86,6 +88,8 @@ class Services:
     def start(self) -> None:
         for component in self.components:
             component.start()
+        for hook in self.on_started:
+            hook(self)
 
     def stop(self) -> None:
         for component in reversed(self.components):

@@ -37,9 +37,10 @@ class _Counting:
 
 
 def _started(data_dir, config):
+    """Services with every component running, as in the server: rules run on imports."""
     services = open_services(data_dir, config)
     try:
-        services.lake.start(background=False)
+        services.start()
     except LakeBusy as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None

@@ -34,18 +34,17 @@ def _run(settings: Settings, demo: bool) -> None:
     services = Services(settings)
     app = create_app(settings, services)
     if demo and settings.load_demo:
-        _load_demo_when_empty(services)
+        services.on_started.append(_load_demo_when_empty)
     typer.echo(f"seclake is listening on http://{settings.host}:{settings.port}/")
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
 
 
 def _load_demo_when_empty(services) -> None:
+    # Runs inside the server's start-up, with every component running, so the
+    # demo goes through the whole ingestion path, behavior rules included.
     from seclake.cli.lake import load_demo_with_progress
 
-    services.lake.start(background=False)
-    try:
-        if services.lake.is_empty():
-            totals = load_demo_with_progress(services, services.settings.demo_days)
-            typer.echo(f"loaded {totals['accepted'] + totals['raw']} demo records ({services.settings.demo_days} days)")
-    finally:
-        services.lake.stop()
+    if services.lake.is_empty():
+        totals = load_demo_with_progress(services, services.settings.demo_days)
+        services.detector.save()
+        typer.echo(f"loaded {totals['accepted'] + totals['raw']} demo records ({services.settings.demo_days} days)")
