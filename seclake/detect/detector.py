@@ -27,6 +27,8 @@ from seclake.detect.history import History
 from seclake.detect.scorelevel import score_level
 from seclake.detect.signal import Window
 from seclake.detect.state import DetectorProgress, SignalState
+from seclake.query.matcher import RecordView
+from seclake.record.dataset import DATASETS
 
 log = logging.getLogger("seclake.detect")
 
@@ -71,14 +73,19 @@ class Detector:
             for i, (dataset, record) in enumerate(items):
                 if dataset not in SOURCE_DATASETS:
                     continue
-                for rule in self._rules(dataset):
-                    behavior = self._apply(rule, record, first_seq + i)
+                rules = self._rules(dataset)
+                if not rules:
+                    continue
+                # One view per record: every rule reads each path once.
+                view = RecordView(record, DATASETS[dataset])
+                for rule in rules:
+                    behavior = self._apply(rule, record, view, first_seq + i)
                     if behavior is not None:
                         out.append(behavior)
         return out
 
-    def _apply(self, rule, record: dict[str, Any], seq: int) -> dict[str, Any] | None:
-        if not rule.matcher()(record):
+    def _apply(self, rule, record: dict[str, Any], view: RecordView, seq: int) -> dict[str, Any] | None:
+        if not rule.matcher()(view):
             return None
         key = rule.key_of(record)
         if key is None or key == "":

@@ -32,13 +32,15 @@ def compile_matcher(node: ast.Node, dataset: Dataset) -> Matcher:
     """A function record -> bool equivalent to ``matches(node, record, dataset)``."""
     test = _Compiler(dataset).compile(node)
 
-    def match(record: dict) -> bool:
-        return test(_Record(record, dataset))
+    def match(record: dict | RecordView) -> bool:
+        # A RecordView shared by several matchers (every rule on one record)
+        # reads each path once for all of them.
+        return test(record if isinstance(record, RecordView) else RecordView(record, dataset))
 
     return match
 
 
-class _Record:
+class RecordView:
     """One record with the views the query reads, each computed at most once."""
 
     __slots__ = ("data", "dataset", "_values", "_lowered", "_tokens")
@@ -78,7 +80,7 @@ class _Record:
         return [self.tokens(text) for text in self.lowered(path)]
 
 
-Test = Callable[[_Record], bool]
+Test = Callable[[RecordView], bool]
 
 
 class _Compiler:

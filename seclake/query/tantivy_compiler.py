@@ -14,7 +14,7 @@ from collections.abc import Callable
 import tantivy
 from tantivy import FieldType, Occur, Query
 
-from seclake.errors import LimitExceeded
+from seclake.errors import LimitExceeded, QueryError
 from seclake.query import ast
 from seclake.record.dataset import Dataset
 from seclake.record.value import as_number, keyword, tokens
@@ -79,8 +79,17 @@ class TantivyCompiler:
             field = self._text_field(path)
             if field is None:
                 return Query.empty_query()
-            return Query.regex_query(self.schema, field, f"(?i:{regex})")
-        return Query.regex_query(self.schema, "kw", rx_escape(path + SEP) + f"(?i:{regex})")
+            return self._regex(field, f"(?i:{regex})", path)
+        return self._regex("kw", rx_escape(path + SEP) + f"(?i:{regex})", path)
+
+    def _regex(self, field: str, pattern: str, path: str | None) -> Query:
+        try:
+            return Query.regex_query(self.schema, field, pattern)
+        except ValueError as e:
+            # The engine bounds the automaton a pattern compiles to; say so
+            # instead of failing the whole search as an unexpected fault.
+            where = f" on {path}" if path else ""
+            raise QueryError(f"the pattern{where} is too complex to run ({str(e)[:160]})") from None
 
     def _Wildcard(self, node: ast.Wildcard) -> Query:
         return self._pattern_query(node.path, node.regex())

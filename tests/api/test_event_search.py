@@ -198,3 +198,13 @@ def test_exact_integers_survive(srv):
 def test_search_needs_a_token(srv):
     r = srv.post(CALL, {"partition": "default", "options": {"dateFacetField": "@timestamp"}})
     error_of(r, 401)
+
+
+def test_a_pattern_too_complex_for_the_engine_is_a_clear_error(srv):
+    msg = search_error(srv, "user:/.{1,2}{2}{2}{1,2}a..a/")
+    assert "too complex" in msg and "@fields.user" in msg
+
+
+def search_error(srv, query):
+    opts = {"dateFacetField": "@timestamp", "searchStr": query}
+    return srv.fail(CALL, {"partition": "default", "dataType": "event", "options": opts}, srv.token)

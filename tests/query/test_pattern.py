@@ -34,7 +34,13 @@ def rust():
 
     def find(pattern: str) -> set[str]:
         # Case-insensitive and anchored, as the engine compiler uses it.
-        query = tantivy.Query.regex_query(schema, "k", f"(?i:{pattern})")
+        try:
+            query = tantivy.Query.regex_query(schema, "k", f"(?i:{pattern})")
+        except ValueError as e:
+            # The engine refuses automata past its size limit; the search
+            # compiler answers that with a QueryError, never a wrong answer.
+            assert "size limit" in str(e), e
+            return None
         return {STRINGS[searcher.doc(addr)["i"][0]] for _, addr in searcher.search(query, 100).hits}
 
     return find
@@ -85,7 +91,9 @@ def test_any_accepted_pattern_means_the_same_in_both(rust, lucene):
         pattern = translate(lucene)
     except QueryError:
         return
-    assert python(pattern) == rust(pattern), (lucene, pattern)
+    in_rust = rust(pattern)
+    if in_rust is not None:
+        assert python(pattern) == in_rust, (lucene, pattern)
 
 
 @settings(max_examples=200, deadline=None)
