@@ -17,10 +17,11 @@ from typing import Any
 
 from seclake.query import ast, datemath
 from seclake.record.dataset import Dataset
-from seclake.record.flatten import exists_at, leaves, values_at
+from seclake.record.flatten import exists_at, leaves
 from seclake.record.value import as_number, ip_in_network, keyword, scalar_text, tokens
 
 Matcher = Callable[[dict], bool]
+_NONE: list = []  # shared, never mutated: the values of an absent path
 
 
 def matches(node: ast.Node, record: dict, dataset: Dataset) -> bool:
@@ -48,15 +49,23 @@ class RecordView:
     def __init__(self, data: dict, dataset: Dataset):
         self.data = data
         self.dataset = dataset
-        self._values: dict[str, list] = {}
+        self._values: dict[str, list] | None = None
         self._lowered: dict[str | None, list[str]] = {}
         self._tokens: dict[str, list[str]] = {}
 
     def values(self, path: str) -> list:
-        got = self._values.get(path)
-        if got is None:
-            got = self._values[path] = values_at(self.data, path)
-        return got
+        flat = self._values
+        if flat is None:
+            # One walk over the record serves every path any rule asks for;
+            # leaves() is also what indexing walks, so engine and matcher agree.
+            flat = self._values = {}
+            for leaf_path, value in leaves(self.data):
+                got = flat.get(leaf_path)
+                if got is None:
+                    flat[leaf_path] = [value]
+                else:
+                    got.append(value)
+        return flat.get(path, _NONE)
 
     def lowered(self, path: str | None) -> list[str]:
         """Lowercased text of each value of a text field, or of the default field (None)."""
