@@ -62,7 +62,7 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
                 )
         ctx = CallContext(services, caller, client, request.headers, request)
         response: Response = ok(await work(ctx))
-        outcome = "OK"
+        outcome, detail = "OK", ctx.audit_detail
     except SeclakeError as e:
         response = failure(e, name)
         outcome, detail = "ERROR", e.message

@@ -41,6 +41,8 @@ class CallContext:
     client: str
     headers: Headers
     request: Request | None = field(default=None, repr=False)
+    # What a successful call changed, for its audit entry ("rule x deleted").
+    audit_detail: str | None = None
 
     @property
     def settings(self):

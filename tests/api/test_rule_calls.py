@@ -112,6 +112,9 @@ def test_add_update_toggle_delete(srv, admin: str, new_name: Callable[[str], str
     audit = srv.services.audit.recent(50)
     mine = [e for e in audit if e["call"] == DAO and e["username"] == "admin" and e["outcome"] == "OK"]
     assert len(mine) >= 4
+    details = {e["detail"] for e in mine}
+    assert {f"rule {name!r}: add", f"rule {name!r}: update", f"rule {name!r}: toggle enabled=False",
+            f"rule {name!r}: delete"} <= details
 
 
 def test_analyst_may_read_but_not_write(srv, admin: str, analyst: str) -> None:

@@ -141,9 +141,12 @@ def test_triage_workflow_over_http(srv):
     assert [h["_id"] for h in res["hits"]["hits"]] == [target]
     assert res["aggregations"]["comments.username"]["buckets"] == [{"key": "admin", "doc_count": 1},
                                                                    {"key": "analyst1", "doc_count": 1}]
-    # The call is in the audit log with who made it.
+    # The call is in the audit log with who made it and what it changed.
     entry = next(e for e in srv.services.audit.recent(20) if e["call"] == UPDATE and e["outcome"] == "OK")
     assert entry["username"] == "admin"
+    assert entry["detail"] == f"summary {target}: status: acknowledged -> resolved"
+    earlier = [e for e in srv.services.audit.recent(20) if e["call"] == UPDATE and e["username"] == "analyst1"]
+    assert any("incident: false -> true" in (e["detail"] or "") for e in earlier), earlier
 
 
 def test_triage_errors(srv):

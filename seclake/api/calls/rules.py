@@ -139,6 +139,7 @@ def bucket_dao(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     else:
         rule = book.delete(_name(kargs))
     log.info("rule %s: %s by %s", action, rule.name, ctx.caller.username)
+    ctx.audit_detail = f"rule {rule.name!r}: {action}" + (f" enabled={rule.enabled}" if action == "toggle" else "")
     return {"action": action, "name": rule.name, "version": book.version, "bucket": rule.to_dict()}
 
 

@@ -56,7 +56,7 @@ def incident_update(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         if name not in UPDATE_FIELDS:
             raise ValidationFailed(name[:100], f"is not a field of behavior_incident_update; use {', '.join(UPDATE_FIELDS)}")
     assert ctx.caller is not None
-    return ctx.services.summaries.update_incident(
+    summary = ctx.services.summaries.update_incident(
         kargs.get("id"),
         status=kargs.get("status"),
         comment=kargs.get("comment"),
@@ -65,3 +65,10 @@ def incident_update(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         username=ctx.caller.username,
         now_ms=int(ctx.services.clock().timestamp() * 1000),
     )
+    # The audit entry says what changed: the actions of the comment this request added.
+    last = (summary.get("comments") or [None])[-1]
+    if last and last.get("username") == ctx.caller.username and last.get("actions"):
+        ctx.audit_detail = f"summary {summary['id']}: " + "; ".join(last["actions"])
+    elif kargs.get("comment"):
+        ctx.audit_detail = f"summary {summary['id']}: comment"
+    return summary
