@@ -8,6 +8,7 @@ import orjson
 from starlette.requests import Request
 
 from seclake.errors import BadRequest, LimitExceeded, PayloadTooLarge, UnsupportedMediaType
+from seclake.record.jsontype import json_kind as _kind
 
 
 def check_json_media_type(request: Request) -> None:
@@ -79,6 +80,3 @@ def nesting_depth(value: Any, stop_above: int) -> int:
     return deepest
 
 
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            type(None): "null", int: "a number", float: "a number"}.get(type(value), type(value).__name__)

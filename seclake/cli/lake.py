@@ -14,11 +14,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from seclake.cli.options import ConfigFile, DataDir, open_services
+from seclake.cli.options import ConfigFile, DataDir, started_services
 from seclake.errors import SeclakeError
 from seclake.ingest.vendor import validate_vendor
 from seclake.service.demo import load_demo
-from seclake.storage.lake import LakeBusy
 
 console = Console(stderr=True)
 
@@ -36,15 +35,6 @@ class _Counting:
         return data
 
 
-def _started(data_dir, config):
-    """Services with every component running, as in the server: rules run on imports."""
-    services = open_services(data_dir, config)
-    try:
-        services.start()
-    except LakeBusy as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
-    return services
 
 
 def import_files(
@@ -62,7 +52,7 @@ def import_files(
     except SeclakeError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
-    services = _started(data_dir, config)
+    services = started_services(data_dir, config)
     totals = {"accepted": 0, "raw": 0, "rejected": 0}
     reasons: list[str] = []
     try:
@@ -101,7 +91,7 @@ def demo(
     config: ConfigFile = None,
 ) -> None:
     """Write realistic demo events and flows for the last N days, through the real ingestion path."""
-    services = _started(data_dir, config)
+    services = started_services(data_dir, config)
     try:
         totals = load_demo_with_progress(services, days, seed)
     finally:
@@ -123,7 +113,7 @@ def retention(
     config: ConfigFile = None,
 ) -> None:
     """Delete whole splits past the retention age."""
-    services = _started(data_dir, config)
+    services = started_services(data_dir, config)
     try:
         max_age = services.settings.retention_days if days is None else days
         deleted = services.lake.retention(max_age)

@@ -29,3 +29,19 @@ def open_services(data_dir: Path | None, config: Path | None) -> Services:
 
         announce_admin_password(generated)
     return services
+
+
+def started_services(data_dir: Path | None, config: Path | None) -> Services:
+    """Services with every component running, as in the server (rules run on imports).
+
+    Exits with a clear message when a server already has the data dir's lake.
+    """
+    from seclake.storage.lake import LakeBusy
+
+    services = open_services(data_dir, config)
+    try:
+        services.start()
+    except LakeBusy as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    return services

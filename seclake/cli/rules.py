@@ -6,9 +6,8 @@ from typing import Annotated
 
 import typer
 
-from seclake.cli.options import ConfigFile, DataDir, open_services
+from seclake.cli.options import ConfigFile, DataDir, open_services, started_services
 from seclake.query.datemath import DateError, bound, now_ms
-from seclake.storage.lake import LakeBusy
 
 app = typer.Typer(help="Behavior rules.", no_args_is_help=True)
 
@@ -49,12 +48,7 @@ def run(
     from seclake.service.backfill import backfill
 
     lo, hi = _time(time_from, lower=True), _time(time_to, lower=False)
-    services = open_services(data_dir, config)
-    try:
-        services.start()
-    except LakeBusy as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
+    services = started_services(data_dir, config)
     try:
         report = backfill(services.ingestion, services.rules, services.settings.score_bands, lo, hi)
     finally:

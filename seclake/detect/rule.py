@@ -41,6 +41,7 @@ from seclake.query.parser import parse, parse_filters
 from seclake.record.dataset import EVENTS, FLOWS, Dataset
 from seclake.record.flatten import values_at
 from seclake.record.value import as_number, keyword, scalar_text
+from seclake.record.jsontype import json_kind as _kind
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 KEY_TYPE_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,31}$")
@@ -297,20 +298,6 @@ def _at(where: str, name: str) -> str:
     return f"{where}.{name}" if where else name
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    return type(value).__name__
 
 
 def _text(d: Mapping, name: str, where: str, *, max_len: int, required: bool = True, default: str = "",

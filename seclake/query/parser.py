@@ -38,6 +38,7 @@ from seclake.query import ast, datemath, pattern
 from seclake.query.limits import QueryLimits
 from seclake.record.dataset import Dataset
 from seclake.record.value import as_network, as_number, scalar_text, tokens
+from seclake.record.jsontype import json_kind as _json_type
 
 Operator = Literal["AND", "OR"]
 
@@ -614,17 +615,3 @@ def _filter_entry(entry: Any, where: str, dataset: Dataset, limits: QueryLimits)
     return ast.or_(*nodes)
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "an object"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    return type(value).__name__

@@ -19,6 +19,7 @@ from seclake.service.clock import Clock, iso
 from seclake.service.password import PasswordHasher, check_password, generate_password
 from seclake.service.roles import ROLES, rights_of
 from seclake.settings import Settings
+from seclake.record.jsontype import json_kind as _kind
 
 USERNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
@@ -311,7 +312,4 @@ def _zones() -> set[str]:
     return _ZONES
 
 
-def _kind(value: object) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            type(None): "null", int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
