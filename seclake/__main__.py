@@ -2,4 +2,6 @@
 
 from seclake.cli import main
 
-main()
+# Guarded: the split builder's worker process (spawn) imports the main module.
+if __name__ == "__main__":
+    main()

@@ -26,7 +26,8 @@ from seclake.record.dataset import DATASETS
 from seclake.storage.catalog import MARKED, PUBLISHED, Catalog
 from seclake.storage.layout import Layout
 from seclake.storage.merge import DAY_MS, day_of, merge_candidates
-from seclake.storage.split import Split, StoredRecord, time_of, write_split
+from seclake.storage.builder import SplitBuilder
+from seclake.storage.split import Split, StoredRecord, time_of
 from seclake.storage.wal import WriteAheadLog
 
 log = logging.getLogger("seclake.lake")
@@ -49,6 +50,7 @@ class Lake:
         self.catalog = Catalog(db)
         self.commit_interval = commit_interval
         self.wal = WriteAheadLog(self.layout.wal)
+        self.builder = SplitBuilder()
         self._splits: dict[str, Split] = {}
         self._splits_lock = threading.Lock()
         self._pending: list[tuple[int, str, dict[str, Any]]] = []
@@ -93,6 +95,7 @@ class Lake:
             self._cond.notify_all()
         self._join()
         self.flush()
+        self.builder.close()
         self.wal.close()
         self._release_lock()
 
@@ -107,6 +110,7 @@ class Lake:
             self._stop = True
             self._cond.notify_all()
         self._join()
+        self.builder.close()
         self.wal.close()
         self._release_lock()
 
@@ -216,10 +220,10 @@ class Lake:
             groups[(dataset, day_of(time_of(record, ds)))].append(StoredRecord(seq, record))
         metas, opened = [], []
         for (dataset, _day), records in sorted(groups.items()):
-            split_id = self._new_split_id(dataset, records)
+            split_id = self._new_split_id(dataset, time_of(records[0].source, DATASETS[dataset]))
             path = self.layout.split_dir(dataset, split_id)
             path.parent.mkdir(parents=True, exist_ok=True)
-            metas.append(write_split(records, DATASETS[dataset], path, split_id))
+            metas.append(self.builder.build(dataset, records, path, split_id))
             opened.append(Split(path))
         self.catalog.publish(metas, checkpoint=batch[-1][0])
         with self._splits_lock:
@@ -227,8 +231,8 @@ class Lake:
                 self._splits[s.meta.split_id] = s
 
     @staticmethod
-    def _new_split_id(dataset: str, records: Sequence[StoredRecord]) -> str:
-        day = day_of(time_of(records[0].source, DATASETS[dataset]))
+    def _new_split_id(dataset: str, time_ms: int) -> str:
+        day = day_of(time_ms)
         stamp = time.strftime("%Y%m%d", time.gmtime(day * DAY_MS / 1000))
         return f"{dataset}-{stamp}-{uuid.uuid4().hex[:12]}"
 
@@ -242,13 +246,10 @@ class Lake:
                     sources = [self._splits[e.split_id] for e in group if e.split_id in self._splits]
                 if len(sources) < 2:
                     continue
-                records: list[StoredRecord] = []
-                for s in sources:
-                    records.extend(s.all_records())
                 dataset = group[0].dataset
-                split_id = self._new_split_id(dataset, records)
+                split_id = self._new_split_id(dataset, sources[0].meta.time_min)
                 path = self.layout.split_dir(dataset, split_id)
-                meta = write_split(records, DATASETS[dataset], path, split_id)
+                meta = self.builder.merge(dataset, sources, path, split_id)
                 new = Split(path)
                 self.catalog.publish([meta], replaces=[s.meta.split_id for s in sources])
                 with self._splits_lock:

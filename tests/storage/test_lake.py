@@ -99,3 +99,16 @@ def test_retention_deletes_whole_old_splits(lake_factory):
     assert lake.retention(max_age_days=2, now_ms=now) == 3
     assert [r for r in _docids(lake)] == [4, 5]
     assert lake.retention(max_age_days=0, now_ms=now) == 0
+
+
+def test_splits_and_merges_built_in_the_worker_process_are_the_same(lake_factory):
+    lake = lake_factory()
+    lake.builder.threshold = 1  # every batch and merge goes to the worker process
+    for batch in range(9):
+        lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
+        lake.flush()
+    assert len(lake.splits("event")) == 9
+    assert lake.merge() == 1
+    assert _docids(lake) == list(range(1, 91))
+    split = lake.splits("event")[0]
+    assert split.meta.num_records == 90 and split.fields.numbers == {"@fields.n": "n0"}

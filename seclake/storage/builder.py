@@ -1,0 +1,78 @@
+"""Building splits in a worker process, so indexing runs on another core.
+
+Turning records into a split is mostly Python work (flattening, keyword
+normalization) that holds the GIL; in the server's process it competes with
+parsing, rule evaluation and searches. Large batches and merges are built in
+one spawned worker process instead; small batches (a few records every
+commit interval) stay in-process, where a round trip would cost more.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Sequence
+
+import orjson
+
+from seclake.record.dataset import DATASETS
+from seclake.storage.split import Split, SplitMeta, StoredRecord, write_split
+
+# Batches smaller than this are written in-process.
+WORKER_THRESHOLD = 5000
+
+
+def _build(dataset: str, payload: list[tuple[int, bytes]], dest: str, split_id: str) -> SplitMeta:
+    records = [StoredRecord(docid, orjson.loads(body)) for docid, body in payload]
+    return write_split(records, DATASETS[dataset], Path(dest), split_id)
+
+
+def _merge(dataset: str, sources: list[str], dest: str, split_id: str) -> SplitMeta:
+    records: list[StoredRecord] = []
+    for path in sources:
+        records.extend(Split(Path(path)).all_records())
+    records.sort(key=lambda r: r.docid)
+    return write_split(records, DATASETS[dataset], Path(dest), split_id)
+
+
+class SplitBuilder:
+    def __init__(self, use_worker: bool = True, threshold: int = WORKER_THRESHOLD):
+        self.use_worker = use_worker
+        self.threshold = threshold
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _run(self, fn, *args) -> SplitMeta:
+        with self._lock:
+            if self._pool is None:
+                # spawn, not fork: the server process has threads (tantivy's too).
+                self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            pool = self._pool
+        try:
+            return pool.submit(fn, *args).result()
+        except BrokenProcessPool:
+            # The worker died (killed, out of memory): start a new one next time.
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+            raise
+
+    def build(self, dataset: str, records: Sequence[StoredRecord], dest: Path, split_id: str) -> SplitMeta:
+        if not self.use_worker or len(records) < self.threshold:
+            return write_split(records, DATASETS[dataset], dest, split_id)
+        payload = [(r.docid, orjson.dumps(r.source)) for r in records]
+        return self._run(_build, dataset, payload, str(dest), split_id)
+
+    def merge(self, dataset: str, sources: Sequence[Split], dest: Path, split_id: str) -> SplitMeta:
+        if not self.use_worker or sum(s.meta.num_records for s in sources) < self.threshold:
+            return _merge(dataset, [str(s.path) for s in sources], str(dest), split_id)
+        return self._run(_merge, dataset, [str(s.path) for s in sources], str(dest), split_id)
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
