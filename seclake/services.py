@@ -16,6 +16,7 @@ from seclake.detect.detector import Detector
 from seclake.detect.rulebook import RuleBook
 from seclake.detect.summaries import SummaryStore
 from seclake.search.root import Root
+from seclake.service.access import Access
 from seclake.service.audit import Audit
 from seclake.service.authentication import Authentication
 from seclake.service.clock import Clock, utc_now
@@ -23,6 +24,7 @@ from seclake.service.detection import Detection
 from seclake.service.ingestion import Ingestion
 from seclake.service.login import Login
 from seclake.service.password import PasswordHasher
+from seclake.service.policies import Policies
 from seclake.service.retention import RetentionSchedule
 from seclake.service.sessions import Sessions
 from seclake.service.tokens import Tokens
@@ -49,7 +51,11 @@ class Services:
         self.sessions = Sessions(self.db, settings, clock)
         self.tokens = Tokens(self.db, clock)
         self.audit = Audit(self.db, clock)
-        self.auth = Authentication(self.sessions, self.tokens)
+        # Access control: data policies and custom roles, and the effective
+        # rights of a caller, read from the database on every call.
+        self.policies = Policies(self.db, settings, clock)
+        self.access = Access(self.db)
+        self.auth = Authentication(self.sessions, self.tokens, self.access)
         self.login = Login(self.db, self.hasher, self.sessions, self.audit, settings, clock)
         self.components: list[Component] = []
         # Run once every component has started (seclake up loads demo data here).

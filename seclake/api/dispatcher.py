@@ -60,6 +60,13 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
                     f"user {caller.username!r} with roles {', '.join(caller.roles) or 'none'} "
                     f"may not call {name} (it needs the {permission} permission)"
                 )
+            # API policies narrow what the permissions allow (seclake.service.access).
+            assert caller.rights is not None
+            if not caller.rights.allows_call(name):
+                raise Forbidden(
+                    f"user {caller.username!r} may not call {name}: it is outside the API policies "
+                    "of the user, its roles or this token"
+                )
         ctx = CallContext(services, caller, client, request.headers, request)
         response: Response = ok(await work(ctx))
         outcome, detail = "OK", ctx.audit_detail

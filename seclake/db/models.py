@@ -28,7 +28,7 @@ class User(Base):
     restricted: Mapped[bool] = mapped_column(Boolean, default=False)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     roles: Mapped[list[str]] = mapped_column(JSON)
-    # Stored and returned now; enforced by later work (spec 2.3, part 5.4).
+    # Names of data policies and call-name globs (seclake.service.access).
     data_policies: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     api_policies: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     preference: Mapped[dict[str, Any]] = mapped_column(JSON)
@@ -67,6 +67,10 @@ class ApiToken(Base):
     expires_on: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_used: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     revoked_on: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # A token may narrow its user's rights (never widen them): data policy
+    # names and call-name globs; None means the user's rights as they are.
+    data_policies: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    api_policies: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
 
 
 class LoginFailure(Base):
@@ -95,3 +99,35 @@ class AuditEntry(Base):
     status: Mapped[int] = mapped_column(Integer)
     duration_ms: Mapped[int] = mapped_column(Integer, default=0)
     detail: Mapped[str | None] = mapped_column(String(500), nullable=True)
+
+
+class DataPolicy(Base):
+    """A named data policy: per dataset, a Lucene filter of the records it lets a caller see.
+
+    ``filters`` maps a dataset name (event, flow, behavior, summary, audit)
+    to the filter's text, kept as the admin wrote it and parsed on each call.
+    """
+
+    __tablename__ = "data_policies"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str] = mapped_column(String(500), default="")
+    filters: Mapped[dict[str, str]] = mapped_column(JSON)
+    created_on: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_on: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class CustomRole(Base):
+    """A role an admin defined: permissions, API policies (call-name globs) and data policies (names)."""
+
+    __tablename__ = "roles"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str] = mapped_column(String(500), default="")
+    permissions: Mapped[list[str]] = mapped_column(JSON)
+    api_policies: Mapped[list[str]] = mapped_column(JSON)
+    data_policies: Mapped[list[str]] = mapped_column(JSON)
+    created_on: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_on: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from seclake.errors import Unauthorized
+from seclake.service.access import Access
 from seclake.service.caller import Caller
 from seclake.service.secret import API_PREFIX, MAX_TOKEN_LENGTH, SESSION_PREFIX
 from seclake.service.sessions import Sessions
@@ -10,11 +11,16 @@ from seclake.service.tokens import Tokens
 
 
 class Authentication:
-    def __init__(self, sessions: Sessions, tokens: Tokens):
+    def __init__(self, sessions: Sessions, tokens: Tokens, access: Access | None = None):
         self.sessions = sessions
         self.tokens = tokens
+        self.access = access or Access(sessions.db)
 
     def caller(self, token: str | None) -> Caller:
+        """The caller behind ``token``, with its rights as they stand now (read on every call)."""
+        return self.access.complete(self._resolve(token))
+
+    def _resolve(self, token: str | None) -> Caller:
         if not token:
             raise Unauthorized(
                 "missing token: send the Servicetoken header (or Authorization: Bearer) "

@@ -2,6 +2,11 @@
 
 A call names one permission; a caller may make it when one of the caller's
 roles grants that permission. ``public`` calls need no caller at all.
+
+The built-in roles below always exist; admins may define more (with their
+own permissions, API policies and data policies) in the database, see
+``seclake.service.policies``. A role name held by a user that names no role
+(built-in or stored) grants nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ ROLES: dict[str, frozenset[str]] = {
 
 
 def permissions_of(roles: Iterable[str]) -> frozenset[str]:
+    """The permissions the built-in roles among ``roles`` grant."""
     granted: set[str] = set()
     for role in roles:
         granted |= ROLES.get(role, frozenset())
@@ -25,7 +31,7 @@ def permissions_of(roles: Iterable[str]) -> frozenset[str]:
 
 
 def rights_of(roles: Iterable[str]) -> str:
-    """The ``rights`` string of a user record: its strongest role."""
+    """The ``rights`` string of a user record: its strongest built-in role."""
     held = set(roles)
     for role in ROLES:  # strongest first
         if role in held:

@@ -8,11 +8,12 @@ from typing import Any
 from sqlalchemy import select
 
 from seclake.db.database import Database
-from seclake.db.models import ApiToken, User
+from seclake.db.models import ApiToken, CustomRole, User
 from seclake.errors import NotFound, Unauthorized, ValidationFailed
 from seclake.service.caller import Caller
 from seclake.service.clock import Clock, iso
 from seclake.service.secret import API_PREFIX, new_token, same_hash, token_hash
+from seclake.service.policies import check_patterns, check_policy_names
 from seclake.service.users import check_username
 
 MAX_NAME = 100
@@ -39,6 +40,9 @@ def token_record(token: ApiToken, username: str, now: datetime) -> dict[str, Any
         "lastUsed": iso(token.last_used),
         "revokedOn": iso(token.revoked_on),
         "state": state,
+        # The narrowing this token carries; null: its user's rights as they are.
+        "dataPolicies": token.data_policies,
+        "APIPolicies": token.api_policies,
     }
 
 
@@ -47,8 +51,17 @@ class Tokens:
         self.db = db
         self.clock = clock
 
-    def create(self, username: object, name: object = "", expires_in_days: object = None) -> dict[str, Any]:
-        """Issue a token; the returned ``token`` is the only time it is shown."""
+    def create(
+        self, username: object, name: object = "", expires_in_days: object = None,
+        data_policies: object = None, api_policies: object = None,
+    ) -> dict[str, Any]:
+        """Issue a token; the returned ``token`` is the only time it is shown.
+
+        ``data_policies`` and ``api_policies`` narrow the token below its
+        user's rights (seclake.service.access): data policies must be among
+        the user's own (or the user's roles') when the user has any; API
+        patterns are matched on top of the user's, so they cannot widen.
+        """
         user_name = check_username(username, "username")
         if not isinstance(name, str) or len(name) > MAX_NAME:
             raise ValidationFailed("name", f"must be a string of at most {MAX_NAME} characters")
@@ -67,6 +80,8 @@ class Tokens:
             user = s.scalar(select(User).where(User.username == user_name))
             if user is None:
                 raise NotFound(f"no user named {user_name!r}")
+            policies = _narrowing_policies(s, user, data_policies)
+            patterns = check_patterns(api_policies, "APIPolicies") if api_policies is not None else None
             token = ApiToken(
                 token_hash=token_hash(secret),
                 prefix=secret[:10],
@@ -74,6 +89,8 @@ class Tokens:
                 user_id=user.id,
                 created_on=now,
                 expires_on=expires,
+                data_policies=policies or None,
+                api_policies=patterns or None,
             )
             s.add(token)
             s.flush()
@@ -123,6 +140,28 @@ class Tokens:
                 token_id=token.id,
                 data_policies=user.data_policies,
                 api_policies=user.api_policies,
+                token_data_policies=token.data_policies,
+                token_api_policies=token.api_policies,
             )
 
 
+
+
+def _narrowing_policies(s, user: User, value: object) -> list[str] | None:
+    """The data policies a new token of ``user`` is restricted to, checked to narrow."""
+    if value is None:
+        return None
+    names = check_policy_names(s, value, "dataPolicies")
+    held = [p for p in (user.data_policies or []) if isinstance(p, str)]
+    custom = [r for r in user.roles if isinstance(r, str)]
+    for role in s.scalars(select(CustomRole).where(CustomRole.name.in_(custom))) if custom else []:
+        held += [p for p in role.data_policies or [] if isinstance(p, str)]
+    if held:
+        for i, name in enumerate(names):
+            if name not in held:
+                raise ValidationFailed(
+                    f"dataPolicies[{i}]",
+                    f"{user.username!r} is not restricted by data policy {name!r}; a token can only narrow "
+                    f"its user's policies ({', '.join(dict.fromkeys(held))[:200]})",
+                )
+    return names

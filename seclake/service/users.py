@@ -17,6 +17,7 @@ from seclake.db.models import User
 from seclake.errors import Conflict, NotFound, ValidationFailed
 from seclake.service.clock import Clock, iso
 from seclake.service.password import PasswordHasher, check_password, generate_password
+from seclake.service.policies import check_patterns, check_policy_names, check_role_names
 from seclake.service.roles import ROLES, rights_of
 from seclake.settings import Settings
 from seclake.record.jsontype import json_kind as _kind
@@ -118,8 +119,9 @@ class Users:
             password_date=now,
             last_login=None,
         )
-        _apply(user, values, self.hasher, now)
         with self.db.session(write=True) as s:
+            _check_names(s, values, where)
+            _apply(user, values, self.hasher, now)
             if s.scalar(select(User.id).where(User.username == username)) is not None:
                 raise Conflict(f"{where}.username: user {username!r} already exists")
             s.add(user)
@@ -135,6 +137,7 @@ class Users:
         values = self._check_changes(fields, where)
         with self.db.session(write=True) as s:
             user = _find(s, name)
+            _check_names(s, values, where)
             _apply(user, values, self.hasher, self.clock())
             s.flush()
             _keep_an_admin(s, f"cannot change {name!r}")
@@ -185,13 +188,19 @@ class Users:
                 if key == "email" and out[key] and not EMAIL.fullmatch(out[key]):
                     raise ValidationFailed(path, "must be an e-mail address like name@example.com")
             elif key == "roles":
-                out[key] = _check_roles(value, path)
+                # Names are checked against the roles table in the write
+                # transaction (_check_names); the shape is checked here.
+                if not isinstance(value, list) or not value:
+                    raise ValidationFailed(path, f"must be a non-empty array of roles ({', '.join(ROLES)}, or a custom role)")
+                out[key] = value
             elif key in ("restricted", "disabled"):
                 if not isinstance(value, bool):
                     raise ValidationFailed(path, "must be true or false")
                 out[key] = value
-            elif key in ("dataPolicies", "APIPolicies"):
-                out[key] = _check_policies(value, path)
+            elif key == "APIPolicies":
+                out[key] = None if value is None else check_patterns(value, path)
+            elif key == "dataPolicies":
+                out[key] = _check_policies(value, path)  # names: _check_names
             elif key == "preference":
                 out[key] = _check_preference(value, path)
             elif key == "profile":
@@ -257,16 +266,13 @@ def _check_text(value: object, max_length: int, where: str) -> str:
     return value
 
 
-def _check_roles(value: object, where: str) -> list[str]:
-    if not isinstance(value, list) or not value:
-        raise ValidationFailed(where, f"must be a non-empty array of roles ({', '.join(ROLES)})")
-    roles: list[str] = []
-    for i, role in enumerate(value):
-        if not isinstance(role, str) or role not in ROLES:
-            raise ValidationFailed(f"{where}[{i}]", f"unknown role {role!r}; known roles: {', '.join(ROLES)}")
-        if role not in roles:
-            roles.append(role)
-    return roles
+def _check_names(s: Session, values: dict[str, Any], where: str) -> None:
+    """Roles and data policies must name roles and policies that exist, checked
+    in the transaction that stores them (a policy deleted meanwhile is refused)."""
+    if "roles" in values:
+        values["roles"] = check_role_names(s, values["roles"], f"{where}.roles")
+    if values.get("dataPolicies") is not None:
+        values["dataPolicies"] = check_policy_names(s, values["dataPolicies"], f"{where}.dataPolicies")
 
 
 def _check_policies(value: object, where: str) -> list[Any] | None:

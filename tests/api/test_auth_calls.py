@@ -212,11 +212,12 @@ def test_non_admins_may_not_manage_users_or_tokens(server, admin_token, new_name
 
 def test_user_list_has_every_field(server, admin_token, new_name) -> None:
     name = new_name("list")
+    server.call("auth/dataPolicyAdd", {"policy": {"name": name, "filters": {"event": "@customer:acme"}}}, admin_token)
     server.call(
         "auth/userAdd",
         {"user": {"username": name, "password": "long-enough-1", "email": f"{name}@example.com",
                   "firstName": "Ada", "lastName": "Lovelace", "organization": "Acme", "roles": ["analyst"],
-                  "dataPolicies": [{"partition": "default"}], "APIPolicies": None,
+                  "dataPolicies": [name], "APIPolicies": None,
                   "preference": {"timezone": {"value": "Europe/Paris", "policy": "GMT"}}}},
         admin_token,
     )
@@ -227,7 +228,7 @@ def test_user_list_has_every_field(server, admin_token, new_name) -> None:
             assert isinstance(user[field], kind), field
     new = users[name]
     assert new["lastLogin"] is None and new["rights"] == "analyst" and new["disabled"] is False
-    assert new["dataPolicies"] == [{"partition": "default"}] and new["APIPolicies"] is None
+    assert new["dataPolicies"] == [name] and new["APIPolicies"] is None
     assert new["preference"]["timezone"] == {"value": "Europe/Paris", "policy": "GMT"}
     assert ISO_FRACTION.fullmatch(new["passwordDate"])
     server.login(name, "long-enough-1")

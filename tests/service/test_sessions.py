@@ -32,9 +32,10 @@ def test_session_ends_after_its_lifetime(services, clock) -> None:
 
 
 def test_caller_carries_roles_and_policies(services) -> None:
+    services.policies.add_policy({"name": "p1", "filters": {"event": "@customer:acme"}})
     services.users.add({"username": "ana", "password": "long-enough-1", "roles": ["analyst"],
-                        "dataPolicies": [{"p": 1}], "APIPolicies": []})
+                        "dataPolicies": ["p1"], "APIPolicies": []})
     caller = services.auth.caller(services.login.login("ana", "long-enough-1")["sessionToken"])
     assert (caller.username, caller.roles, caller.token_kind) == ("ana", ("analyst",), "session")
-    assert caller.data_policies == [{"p": 1}] and caller.api_policies == []
+    assert caller.data_policies == ["p1"] and caller.api_policies == []
     assert caller.may("search") and caller.may("triage") and not caller.may("admin") and not caller.may("ingest")

@@ -6,6 +6,10 @@ from typing import Any
 
 from seclake.api.registry import CallContext, call
 from seclake.errors import ValidationFailed
+from seclake.service.policies import changes
+
+# The fields of a user record that decide what its caller may do.
+ACCESS_FIELDS = ("roles", "dataPolicies", "APIPolicies", "disabled")
 
 
 @call("auth/login", permission="public")
@@ -25,7 +29,9 @@ def get_user(ctx: CallContext, kargs: dict[str, Any]) -> Any:
 
 @call("auth/userAdd", permission="admin")
 def user_add(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    return ctx.services.users.add(_required(kargs, "user"), where="user")
+    added = ctx.services.users.add(_required(kargs, "user"), where="user")
+    ctx.audit_detail = f"user {added['username']!r} added: " + changes(None, added, ACCESS_FIELDS)
+    return added
 
 
 @call("auth/userUpdate", permission="admin")
@@ -34,12 +40,21 @@ def user_update(ctx: CallContext, kargs: dict[str, Any]) -> Any:
     user = _required(kargs, "user")
     if not isinstance(user, dict):
         raise ValidationFailed("user", "must be an object")
-    return ctx.services.users.update(user.get("username"), user, where="user")
+    users = ctx.services.users
+    before = users.get(user.get("username"), where="user.username")
+    after = users.update(user.get("username"), user, where="user")
+    # Access changes are named in the audit entry; other fields by name only.
+    what = [changes(before, after, ACCESS_FIELDS)] if any(before[f] != after[f] for f in ACCESS_FIELDS) else []
+    what += [f for f in sorted(user) if f not in ACCESS_FIELDS and f != "username" and f in after and before[f] != after[f]]
+    what += ["password"] if "password" in user else []
+    ctx.audit_detail = f"user {after['username']!r}: " + ("; ".join(what) or "no change")
+    return after
 
 
 @call("auth/userDelete", permission="admin")
 def user_delete(ctx: CallContext, kargs: dict[str, Any]) -> Any:
     ctx.services.users.delete(kargs.get("username"))
+    ctx.audit_detail = f"user {kargs['username']!r} deleted"
     return {"deleted": kargs["username"]}
 
 
@@ -50,11 +65,21 @@ def api_token(ctx: CallContext, kargs: dict[str, Any]) -> Any:
     action = kargs.get("action")
     if action == "add":
         username = kargs.get("username", ctx.caller.username if ctx.caller else None)
-        return tokens.create(username, kargs.get("name", ""), kargs.get("expiresInDays"))
+        created = tokens.create(
+            username, kargs.get("name", ""), kargs.get("expiresInDays"),
+            data_policies=kargs.get("dataPolicies"), api_policies=kargs.get("APIPolicies"),
+        )
+        ctx.audit_detail = (
+            f"API token {created['id']} for {created['username']!r} added"
+            + "".join(f"; {k}={v}" for k in ("dataPolicies", "APIPolicies") if (v := created[k]))
+        )
+        return created
     if action == "list":
         return {"tokens": tokens.list(kargs.get("username"))}
     if action == "delete":
-        return tokens.revoke(kargs.get("id"))
+        revoked = tokens.revoke(kargs.get("id"))
+        ctx.audit_detail = f"API token {revoked['id']} of {revoked['username']!r} revoked"
+        return revoked
     raise ValidationFailed("action", f"must be add, list or delete, not {action!r}")
 
 
