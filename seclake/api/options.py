@@ -9,7 +9,8 @@ the field (``options.facets.facets[3].size``) and the value sent.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Union
 
 from seclake.errors import LimitExceeded, ValidationFailed
 from seclake.query import ast
@@ -19,6 +20,12 @@ from seclake.record.dataset import Dataset
 from seclake.search.histogram import bucket_starts, parse_interval
 from seclake.search.plan import FacetSpec, HistogramSpec, SearchPlan
 from seclake.settings import Settings
+
+if TYPE_CHECKING:
+    from seclake.search.root import SearchResult
+
+# The time span of the data, or a function that finds it (called at most once).
+Bounds = Union[tuple[int, int], Callable[[], "tuple[int, int] | None"], None]
 
 MAX_NAME = 256
 FACET_ORDERS = {None, "count", "desc", "_count"}
@@ -79,10 +86,20 @@ def build_plan(
     *,
     default_sort: str | None = None,
     default_range_field: str | None = None,
-    data_bounds: tuple[int, int] | None = None,
+    data_bounds: Bounds = None,
     now_ms: int | None = None,
+    restriction: ast.Node | None = None,
 ) -> tuple[SearchPlan, dict[str, str]]:
-    """The plan of a search, and the facet names to answer under (path -> name sent)."""
+    """The plan of a search, and the facet names to answer under (path -> name sent).
+
+    ``restriction`` is the caller's data policy filter for the dataset
+    (``Caller.restriction``): it is AND-ed into the plan's query, so hits,
+    totals, facets and histograms all count only what the caller may see.
+    ``data_bounds`` (the time span histograms without a range cover) may be
+    given as a function, called only when needed; with a restriction it
+    must be the bounds of the visible records (``visible_bounds``), or the
+    buckets would show where other records lie.
+    """
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     offset = _int(options.get("fetchOffset"), "options.fetchOffset", minimum=0, default=0)
     limit = _int(options.get("fetchLimit"), "options.fetchLimit", minimum=0, default=10)
@@ -92,13 +109,8 @@ def build_plan(
     if offset + limit > settings.max_result_window:
         raise LimitExceeded("options.fetchOffset + options.fetchLimit", offset + limit, settings.max_result_window)
 
-    search_str = _str(options.get("searchStr"), "options.searchStr", max_len=settings.max_query_length, default="")
-    limits = QueryLimits.from_settings(settings)
-    query = parse(search_str or "", dataset, default_operator=settings.default_operator, limits=limits, now_ms=now_ms)
-
+    query = search_query(options, dataset, settings, now_ms=now_ms)
     facets_obj = _obj(options.get("facets"), "options.facets")
-    filters = parse_filters(facets_obj.get("mustFilters"), facets_obj.get("mustNotFilters"), dataset, limits=limits)
-    query = ast.and_(query, filters)
 
     sort_field = _str(options.get("sortField"), "options.sortField")
     sort_path = dataset.resolve(sort_field) if sort_field else (default_sort or dataset.default_sort)
@@ -122,7 +134,7 @@ def build_plan(
     histograms = _histograms(facets_obj, dataset, settings, range_from, range_to, data_bounds)
     plan = SearchPlan(
         dataset=dataset.name,
-        query=query,
+        query=query if restriction is None else ast.and_(query, restriction),
         range_from=range_from,
         range_to=range_to,
         range_path=range_path,
@@ -134,6 +146,50 @@ def build_plan(
         histograms=histograms,
     )
     return plan, names
+
+
+def search_query(options: dict[str, Any], dataset: Dataset, settings: Settings, *, now_ms: int) -> ast.Node:
+    """The caller's own query: ``searchStr`` and the must/mustNot filters, without any data policy.
+
+    This is what a response may echo (``query``, ``terms``); the plan's query
+    may hold the caller's data policy too, which is never shown.
+    """
+    search_str = _str(options.get("searchStr"), "options.searchStr", max_len=settings.max_query_length, default="")
+    limits = QueryLimits.from_settings(settings)
+    query = parse(search_str or "", dataset, default_operator=settings.default_operator, limits=limits, now_ms=now_ms)
+    facets_obj = _obj(options.get("facets"), "options.facets")
+    filters = parse_filters(facets_obj.get("mustFilters"), facets_obj.get("mustNotFilters"), dataset, limits=limits)
+    return ast.and_(query, filters)
+
+
+def visible_bounds(
+    all_bounds: Callable[[], tuple[int, int] | None],
+    search: Callable[[SearchPlan], SearchResult],
+    dataset: Dataset,
+    restriction: ast.Node | None,
+) -> Callable[[], tuple[int, int] | None]:
+    """The earliest and latest time of the records a caller sees, as a function.
+
+    Without a restriction these are ``all_bounds()`` (cheap, from the
+    catalog). With one they come from two one-hit searches of the
+    restriction, so no histogram bucket shows where hidden records lie.
+    """
+    if restriction is None:
+        return all_bounds
+    path = dataset.time_field
+
+    def bounds() -> tuple[int, int] | None:
+        ends = []
+        for descending in (False, True):
+            plan = SearchPlan(dataset.name, restriction, range_path=path, sort_path=path, descending=descending, limit=1)
+            hits = search(plan).hits
+            value = hits[0].sort_value if hits else None
+            if value is None:
+                return None
+            ends.append(int(value))
+        return ends[0], ends[1]
+
+    return bounds
 
 
 def _facets(facets_obj: dict[str, Any], dataset: Dataset, settings: Settings) -> tuple[tuple[FacetSpec, ...], dict[str, str]]:
@@ -169,7 +225,7 @@ def _histograms(
     settings: Settings,
     range_from: int | None,
     range_to: int | None,
-    data_bounds: tuple[int, int] | None,
+    data_bounds: Bounds,
 ) -> tuple[HistogramSpec, ...]:
     entries = _list(facets_obj.get("dateFacets"), "options.facets.dateFacets")
     if len(entries) > settings.max_facets:
@@ -184,6 +240,8 @@ def _histograms(
             raise ValidationFailed(where + ".key", f"histograms are over {dataset.time_field}, not {key!r}")
         lo, hi = range_from, range_to
         if lo is None or hi is None:
+            if callable(data_bounds):
+                data_bounds = data_bounds()  # once, for every histogram
             if data_bounds is None:
                 out.append(HistogramSpec(name, (), 0))  # no range and no data: no buckets
                 continue

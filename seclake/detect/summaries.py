@@ -20,7 +20,7 @@ facet on it as on timeline search.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, String, func, select
@@ -43,6 +43,8 @@ MAX_ID = 64
 MAX_COMMENT = 10_000
 MAX_COMMENTS = 1_000
 MAX_SCORE_ADJUST = 1_000_000
+# A caller's data policy as a test of one summary document.
+Visible = Callable[[dict[str, Any]], bool]
 # Columns that a range on these record paths can be prefiltered by.
 RANGE_COLUMNS = {"from": "from_ms", "to": "to_ms", "updatedOn": "updated_on"}
 
@@ -103,11 +105,12 @@ class SummaryStore:
                 row.set_doc(doc)
         return list(groups)
 
-    def get(self, summary_id: Any) -> dict[str, Any]:
+    def get(self, summary_id: Any, *, visible: Visible | None = None) -> dict[str, Any]:
+        """``visible``: the caller's data policy; a summary it hides is answered as an unknown id."""
         sid = _check_id(summary_id)
         with self.db.session() as s:
             row = s.get(SummaryRow, sid)
-            if row is None:
+            if row is None or (visible is not None and not visible(row.doc)):
                 raise NotFound(f"no behavior summary with id {sid!r}")
             return row.doc
 
@@ -121,11 +124,14 @@ class SummaryStore:
         score_adjust: Any = None,
         username: str,
         now_ms: int,
+        visible: Visible | None = None,
     ) -> dict[str, Any]:
         """Triage one summary; every change is recorded as a comment naming who and what.
 
         Arguments come from the wire and are checked here, each error naming
-        its field. Any status may follow any other.
+        its field. Any status may follow any other. ``visible`` is the
+        caller's data policy: a summary it hides is answered exactly as an
+        unknown id, before anything about the summary is looked at.
         """
         sid = _check_id(summary_id)
         status = _check_status(status)
@@ -137,7 +143,7 @@ class SummaryStore:
             raise ValidationFailed("kargs", "nothing to change: send status, comment, incident or scoreAdjust")
         with self.db.session(write=True) as s:
             row = s.get(SummaryRow, sid, with_for_update=True)
-            if row is None:
+            if row is None or (visible is not None and not visible(row.doc)):
                 raise NotFound(f"no behavior summary with id {sid!r}")
             doc = dict(row.doc)
             actions = []

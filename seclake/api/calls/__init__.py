@@ -9,3 +9,5 @@ from seclake.api.calls import imports  # noqa: F401
 from seclake.api.calls import behaviors  # noqa: F401
 from seclake.api.calls import summaries  # noqa: F401
 from seclake.api.calls import rules  # noqa: F401
+from seclake.api.calls import access  # noqa: F401
+from seclake.api.calls import audit  # noqa: F401

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from seclake.api.hitwrapper import wrap
-from seclake.api.options import build_plan, read_options
+from seclake.api.options import build_plan, read_options, visible_bounds
 from seclake.api.registry import CallContext, call
 from seclake.record.dataset import BEHAVIORS
 from seclake.record.identity import record_id
@@ -14,13 +14,17 @@ from seclake.record.identity import record_id
 @call("ds/fsm_behavior_search", permission="search")
 def behavior_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     options = read_options(kargs)
+    assert ctx.caller is not None
+    restriction = ctx.caller.restriction(BEHAVIORS, ctx.settings)
+    search = ctx.services.search.search
     plan, facet_names = build_plan(
         options,
         BEHAVIORS,
         ctx.settings,
         default_sort="timestamp",
         default_range_field="timestamp",
-        data_bounds=ctx.services.lake.time_bounds(BEHAVIORS.name),
+        data_bounds=visible_bounds(lambda: ctx.services.lake.time_bounds(BEHAVIORS.name), search, BEHAVIORS, restriction),
+        restriction=restriction,
     )
-    result = ctx.services.search.search(plan)
+    result = search(plan)
     return wrap(result, index="behavior", facet_names=facet_names, id_of=lambda h: record_id(h.docid))

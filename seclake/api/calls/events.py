@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.api.options import build_plan, read_options
+import time
+
+from seclake.api.options import build_plan, read_options, search_query, visible_bounds
 from seclake.api.registry import CallContext, call
 from seclake.errors import ValidationFailed
 from seclake.query.echo import highlight_terms, to_dict
@@ -39,8 +41,17 @@ def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(date_field, str) or dataset.resolve(date_field) != dataset.time_field:
         raise ValidationFailed("options.dateFacetField", f"must be \"@timestamp\", not {date_field!r}"[:200])
     lake = ctx.services.lake
-    plan, facet_names = build_plan(options, dataset, ctx.settings, data_bounds=lake.time_bounds(dataset.name))
-    result = ctx.services.search.search(plan)
+    search = ctx.services.search.search
+    assert ctx.caller is not None
+    restriction = ctx.caller.restriction(dataset, ctx.settings)
+    now_ms = int(time.time() * 1000)
+    plan, facet_names = build_plan(
+        options, dataset, ctx.settings, now_ms=now_ms, restriction=restriction,
+        data_bounds=visible_bounds(lambda: lake.time_bounds(dataset.name), search, dataset, restriction),
+    )
+    # The echo shows the caller's own query, never the data policy AND-ed into the plan.
+    shown = search_query(options, dataset, ctx.settings, now_ms=now_ms)
+    result = search(plan)
     response: dict[str, Any] = {
         "took": result.took_ms,
         "hits": {
@@ -59,8 +70,8 @@ def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
                 for h in result.hits
             ],
         },
-        "query": to_dict(plan.query, dataset),
-        "terms": highlight_terms(plan.query),
+        "query": to_dict(shown, dataset),
+        "terms": highlight_terms(shown),
     }
     if plan.facets or plan.histograms:
         aggs: dict[str, Any] = {}

@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from seclake.api.hitwrapper import wrap
-from seclake.api.options import build_plan, read_options
+from seclake.api.options import build_plan, read_options, visible_bounds
 from seclake.api.registry import CallContext, call
 from seclake.errors import ValidationFailed
+from seclake.query.matcher import compile_matcher
 
 UPDATE_FIELDS = ("id", "status", "comment", "incident", "scoreAdjust")
 
@@ -26,9 +27,12 @@ UPDATE_FIELDS = ("id", "status", "comment", "incident", "scoreAdjust")
 def summary_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     store = ctx.services.summaries
     options = read_options(kargs)
+    assert ctx.caller is not None
+    restriction = ctx.caller.restriction(store.dataset, ctx.settings)
     plan, names = build_plan(
         options, store.dataset, ctx.settings, default_sort="riskScore", default_range_field="from",
-        data_bounds=store.time_bounds(),
+        data_bounds=visible_bounds(store.time_bounds, store.search, store.dataset, restriction),
+        restriction=restriction,
     )
     result = store.search(plan)
     response = wrap(result, index="behavior_summary", facet_names=names, id_of=lambda h: h.source["id"])
@@ -56,7 +60,10 @@ def incident_update(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         if name not in UPDATE_FIELDS:
             raise ValidationFailed(name[:100], f"is not a field of behavior_incident_update; use {', '.join(UPDATE_FIELDS)}")
     assert ctx.caller is not None
-    summary = ctx.services.summaries.update_incident(
+    store = ctx.services.summaries
+    # A summary outside the caller's data policies is answered as an unknown id.
+    restriction = ctx.caller.restriction(store.dataset, ctx.settings)
+    summary = store.update_incident(
         kargs.get("id"),
         status=kargs.get("status"),
         comment=kargs.get("comment"),
@@ -64,6 +71,7 @@ def incident_update(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         score_adjust=kargs.get("scoreAdjust"),
         username=ctx.caller.username,
         now_ms=int(ctx.services.clock().timestamp() * 1000),
+        visible=None if restriction is None else compile_matcher(restriction, store.dataset),
     )
     # The audit entry says what changed: the actions of the comment this request added.
     last = (summary.get("comments") or [None])[-1]
