@@ -86,12 +86,15 @@ SUMMARIES = Dataset(
     default_sort="riskScore",
 )
 
+# Audit records (ds/audit_search): createdOn (epoch ms), kind, username,
+# call, client, outcome, status, durationMs, detail. ``user`` names username.
 AUDIT = Dataset(
     name="audit",
     time_field="createdOn",
-    text_fields=frozenset({"message"}),
+    text_fields=frozenset({"detail"}),
     date_fields=frozenset({"createdOn"}),
     default_sort="createdOn",
+    aliases=(("user.", "username."),),
 )
 
 DATASETS: dict[str, Dataset] = {d.name: d for d in (EVENTS, FLOWS, BEHAVIORS, SUMMARIES, AUDIT)}
