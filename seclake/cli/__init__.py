@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from seclake.cli import config, lake, rules, serve, token, user
+from seclake.cli import access, config, lake, rules, serve, token, user
 
 app = typer.Typer(help="seclake: self-hosted security analytics query service.", no_args_is_help=True)
 app.command("serve")(serve.serve)
@@ -16,6 +16,8 @@ app.command("retention")(lake.retention)
 app.add_typer(user.app, name="user")
 app.add_typer(token.app, name="token")
 app.add_typer(rules.app, name="rules")
+app.add_typer(access.policy_app, name="policy")
+app.add_typer(access.role_app, name="role")
 
 
 def main() -> None:
