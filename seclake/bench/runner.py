@@ -1,0 +1,276 @@
+"""The whole benchmark, stage by stage: data, ingest, engines, cold and warm runs, agreement, scale, load.
+
+``run(BenchOptions(...))`` returns the results dict (also written as JSON,
+and as tables in docs/benchmarks.md) and raises ``BenchFailed`` after
+writing them when the engines disagree or the load test had errors.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from seclake.bench import data as bench_data
+from seclake.bench.agree import Agreement
+from seclake.bench.classes import CLASSES, QueryClass
+from seclake.bench.ingest import cli_ingest, du_bytes, http_ingest, wait_quiet
+
+
+class BenchFailed(RuntimeError):
+    """The engines disagreed, or the load test had errors: the figures are not to be trusted."""
+
+
+@dataclass
+class BenchOptions:
+    events: int = 2_000_000
+    days: int = 30
+    scales: tuple[int, ...] = (1,)
+    reps: int = 5
+    reps_scaled: int = 3
+    load_seconds: float = 60.0
+    clients: int = 16
+    ingest_clients: int = 3
+    out: Path = Path("docs/benchmarks.md")
+    results: Path | None = None  # default: bench-results/<name>.json
+    data_dir: Path = Path("bench-data")
+    name: str | None = None
+    cli_ingest: bool = True
+    peers: bool = True
+    keep_data: bool = False
+    classes: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in CLASSES))
+
+    def run_name(self) -> str:
+        if self.name:
+            return self.name
+        return f"{human(self.events)}-{'-'.join(f'{s}x' for s in self.scales)}"
+
+
+def human(n: int) -> str:
+    if n >= 1_000_000 and n % 100_000 == 0:
+        return f"{n / 1_000_000:g}M"
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}k"
+    return str(n)
+
+
+def stats(samples: list[float]) -> dict[str, Any]:
+    s = sorted(samples)
+    if not s:
+        return {"n": 0}
+    p95 = s[min(len(s) - 1, max(0, -(-95 * len(s) // 100) - 1))]  # nearest rank
+    return {"n": len(s), "median": statistics.median(s), "p95": p95, "min": s[0], "max": s[-1]}
+
+
+class Log:
+    def __init__(self, echo: Callable[[str], None]):
+        self.echo = echo
+        self.stages: dict[str, float] = {}
+        self.started = time.perf_counter()
+
+    def stage(self, name: str):
+        log = self
+
+        class _Stage:
+            def __enter__(self):
+                self.t = time.perf_counter()
+                log.echo(f"[{time.perf_counter() - log.started:7.1f}s] {name} ...")
+
+            def __exit__(self, *exc):
+                dt = time.perf_counter() - self.t
+                log.stages[name] = log.stages.get(name, 0.0) + dt
+                log.echo(f"[{time.perf_counter() - log.started:7.1f}s] {name}: {dt:.1f}s")
+
+        return _Stage()
+
+
+def _timed(fn, *args):
+    t = time.perf_counter()
+    out = fn(*args)
+    return time.perf_counter() - t, out
+
+
+def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    from seclake.bench import report
+    from seclake.bench.engines import EngineLayer, HttpEngine
+    from seclake.bench.load import run_load
+    from seclake.bench.raw import RawEngine, split_dirs
+    from seclake.bench.server import Server
+
+    log = Log(echo)
+    classes = [c for c in CLASSES if c.name in opts.classes]
+    root = opts.data_dir / opts.run_name()
+    root.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {
+        "name": opts.run_name(),
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
+        "machine": {"cpus": _cpus(), "python": platform.python_version(), "platform": platform.platform()},
+        "classes": {c.name: {"title": c.title, "lucene": c.lucene, "days": c.days, "kind": c.kind,
+                             "needle": c.needle, "engines": list(c.engines)} for c in classes},
+        "stages": log.stages,
+        "scales": {},
+    }
+    agreement = Agreement()
+    failures: list[str] = []
+
+    for scale in opts.scales:
+        events = opts.events * scale
+        full = scale == 1
+        reps = opts.reps if full else opts.reps_scaled
+        sr: dict[str, Any] = {"events": events, "reps": reps}
+        results["scales"][str(scale)] = sr
+        sdir = root / f"{scale}x"
+        if sdir.exists():
+            shutil.rmtree(sdir)
+        sdir.mkdir(parents=True)
+
+        with log.stage(f"{scale}x: generate data"):
+            data = bench_data.write_batches(sdir / "batches", events=events, days=opts.days)
+        sr["data"] = data.to_json()
+
+        if full and opts.cli_ingest:
+            with log.stage(f"{scale}x: ingest with seclake import (CLI)"):
+                sr["ingest_cli"] = cli_ingest(data, sdir / "cli-lake", sdir / "cli.log")
+            shutil.rmtree(sdir / "cli-lake", ignore_errors=True)
+
+        server = Server(sdir / "lake", sdir / "server.log")
+        with log.stage(f"{scale}x: start server"):
+            server.start()
+        try:
+            with log.stage(f"{scale}x: ingest over HTTP"):
+                sr["ingest_http"] = http_ingest(server, data, clients=opts.ingest_clients)
+            with log.stage(f"{scale}x: wait for merges to settle"):
+                sr["settle_seconds"] = wait_quiet(server.data_dir)
+            lake_bytes = du_bytes(server.data_dir / "lake")
+            sr["ingest_http"].update(lake_bytes=lake_bytes, bytes_per_event=lake_bytes / data.lines,
+                                     server_peak_rss_kb_after_settle=server.peak_rss_kb(),
+                                     server_rss_kb_serving=server.rss_kb())
+            peak_rss = [server.peak_rss_kb() or 0]
+
+            engines: dict[str, Any] = {}
+            peer_names: list[str] = []
+            with log.stage(f"{scale}x: open engines"):
+                engines["http"] = HttpEngine(server.url, server.token or "")
+                engines["engine"] = EngineLayer(server.data_dir)
+                engines["raw"] = RawEngine(split_dirs(server.data_dir, engines["engine"].services.db))
+            if full and opts.peers:
+                from seclake.bench.peers import DuckPeer, SqlitePeer, export_rows
+
+                with log.stage(f"{scale}x: load peers (DuckDB, SQLite FTS5)"):
+                    csv_path = sdir / "events.csv"
+                    t_export, rows = _timed(export_rows, engines["engine"].view, csv_path)
+                    t_duck = DuckPeer.load(csv_path, sdir / "peer.duckdb")
+                    t_lite = SqlitePeer.load(csv_path, sdir / "peer.sqlite")
+                    csv_path.unlink()
+                    engines["duckdb"] = DuckPeer(sdir / "peer.duckdb")
+                    engines["sqlite"] = SqlitePeer(sdir / "peer.sqlite")
+                    peer_names = ["duckdb", "sqlite"]
+                sr["peers"] = {"rows": rows, "export_seconds": t_export, "duckdb_load_seconds": t_duck,
+                               "sqlite_load_seconds": t_lite,
+                               "duckdb_bytes": (sdir / "peer.duckdb").stat().st_size,
+                               "sqlite_bytes": (sdir / "peer.sqlite").stat().st_size}
+            active = ["http", "engine", "raw", *peer_names]
+            timings: dict[str, dict[str, dict[str, Any]]] = {c.name: {} for c in classes}
+
+            def check(qc: QueryClass, engine: str, answer) -> None:
+                if full:
+                    agreement.add(qc.name, engine, answer)
+                else:  # the 10x data is other data: engines agree with each other there
+                    agreement.add(f"{qc.name}@{scale}x", engine, answer)
+
+            # Cold: the first run of a class right after its engine opened the data (OS page cache not dropped).
+            with log.stage(f"{scale}x: cold runs"):
+                for qc in classes:
+                    for name in [e for e in qc.engines if e in active]:
+                        if name == "http":
+                            peak_rss.append(server.peak_rss_kb() or 0)
+                            server.restart()
+                            engines["http"].reopen(server.url, server.token or "")
+                        elif name == "engine":
+                            engines["engine"].close()
+                            engines["engine"] = EngineLayer(server.data_dir)
+                        elif name == "raw":
+                            engines["raw"].close()
+                            engines["raw"] = RawEngine(split_dirs(server.data_dir, engines["engine"].services.db))
+                        else:
+                            engines[name].reopen()
+                        dt, answer = _timed(engines[name].run, qc)
+                        timings[qc.name].setdefault(name, {})["cold"] = dt
+                        check(qc, name, answer)
+            with log.stage(f"{scale}x: warm-up round"):
+                for qc in classes:
+                    for name in [e for e in qc.engines if e in active]:
+                        check(qc, name, engines[name].run(qc))
+            with log.stage(f"{scale}x: warm runs ({reps} rounds, engines interleaved)"):
+                samples: dict[tuple[str, str], list[float]] = {}
+                for _ in range(reps):
+                    for qc in classes:
+                        for name in [e for e in qc.engines if e in active]:
+                            dt, answer = _timed(engines[name].run, qc)
+                            samples.setdefault((qc.name, name), []).append(dt)
+                            check(qc, name, answer)
+                for (cname, name), s in samples.items():
+                    timings[cname][name].update(stats(s))
+                    timings[cname][name]["samples"] = s
+                for qc in classes:
+                    ans = agreement.answers.get(qc.name if full else f"{qc.name}@{scale}x", {}).get("http")
+                    if ans is not None:
+                        timings[qc.name]["total"] = ans.total
+            sr["queries"] = timings
+            peak_rss.append(server.peak_rss_kb() or 0)
+
+            if full and opts.load_seconds > 0:
+                rate = sr["ingest_http"]["events_per_second"] or 5000
+                load_lines = int(min(max(rate * opts.load_seconds * 1.5, 20_000), opts.events * 2))
+                with log.stage(f"{scale}x: generate load-test import data"):
+                    load_data = bench_data.write_batches(sdir / "load-batches", events=load_lines, days=opts.days,
+                                                         seed=bench_data.SEED + 1)
+                with log.stage(f"{scale}x: load test ({opts.clients} clients, {opts.load_seconds:g}s, import running)"):
+                    sr["load"] = run_load(server.url, server.token or "", load_data, clients=opts.clients,
+                                          seconds=opts.load_seconds)
+                peak_rss.append(server.peak_rss_kb() or 0)
+                if sr["load"]["errors"] or sr["load"]["import"]["errors"]:
+                    failures.append(f"load test: {sr['load']['errors']} search errors, "
+                                    f"{sr['load']['import']['errors']} import errors: "
+                                    f"{(sr['load']['error_samples'] + sr['load']['import']['error_samples'])[:3]}")
+            sr["server_peak_rss_kb"] = max(peak_rss)
+            for e in engines.values():
+                e.close()
+        finally:
+            server.stop()
+        if not opts.keep_data:
+            shutil.rmtree(sdir / "batches", ignore_errors=True)
+            shutil.rmtree(sdir / "load-batches", ignore_errors=True)
+
+    results["agreement"] = {"checks": agreement.checks, "mismatches": agreement.mismatches, "ok": agreement.ok}
+    if not agreement.ok:
+        failures.append(f"{len(agreement.mismatches)} disagreements between engines")
+    results["failures"] = failures
+    results["stages"] = dict(log.stages)
+    results["seconds"] = time.perf_counter() - log.started
+    results["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+    results_path = opts.results or Path("bench-results") / f"{opts.run_name()}.json"
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    results_path.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    opts.out.write_text(report.markdown(results, results_path))
+    echo(f"wrote {opts.out} and {results_path} in {results['seconds']:.0f}s")
+    if failures:
+        for line in agreement.mismatches[:50]:
+            echo("MISMATCH " + line)
+        raise BenchFailed("; ".join(failures))
+    return results
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
