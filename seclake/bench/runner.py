@@ -43,6 +43,7 @@ class BenchOptions:
     data_dir: Path = Path("bench-data")
     name: str | None = None
     cli_ingest: bool = True
+    cli_events: int | None = 200_000  # lines of the CLI ingest sample (None: all)
     peers: bool = True
     keep_data: bool = False
     classes: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in CLASSES))
@@ -138,7 +139,7 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
 
         if full and opts.cli_ingest:
             with log.stage(f"{scale}x: ingest with seclake import (CLI)"):
-                sr["ingest_cli"] = cli_ingest(data, sdir / "cli-lake", sdir / "cli.log")
+                sr["ingest_cli"] = cli_ingest(data, sdir / "cli-lake", sdir / "cli.log", opts.cli_events)
             shutil.rmtree(sdir / "cli-lake", ignore_errors=True)
 
         server = Server(sdir / "lake", sdir / "server.log")

@@ -21,6 +21,7 @@ def bench(
     data_dir: Annotated[Path, typer.Option("--data-dir", help="Where the lakes, peer databases and logs go (git-ignored).")] = Path("bench-data"),
     name: Annotated[str | None, typer.Option(help="Run name [default: from the size, e.g. 2M-1x].", show_default=False)] = None,
     cli_ingest: Annotated[bool, typer.Option(help="Also time `seclake import` on a fresh data dir.")] = True,
+    cli_events: Annotated[int, typer.Option(min=0, help="Lines `seclake import` is timed on (a sample of the data; 0: all).")] = 200_000,
     peers: Annotated[bool, typer.Option(help="Load and time DuckDB and SQLite FTS5.")] = True,
     keep_data: Annotated[bool, typer.Option(help="Keep the generated batch files.")] = False,
     only: Annotated[str | None, typer.Option(help="Comma-separated classes to run (default: all).", show_default=False)] = None,
@@ -48,7 +49,7 @@ def bench(
             raise typer.Exit(2) from None
     opts = BenchOptions(events=events, days=days, scales=scales, reps=reps, reps_scaled=reps_scaled,
                         load_seconds=load_seconds, clients=clients, out=out, results=results, data_dir=data_dir,
-                        name=name, cli_ingest=cli_ingest, peers=peers, keep_data=keep_data, classes=chosen)
+                        name=name, cli_ingest=cli_ingest, cli_events=cli_events or None, peers=peers, keep_data=keep_data, classes=chosen)
     try:
         run(opts, echo=lambda s: typer.echo(s, err=True))
     except BenchFailed as e:
