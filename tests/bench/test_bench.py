@@ -1,0 +1,128 @@
+"""The benchmark harness: deterministic data, an agreement check that catches a planted mismatch,
+peers that follow the query semantics, and a tiny end-to-end run that writes its tables."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from seclake.bench import data as bench_data
+from seclake.bench.agree import Agreement, differences
+from seclake.bench.classes import BY_NAME, CLASSES, Answer
+from seclake.bench.runner import BenchFailed, BenchOptions, run, stats
+
+
+def test_generator_is_deterministic(tmp_path):
+    a = bench_data.write_batches(tmp_path / "a", events=3000, days=8)
+    b = bench_data.write_batches(tmp_path / "b", events=3000, days=8)
+    assert a.lines == b.lines > 3000  # background lines plus the episodes
+    assert [(x.vendor, x.dataset, x.customer, x.lines) for x in a.batches] == \
+           [(x.vendor, x.dataset, x.customer, x.lines) for x in b.batches]
+    for x, y in zip(a.batches, b.batches):
+        assert open(x.path, "rb").read() == open(y.path, "rb").read()
+    c = bench_data.write_batches(tmp_path / "c", events=3000, days=8, seed=8)
+    assert [open(x.path, "rb").read() for x in c.batches] != [open(x.path, "rb").read() for x in a.batches]
+    # Every source of the mix is there, flows included.
+    assert {x.vendor for x in a.batches} >= {"fortigate", "bind", "squid", "sshd", "windows", "suricata", "edr", "netflow"}
+    assert set(a.by_dataset) == {"event", "flow"}
+
+
+def _answer() -> Answer:
+    return Answer(total=42, pages={0: [9, 8, 7], 1000: []}, facets={"@sender": [("fw-01", 30), ("dns", 12)]},
+                  histogram=[(0, 40), (3_600_000, 2)])
+
+
+def test_agreement_catches_a_planted_mismatch():
+    agree = Agreement()
+    agree.add("Q1", "http", _answer())
+    agree.add("Q1", "raw", _answer())
+    assert agree.ok and agree.checks == 1
+    planted = _answer()
+    planted.pages[0] = [9, 7, 8]  # two hits swapped
+    planted.facets["@sender"] = [("fw-01", 29), ("dns", 12)]
+    agree.add("Q1", "duckdb", planted)
+    assert not agree.ok
+    text = "\n".join(agree.mismatches)
+    assert "Q1: http vs duckdb: page at offset 0: first difference at position 1" in text
+    assert "facet @sender: fw-01: 30 != 29" in text
+
+
+def test_agreement_compares_engines_that_answered_before_the_reference():
+    agree = Agreement()
+    wrong = _answer()
+    wrong.total = 41
+    agree.add("Q2", "sqlite", wrong)
+    agree.add("Q2", "http", _answer())
+    assert agree.mismatches == ["Q2: http vs sqlite: total: 42 != 41"]
+
+
+def test_agreement_catches_an_engine_that_changes_its_answer():
+    agree = Agreement()
+    agree.add("Q3", "raw", _answer())
+    later = _answer()
+    later.histogram = [(0, 41), (3_600_000, 2)]
+    agree.add("Q3", "raw", later)
+    assert len(agree.mismatches) == 1 and "histogram" in agree.mismatches[0]
+
+
+def test_differences_of_equal_answers_is_empty():
+    assert differences(_answer(), _answer()) == []
+
+
+def test_stats_median_and_nearest_rank_p95():
+    s = stats([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert s["median"] == 3.0 and s["p95"] == 5.0 and s["n"] == 5
+    assert stats([float(i) for i in range(1, 101)])["p95"] == 95.0
+
+
+def test_peer_rows_follow_the_query_semantics():
+    from seclake.bench.peers import BREAK, COLUMNS, row_of
+
+    rec = {"@timestamp": 5, "@message": "Failed password for ADMIN", "@sender": "FW-01",
+           "@fields": {"action": "Deny", "dstport": "0443", "sentbyte": "193", "dstip": "10.1.2.3"}}
+    row = dict(zip(COLUMNS, row_of(7, rec)))
+    assert row["sender"] == "fw-01" and row["action"] == "deny"  # keywords: lowercased
+    assert row["dstport"] == 443.0 and row["sentbyte"] == 193.0  # numbers stored as strings are numbers
+    assert row["dstip4"] == (10 << 24) | (1 << 16) | (2 << 8) | 3
+    assert " failed password for admin " in row["words"]  # tokens of the default field
+    assert f" admin {BREAK} " in row["words"]  # values stay apart: no phrase across two values
+    assert row["srcip"] is None and row["query"] is None  # missing fields are NULL
+
+
+def test_every_class_has_a_peer_query_and_a_window():
+    from seclake.bench.peers import where
+
+    for qc in CLASSES:
+        lo, hi = qc.window()
+        assert hi - lo + 1 == qc.days * bench_data.DAY_MS
+        if "duckdb" in qc.engines:
+            for dialect in ("duckdb", "sqlite"):
+                sql, params = where(qc, dialect)
+                assert sql.count("?") == len(params)
+    assert BY_NAME["Q8"].days == 30 and BY_NAME["Q2"].needle
+
+
+@pytest.mark.slow
+def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
+    out, results = tmp_path / "benchmarks.md", tmp_path / "tiny.json"
+    opts = BenchOptions(events=20_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
+                        data_dir=tmp_path / "data", cli_ingest=False)
+    try:
+        r = run(opts, echo=lambda s: None)
+    except BenchFailed as e:  # a disagreement is a failure of seclake or of the harness: show it
+        pytest.fail(str(e) + "\n" + (results.read_text() if results.exists() else ""))
+    assert r["agreement"]["ok"] and r["agreement"]["checks"] > 100
+    one = r["scales"]["1"]
+    assert one["ingest_http"]["events_per_second"] > 0 and one["ingest_http"]["bytes_per_event"] > 0
+    assert one["server_peak_rss_kb"] > 0
+    assert one["load"]["errors"] == 0 and one["load"]["requests"] > 0
+    for qc in CLASSES:
+        for engine in qc.engines:
+            t = one["queries"][qc.name][engine]
+            assert t["n"] == 5 and t["median"] > 0 and t["cold"] > 0
+    assert one["queries"]["Q2"]["total"] == 1  # the needle: one record in the last 7 days
+    text = out.read_text()
+    assert "This run: 20,000 events" in text and "| Q4 |" in text and "all engines agree" in text
+    assert "HTTP / raw" in text and "## Load" in text
+    assert json.loads(results.read_text())["name"] == r["name"]
