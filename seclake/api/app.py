@@ -19,6 +19,7 @@ from seclake.api.slashes import CollapseSlashes
 from seclake.errors import MethodNotAllowed, NotFound, SeclakeError
 from seclake.services import Services
 from seclake.settings import Settings
+from seclake.web import mount as mount_web_interface
 
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -42,6 +43,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     app.add_middleware(CollapseSlashes)
     # Every method reaches the dispatcher, so a GET gets a 405 envelope.
     app.add_api_route("/api/{name:path}", dispatch, methods=ALL_METHODS, include_in_schema=False)
+    mount_web_interface(app)  # /, /assets/..., client-side routes: seclake/web/
     app.add_exception_handler(HTTPException, _http_error)
     return app
 

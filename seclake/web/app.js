@@ -1,0 +1,100 @@
+// The web interface's entry point: the page shell, the routes, the session
+// guard and the keyboard shortcuts. Plain ES modules, no build step.
+
+import { flash, isAdmin, session, signOut, whenSessionEnds } from './api.js';
+import { h, replace } from './dom.js';
+import { interceptLinks, link, navigate, onNavigate } from './router.js';
+import { timeZone } from './time.js';
+import { loginPage } from './page-login.js';
+import { eventsPage } from './page-events.js';
+import { timelinePage } from './page-timeline.js';
+import { summariesPage } from './page-summaries.js';
+import { adminPage } from './page-admin.js';
+
+const app = document.getElementById('app');
+const NAV = [
+  { path: '/search', label: 'Search' },
+  { path: '/timeline', label: 'Timeline' },
+  { path: '/summaries', label: 'Summaries' },
+  { path: '/admin', label: 'Admin', admin: true },
+];
+
+let current = null; // {key, view}
+
+function routeOf(pathname) {
+  const parts = pathname.replace(/\/+$/, '').split('/').filter(Boolean);
+  const first = parts[0] || '';
+  switch (first) {
+    case '': return { key: 'home' };
+    case 'login': return { key: 'login', mount: loginPage, bare: true };
+    case 'search': return { key: 'search', mount: eventsPage };
+    case 'timeline': return { key: 'timeline', mount: timelinePage };
+    case 'summaries': return { key: 'summaries', mount: summariesPage };
+    case 'admin': return { key: `admin/${parts[1] || ''}`, mount: adminPage, section: '/admin' };
+    default: return { key: 'missing' };
+  }
+}
+
+function shell(view, active) {
+  const s = session();
+  return h('div', { class: 'shell' },
+    h('a', { class: 'skip-link', href: '#main' }, 'Skip to content'),
+    h('header', { class: 'topbar' },
+      link('/search', { class: 'brand', 'aria-label': 'seclake home' }, h('span', { class: 'brand-mark', 'aria-hidden': 'true' }, '◆'), 'seclake'),
+      h('nav', { class: 'main-nav', 'aria-label': 'Main' },
+        NAV.filter((n) => !n.admin || isAdmin(s)).map((n) =>
+          link(n.path, { class: active === n.path ? 'active' : null, 'aria-current': active === n.path ? 'page' : null }, n.label))),
+      h('div', { class: 'user-menu' },
+        h('span', { class: 'user-name', title: `Signed in as ${s.userName} (${(s.roles || []).join(', ')})` }, s.fullName || s.userName),
+        h('span', { class: 'user-zone', title: 'Times are shown in this time zone' }, timeZone()),
+        h('button', { type: 'button', id: 'sign-out', onClick: () => { signOut(); flash('You signed out.'); navigate('/login', { replace: true }); } }, 'Sign out')),
+    ),
+    view);
+}
+
+function render() {
+  const route = routeOf(location.pathname);
+  if (route.key === 'home') return navigate(session() ? '/search' : '/login', { replace: true });
+  if (!route.bare && !session()) {
+    const next = location.pathname + location.search;
+    return navigate(`/login?next=${encodeURIComponent(next)}`, { replace: true });
+  }
+  // Same page, new URL (a search, back/forward): update it in place.
+  if (current && current.key === route.key && current.view && current.view.update) {
+    current.view.update();
+    return;
+  }
+  if (current && current.view && current.view.unmount) current.view.unmount();
+  const container = h('div', { class: 'view' });
+  if (route.key === 'missing') {
+    replace(app, shell(h('main', { id: 'main', class: 'padded' }, h('h1', null, 'Page not found'),
+      h('p', null, 'There is no page at this address. '), link('/search', null, 'Go to the event search')), null));
+    current = null;
+    return;
+  }
+  replace(app, route.bare ? container : shell(container, route.section || `/${route.key}`));
+  current = { key: route.key, view: route.mount(container) };
+}
+
+whenSessionEnds((message) => {
+  flash(message);
+  const here = location.pathname + location.search;
+  navigate(here.startsWith('/login') ? '/login' : `/login?next=${encodeURIComponent(here)}`, { replace: true });
+});
+
+document.addEventListener('keydown', (event) => {
+  const t = event.target;
+  const typing = t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+  if (event.key === '/' && !typing && !event.ctrlKey && !event.metaKey && !event.altKey) {
+    const view = current && current.view;
+    if (view && view.focusQuery) {
+      event.preventDefault();
+      view.focusQuery();
+    }
+  }
+});
+
+onNavigate(render);
+window.addEventListener('popstate', render);
+interceptLinks(document);
+render();

@@ -1,0 +1,164 @@
+// DOM helpers. Every value from the server goes in as text (textContent,
+// attributes set one by one): nothing is ever parsed as HTML.
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+function append(el, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) append(el, child);
+    else if (child instanceof Node) el.appendChild(child);
+    else el.appendChild(document.createTextNode(String(child)));
+  }
+}
+
+function setAttrs(el, attrs) {
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith('on') && typeof value === 'function') {
+      el.addEventListener(key.slice(2).toLowerCase(), value);
+    } else if (key === 'class') {
+      el.setAttribute('class', Array.isArray(value) ? value.filter(Boolean).join(' ') : value);
+    } else if (key === 'dataset') {
+      Object.assign(el.dataset, value);
+    } else if (key === 'style') {
+      Object.assign(el.style, value); // CSSOM: allowed by the page's CSP
+    } else if (key === 'checked') {
+      el.defaultChecked = el.checked = !!value; // form.reset() keeps it
+    } else if (key === 'selected') {
+      el.defaultSelected = el.selected = !!value;
+    } else if (key === 'value') {
+      if ('defaultValue' in el && el.tagName !== 'SELECT') el.defaultValue = String(value);
+      el.value = String(value);
+    } else if (key === 'disabled') {
+      el.disabled = !!value;
+    } else {
+      el.setAttribute(key, value === true ? '' : String(value));
+    }
+  }
+}
+
+/** h('button', {class: 'x', onClick}, 'text', child...) */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  if (attrs && (attrs instanceof Node || typeof attrs !== 'object' || Array.isArray(attrs))) {
+    children.unshift(attrs);
+    attrs = null;
+  }
+  setAttrs(el, attrs);
+  append(el, children);
+  return el;
+}
+
+export function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined) continue;
+    if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2).toLowerCase(), value);
+    else el.setAttribute(key, String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+export function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+export function replace(el, ...children) {
+  clear(el);
+  append(el, children);
+  return el;
+}
+
+/** Text with the given terms wrapped in <mark>, as text nodes only. */
+export function highlighted(text, terms) {
+  const value = text === null || text === undefined ? '' : String(text);
+  const words = (terms || [])
+    .map((t) => String(t).replace(/^"|"$/g, '').replace(/[*?]/g, ''))
+    .filter((t) => t.length > 0);
+  if (!words.length) return document.createTextNode(value);
+  const escaped = words
+    .sort((a, b) => b.length - a.length)
+    .map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  const re = new RegExp(escaped.join('|'), 'gi');
+  const out = document.createDocumentFragment();
+  let last = 0;
+  for (const m of value.matchAll(re)) {
+    if (m[0].length === 0) continue;
+    if (m.index > last) out.appendChild(document.createTextNode(value.slice(last, m.index)));
+    out.appendChild(h('mark', m[0]));
+    last = m.index + m[0].length;
+  }
+  if (last < value.length) out.appendChild(document.createTextNode(value.slice(last)));
+  return out;
+}
+
+/** A formatted number: 12,345. */
+export function num(n) {
+  return typeof n === 'number' ? n.toLocaleString('en-US') : String(n ?? '');
+}
+
+/** Flatten a record into [path, value] rows: {a: {b: 1}} -> [['a.b', 1]]. */
+export function flatten(value, prefix = '', out = []) {
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    const keys = Object.keys(value);
+    if (!keys.length && prefix) out.push([prefix, '{}']);
+    for (const key of keys) flatten(value[key], prefix ? `${prefix}.${key}` : key, out);
+  } else if (Array.isArray(value) && value.some((v) => v && typeof v === 'object')) {
+    value.forEach((v, i) => flatten(v, `${prefix}[${i}]`, out));
+  } else {
+    out.push([prefix, Array.isArray(value) ? value.map(String).join(', ') : value === null ? 'null' : String(value)]);
+  }
+  return out;
+}
+
+/** The full record: a table of fields and the JSON, both as text. */
+export function recordView(record, { terms = [], onFilter = null } = {}) {
+  const rows = flatten(record).map(([path, value]) =>
+    h('tr', null,
+      h('th', { scope: 'row' }, path),
+      h('td', null, h('span', { class: 'field-value' }, highlighted(value, terms)),
+        onFilter ? h('span', { class: 'row-actions' },
+          h('button', { type: 'button', class: 'icon small', title: `Filter for ${path}: ${value}`, 'aria-label': `Filter for ${path} ${value}`, onClick: () => onFilter(path, value, false) }, '+'),
+          h('button', { type: 'button', class: 'icon small', title: `Filter out ${path}: ${value}`, 'aria-label': `Filter out ${path} ${value}`, onClick: () => onFilter(path, value, true) }, '−'),
+        ) : null),
+    ));
+  const json = JSON.stringify(record, null, 2);
+  return h('div', { class: 'record' },
+    h('table', { class: 'fields' }, h('tbody', null, rows)),
+    h('details', { class: 'json' }, h('summary', null, 'JSON'), h('pre', null, json)),
+  );
+}
+
+/** A message line: role=status for success, role=alert for errors. */
+export function notice(kind, ...children) {
+  return h('div', { class: ['notice', kind], role: kind === 'error' ? 'alert' : 'status' }, ...children);
+}
+
+export function spinner(label = 'Loading…') {
+  return h('div', { class: 'loading', role: 'status' }, h('span', { class: 'spin', 'aria-hidden': 'true' }), label);
+}
+
+/** A modal confirmation: resolves true when confirmed. Escape cancels (native <dialog>). */
+export function confirmDialog(title, message, confirmLabel = 'OK', danger = false) {
+  return new Promise((resolve) => {
+    const ok = h('button', { type: 'submit', value: 'ok', class: danger ? 'danger' : 'primary' }, confirmLabel);
+    const dialog = h('dialog', { class: 'dialog', 'aria-label': title },
+      h('form', { method: 'dialog' },
+        h('h2', null, title),
+        h('p', null, message),
+        h('div', { class: 'buttons' },
+          h('button', { type: 'submit', value: 'cancel' }, 'Cancel'),
+          ok),
+      ));
+    dialog.addEventListener('close', () => {
+      resolve(dialog.returnValue === 'ok');
+      dialog.remove();
+    });
+    document.body.appendChild(dialog);
+    dialog.showModal();
+    ok.focus();
+  });
+}

@@ -1,0 +1,115 @@
+// The behavior timeline (ds/fsm_behavior_search): behaviors over time with
+// facets on behavior, rule, key type, risks and score level.
+
+import { h, highlighted, recordView } from './dom.js';
+import { link } from './router.js';
+import { searchPage } from './searchkit.js';
+import { formatTime } from './time.js';
+
+export const TIMELINE_FACETS = [
+  { field: 'behavior', title: 'Behavior' },
+  { field: 'behaviorRule', title: 'Rule' },
+  { field: 'keyType', title: 'Key type' },
+  { field: 'risks', title: 'Risks' },
+  { field: 'scoreLevel', title: 'Score level' },
+  { field: 'customer', title: 'Customer' },
+];
+
+/** A score level badge: the colour comes from the level's class. */
+export function levelBadge(level, score) {
+  const name = String(level ?? '');
+  const known = ['critical', 'serious', 'high', 'medium', 'low'].includes(name) ? name : 'none';
+  return h('span', { class: ['level', `level-${known}`], title: `Score level ${name || 'none'}` },
+    name === '0' || !name ? 'none' : name, score !== undefined ? h('span', { class: 'level-score' }, String(score)) : null);
+}
+
+/** Events of a behavior's key, five minutes either side of it. */
+export function eventsLink(src) {
+  const q = `"${String(src.key ?? '').replace(/["\\]/g, '\\$&')}"`;
+  const from = src.timestamp - 5 * 60e3;
+  const to = src.timestamp + 5 * 60e3;
+  const params = new URLSearchParams({ q, from: String(from), to: String(to) });
+  if (src.dataset === 'flow') params.set('type', 'flow');
+  return link(`/search?${params}`, { class: 'small' }, `${src.dataset === 'flow' ? 'Flows' : 'Events'} of ${src.key} ±5 min`);
+}
+
+export function behaviorTable(res, { terms = [], onFilter = null, compact = false } = {}) {
+  const hits = res.hits.hits;
+  if (!hits.length) {
+    return h('div', { class: 'empty-results' }, h('h2', null, 'No behaviors'),
+      h('p', null, 'No behavior matches in this time range.'));
+  }
+  const rows = [];
+  const cols = compact ? 5 : 7;
+  hits.forEach((hit, i) => {
+    const src = hit._source || {};
+    const detailId = `behavior-${compact ? 'c' : 'm'}-${i}`;
+    const detail = h('tr', { class: 'detail', id: detailId, hidden: true }, h('td', { colspan: cols }));
+    const toggle = h('button', {
+      type: 'button', class: 'expand icon', 'aria-expanded': 'false', 'aria-controls': detailId,
+      'aria-label': `Show the behavior ${src.behavior} of ${src.key}`,
+    }, '▸');
+    const open = () => {
+      const opened = detail.hidden;
+      detail.hidden = !opened;
+      toggle.setAttribute('aria-expanded', String(opened));
+      toggle.textContent = opened ? '▾' : '▸';
+      row.classList.toggle('open', opened);
+      if (opened && !detail.firstChild.firstChild) {
+        detail.firstChild.append(
+          h('p', { class: 'detail-links' }, eventsLink(src)),
+          recordView({ _id: hit._id, ...src }, { terms, onFilter }));
+      }
+    };
+    toggle.addEventListener('click', (e) => { e.stopPropagation(); open(); });
+    const row = h('tr', { class: 'hit', dataset: { id: hit._id } },
+      h('td', { class: 'cell-toggle' }, toggle),
+      h('td', { class: 'cell-time' }, formatTime(src.timestamp)),
+      h('td', null, levelBadge(src.scoreLevel, src.riskScore)),
+      h('td', null, highlighted(src.behavior, terms)),
+      h('td', { class: 'cell-key' }, highlighted(src.key, terms), h('span', { class: 'key-type' }, src.keyType ?? '')),
+      compact ? null : h('td', { class: 'cell-rule' }, src.behaviorRule ?? ''),
+      compact ? null : h('td', { class: 'cell-message' }, highlighted(src.description ?? '', terms)),
+    );
+    row.addEventListener('click', (e) => {
+      if (String(window.getSelection ? window.getSelection() : '').length) return;
+      if (e.target.closest('button, a, input')) return;
+      open();
+    });
+    rows.push(row, detail);
+  });
+  return h('table', { class: ['hits', 'behaviors', compact ? 'compact' : null] },
+    h('caption', { class: 'sr-only' }, 'Behaviors, newest first'),
+    h('thead', null, h('tr', null,
+      h('th', { scope: 'col', class: 'cell-toggle' }, h('span', { class: 'sr-only' }, 'Expand')),
+      h('th', { scope: 'col' }, 'Time'),
+      h('th', { scope: 'col' }, 'Level'),
+      h('th', { scope: 'col' }, 'Behavior'),
+      h('th', { scope: 'col' }, 'Key'),
+      compact ? null : h('th', { scope: 'col' }, 'Rule'),
+      compact ? null : h('th', { scope: 'col' }, 'Description'))),
+    h('tbody', null, rows));
+}
+
+/** Plain terms of a query, for highlighting (the timeline's response has none). */
+export function plainTerms(q) {
+  return (String(q).match(/"[^"]+"|[^\s()"]+/g) || [])
+    .map((t) => t.replace(/^[+-]/, '').replace(/^[\w.@]+:/, '').replace(/^"|"$/g, ''))
+    .filter((t) => t && !/^(AND|OR|NOT|TO|\*|\[.*|.*\]|\{.*|.*\})$/.test(t) && !/^[<>=]/.test(t));
+}
+
+export const timelinePage = searchPage({
+  name: 'timeline',
+  path: '/timeline',
+  title: 'Timeline',
+  call: 'ds/fsm_behavior_search',
+  placeholder: 'e.g. riskScore:[3000 TO *] AND keyType:ip',
+  defaults: { from: 'now-7d', size: 50 },
+  histogram: true,
+  histogramKey: 'timestamp',
+  facets: () => TIMELINE_FACETS,
+  kargs: (state, options) => ({
+    options: { ...options, range_field: 'timestamp', sortField: 'timestamp', sortOrder: 'desc' },
+  }),
+  results: (res, state, ctx) => behaviorTable(res, { terms: plainTerms(state.q), onFilter: ctx.addFilter }),
+});

@@ -1,0 +1,75 @@
+"""Serving the web interface: same host and port as the API, no build step,
+nothing from elsewhere; the API's 404 envelopes stay as they are."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from seclake.web import UI_ROUTES, WEB_DIR
+
+FILES = sorted(p.name for p in WEB_DIR.iterdir() if p.suffix in (".js", ".css"))
+
+
+def test_index_with_a_strict_content_security_policy(server):
+    r = server.http.get("/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    csp = r.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert '<script type="module" src="/assets/app.js">' in r.text
+
+
+@pytest.mark.parametrize("path", [f"/{first}" for first in UI_ROUTES] + ["/search/deep/link", "/admin/users"])
+def test_client_side_routes_answer_the_page(server, path):
+    r = server.http.get(path, params={"q": "x"})
+    assert r.status_code == 200 and '<div id="app">' in r.text
+
+
+def test_assets_are_served_with_their_types_and_revalidated(server):
+    js = server.http.get("/assets/app.js")
+    assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+    css = server.http.get("/assets/app.css")
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+    again = server.http.get("/assets/app.js", headers={"If-None-Match": js.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+    assert server.http.head("/assets/app.js").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/nothing", "/assets/nothing.js", "/assets/__init__.py", "/assets/..%2f__init__.py",
+                                  "/assets/index.html", "/searchx"])
+def test_other_paths_keep_the_404_envelope(server, path):
+    r = server.http.get(path)
+    assert r.status_code == 404
+    assert r.json()["verdict"] == "ERROR" and "no such path" in r.json()["error"]
+
+
+def test_the_api_is_untouched(server):
+    r = server.http.get("/api/auth/userList")
+    assert r.status_code == 405 and r.json()["verdict"] == "ERROR"
+    r = server.http.post("/api/no/such/call", json={"kargs": {}})
+    assert r.status_code == 404 and "unknown call" in r.json()["error"]
+    assert server.http.post("/nothing").status_code == 404
+
+
+def test_every_module_imported_is_served_and_nothing_comes_from_elsewhere(server):
+    index = (WEB_DIR / "index.html").read_text()
+    wanted = set(re.findall(r'/assets/([\w-]+\.(?:js|css))', index))
+    for name in FILES:
+        text = (WEB_DIR / name).read_text()
+        wanted |= set(re.findall(r"from '\./([\w-]+\.js)'", text))
+        # No address of another host, no HTML parsing of data.
+        assert not re.search(r"(?<![\w/])(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", text.replace("http://www.w3.org/2000/svg", "")), name
+        assert "innerHTML" not in text and "insertAdjacentHTML" not in text and "outerHTML" not in text, name
+        assert "document.write" not in text and "eval(" not in text, name
+    assert wanted <= set(FILES), wanted - set(FILES)
+    for name in wanted:
+        assert server.http.get(f"/assets/{name}").status_code == 200, name
+
+
+def test_files_are_small_enough_for_a_fast_first_paint():
+    total = sum((WEB_DIR / n).stat().st_size for n in FILES) + (WEB_DIR / "index.html").stat().st_size
+    assert total < 200_000, total
+    assert Path(WEB_DIR / "index.html").read_text().count("<script") == 1
