@@ -4,13 +4,23 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test bench install install-test clean
+.PHONY: run test bench install install-test web-test-tools clean
 
 run: $(VENV)/.installed
 	$(BIN)/seclake up
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test web-test-tools
 	./scripts/test-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Browser test tools for tests/web (playwright-core from package-lock.json;
+# the browser is the Debian chromium package). Without npm the browser test
+# is skipped (under CI=true it fails).
+web-test-tools:
+	@if [ ! -d tests/web/node_modules/playwright-core ] || [ tests/web/package-lock.json -nt tests/web/node_modules/.package-lock.json ]; then \
+		if command -v npm >/dev/null 2>&1; then \
+			(cd tests/web && npm ci --no-audit --no-fund --loglevel=error); \
+		else echo "npm not found: the browser tests in tests/web will be skipped"; fi; \
+	fi
 
 # make bench: the benchmark (docs/benchmarks.md, bench-results/); BENCH_ARGS="--events 200000" for a smaller run.
 BENCH_ARGS ?=

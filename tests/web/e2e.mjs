@@ -1,0 +1,502 @@
+// End-to-end tests of the seclake web interface in headless Chromium, driven
+// by playwright-core (the Debian `chromium` package; no browser download).
+//
+//   node tests/web/e2e.mjs <base-url> <admin-password> <artifact-dir>
+//
+// The server must hold demo data. Each step prints "ok - ..." or
+// "not ok - ..."; the last line is "e2e: N passed, N failed"; the exit code
+// is 0 only when every step passed. Screenshots go to <artifact-dir>.
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const [base, password, artifacts] = process.argv.slice(2);
+if (!base || !password || !artifacts) {
+  console.error('usage: node e2e.mjs <base-url> <admin-password> <artifact-dir>');
+  process.exit(2);
+}
+mkdirSync(artifacts, { recursive: true });
+const origin = new URL(base).origin;
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+let passed = 0;
+let failed = 0;
+let page;
+const outside = [];
+const pageErrors = [];
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+async function step(name, fn) {
+  const started = Date.now();
+  try {
+    await fn();
+    passed++;
+    console.log(`ok - ${name} (${Date.now() - started} ms)`);
+  } catch (err) {
+    failed++;
+    console.log(`not ok - ${name}\n  ${String(err && err.stack || err).split('\n').slice(0, 4).join('\n  ')}`);
+    if (page) await page.screenshot({ path: join(artifacts, `failed-${name.replace(/\W+/g, '-')}.png`) }).catch(() => {});
+  }
+}
+
+async function shot(name) {
+  await page.screenshot({ path: join(artifacts, `${name}.png`) });
+}
+
+async function api(name, kargs, token) {
+  const headers = { 'Content-Type': 'application/json' };
+  if (token) headers.Servicetoken = token;
+  const r = await fetch(`${origin}/api/${name}`, { method: 'POST', headers, body: JSON.stringify({ kargs }) });
+  const body = await r.json();
+  if (body.verdict !== 'OK') throw new Error(`${name}: ${r.status} ${JSON.stringify(body)}`);
+  return body.response;
+}
+
+const param = (name) => new URL(page.url()).searchParams.get(name);
+const params = (name) => new URL(page.url()).searchParams.getAll(name);
+const hitCount = async () => Number((await page.locator('.result-status .total').innerText()).replace(/,/g, ''));
+async function searched() {
+  // The hits of the current URL are drawn (no stale marker, status filled).
+  await page.waitForSelector('.results:not(.stale):not([aria-busy]) table.hits, .results:not([aria-busy]) .empty-results, .query-error:not([hidden])');
+  await page.waitForSelector('.facets:not(.stale) .facet, .facets:not(.stale) .notice, .query-error:not([hidden])');
+}
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: 'UTC' });
+await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+context.on('request', (request) => {
+  const url = request.url();
+  if (!url.startsWith('data:') && !url.startsWith('blob:') && new URL(url).origin !== origin) outside.push(url);
+});
+page = await context.newPage();
+page.setDefaultTimeout(15000);
+page.on('pageerror', (err) => pageErrors.push(String(err)));
+page.on('console', (msg) => {
+  // Refused calls (a wrong password, an expired session) are expected; script errors are not.
+  if (msg.type() === 'error' && !/^Failed to load resource: the server responded with a status of 4\d\d/.test(msg.text())) {
+    pageErrors.push(`console: ${msg.text()}`);
+  }
+});
+
+const admin = await api('auth/login', { username: 'admin', password });
+const adminToken = admin.sessionToken;
+
+// Hostile log content: it must show as text, never run or become markup.
+const hostile = {
+  '@timestamp': Date.now() - 60_000, '@type': 'event', '@sender': '<b id="pwned-sender">evil-sender</b>',
+  '@source': 'e2e', '@message': 'hostilemarker <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> "quoted" & done',
+  '@fields': { action: '<svg onload="window.__pwned=3">', note: '</td><td>broken' },
+};
+{
+  const r = await fetch(`${origin}/api/import/e2e?type=event&format=jsonl`, {
+    method: 'POST', headers: { Servicetoken: adminToken }, body: JSON.stringify(hostile),
+  });
+  if (!r.ok) throw new Error(`import failed: ${r.status} ${await r.text()}`);
+}
+
+await step('first paint under 1 s, and the sign-in page', async () => {
+  const started = Date.now();
+  await page.goto(`${base}/`);
+  await page.waitForSelector('#username');
+  const fcp = await page.evaluate(() => {
+    const e = performance.getEntriesByType('paint').find((p) => p.name === 'first-contentful-paint');
+    return e ? e.startTime : null;
+  });
+  check(fcp !== null && fcp < 1000, `first contentful paint ${fcp} ms`);
+  check(Date.now() - started < 3000, 'sign-in page took over 3 s');
+  check(new URL(page.url()).pathname === '/login', `at ${page.url()}`);
+  await shot('01-login');
+});
+
+await step('a wrong password is refused with a message', async () => {
+  await page.fill('#username', 'admin');
+  await page.fill('#password', 'not-the-password');
+  await page.press('#password', 'Enter');
+  await page.waitForSelector('.login-problem .notice.error');
+  check(/Sign-in failed/.test(await page.locator('.login-problem').innerText()), 'no sign-in failure message');
+});
+
+await step('sign in', async () => {
+  await page.fill('#username', 'admin');
+  await page.fill('#password', password);
+  await page.click('#sign-in');
+  await page.waitForURL(/\/search/);
+  await searched();
+  check(await page.locator('table.hits tbody tr.hit').count() > 0, 'no hits in the last 24 hours');
+  const stored = await page.evaluate(() => JSON.parse(sessionStorage.getItem('seclake.session')).userName);
+  check(stored === 'admin', 'session not kept in sessionStorage');
+  check(await page.locator('.histogram rect.bar').count() > 0, 'no histogram');
+  check(await page.locator('.facet[data-field="@sender"] .facet-in').count() > 0, 'no @sender facet');
+  await shot('02-search');
+});
+
+await step('run a query: Enter searches, terms are highlighted, the URL holds it', async () => {
+  await page.fill('#query', 'failed');
+  await page.press('#query', 'Enter');
+  await page.waitForURL(/q=failed/);
+  await searched();
+  const marks = await page.locator('table.hits td.cell-message mark').allInnerTexts();
+  check(marks.length > 0 && marks.every((m) => m.toLowerCase() === 'failed'), `marks ${marks.slice(0, 3)}`);
+  await shot('03-query');
+});
+
+await step('a syntax error is shown at its position', async () => {
+  await page.fill('#query', 'action:(deny OR ');
+  await page.press('#query', 'Enter');
+  await page.waitForSelector('.query-error:not([hidden]) .query-caret');
+  const text = await page.locator('.query-error').innerText();
+  check(/at position 16/.test(text), text);
+  check((await page.locator('.query-caret .caret-line').innerText()) === `${' '.repeat(16)}^`, 'caret not under position 16');
+  check(await page.locator('#query').getAttribute('aria-invalid') === 'true', 'query not marked invalid');
+  await shot('04-query-error');
+});
+
+await step('"/" focuses the query bar', async () => {
+  await page.goBack(); // back to the valid query
+  await page.waitForURL(/q=failed/);
+  await searched();
+  await page.locator('.result-status').click();
+  await page.keyboard.press('/');
+  check(await page.evaluate(() => document.activeElement && document.activeElement.id) === 'query', 'query bar not focused');
+  check((await page.inputValue('#query')) === 'failed', 'back did not restore the query');
+});
+
+await step('click a facet value to filter in, another to filter out', async () => {
+  const before = await hitCount();
+  const first = page.locator('.facet[data-field="@sender"] .facet-in').first();
+  const value = await first.locator('.facet-key').innerText();
+  await first.click();
+  await page.waitForURL((u) => u.searchParams.getAll('f').includes(`+@sender:${value}`));
+  await searched();
+  check(await page.locator('.chip:not(.not) .chip-value').first().innerText() === value, 'no chip for the filter');
+  const filtered = await hitCount();
+  check(filtered > 0 && filtered <= before, `hits ${before} -> ${filtered}`);
+  const out = page.locator('.facet[data-field="@source"] .facet-out').first();
+  await out.click();
+  await page.waitForURL((u) => u.searchParams.getAll('f').some((f) => f.startsWith('-@source:')));
+  await searched();
+  check(await page.locator('.chip.not').count() === 1, 'no NOT chip');
+  await shot('05-facets');
+  await page.locator('.chip.not .chip-remove').click();
+  await page.waitForURL((u) => !u.searchParams.getAll('f').some((f) => f.startsWith('-')));
+  await searched();
+});
+
+await step('drag across the histogram to zoom in', async () => {
+  await page.fill('#query', '');
+  await page.press('#query', 'Enter');
+  await page.waitForURL((u) => !u.searchParams.get('q'));
+  await searched();
+  check(param('from') === 'now-24h', `from ${param('from')}`);
+  const box = await page.locator('.histogram .overlay').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2, { steps: 5 });
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForURL((u) => /^\d+$/.test(u.searchParams.get('from') || ''));
+  await searched();
+  const span = Number(param('to')) - Number(param('from'));
+  check(span > 5 * 3600e3 && span < 9 * 3600e3, `zoomed span ${span / 3600e3} h (expected about 7.2 h)`);
+  check(/→/.test(await page.locator('#time-button').innerText()), 'time button does not show the absolute range');
+  await shot('06-zoomed');
+});
+
+await step('open a record: the full record with its fields', async () => {
+  await page.locator('table.hits tr.hit').first().locator('button.expand').click();
+  const detail = page.locator('table.hits tr.detail:not([hidden])').first();
+  await detail.waitFor();
+  const fields = await detail.locator('.fields th').allInnerTexts();
+  check(fields.includes('@timestamp') && fields.includes('@sender'), `fields ${fields.slice(0, 5)}`);
+  check(await page.locator('table.hits button.expand[aria-expanded="true"]').count() === 1, 'aria-expanded not set');
+  await shot('07-record');
+});
+
+await step('time range presets and the absolute range', async () => {
+  await page.click('#time-button');
+  await page.waitForSelector('.time-panel:not([hidden])');
+  await shot('08-time-picker');
+  await page.keyboard.press('Escape');
+  check(await page.locator('.time-panel').isHidden(), 'Escape did not close the time panel');
+  check(await page.evaluate(() => document.activeElement.id) === 'time-button', 'focus did not return');
+  await page.click('#time-button');
+  await page.click('.preset[data-preset="7d"]');
+  await page.waitForURL((u) => u.searchParams.get('from') === 'now-7d');
+  await searched();
+  await page.click('#time-button');
+  await page.fill('#abs-from', '2020-01-01T00:00');
+  await page.fill('#abs-to', '2020-01-02T00:00');
+  await page.click('.time-panel .absolute button[type=submit]');
+  await page.waitForURL((u) => u.searchParams.get('from') === String(Date.UTC(2020, 0, 1)));
+  await searched();
+  check(await page.locator('.empty-results').count() === 1, 'expected no hits in 2020');
+});
+
+await step('hostile log content is shown as text', async () => {
+  await page.goto(`${base}/search?q=hostilemarker&from=now-24h&to=now`);
+  await searched();
+  check(await hitCount() >= 1, 'the hostile record was not found');
+  await page.locator('table.hits tr.hit').first().locator('button.expand').click();
+  await page.waitForSelector('table.hits tr.detail:not([hidden])');
+  check(await page.evaluate(() => window.__pwned) === undefined, 'hostile script ran');
+  check(await page.locator('#pwned-sender').count() === 0, 'hostile markup became an element');
+  check(await page.locator('.results img, .results script, .results svg, .facets img').count() === 0, 'hostile elements in the page');
+  const sender = await page.locator('table.hits td.cell-sender').first().innerText();
+  check(sender === '<b id="pwned-sender">evil-sender</b>', `sender shown as ${sender}`);
+  const message = await page.locator('table.hits td.cell-message').first().innerText();
+  check(message.includes('<script>window.__pwned=2</script>'), 'message not shown literally');
+  await shot('09-hostile');
+});
+
+await step('back and forward move through searches', async () => {
+  await page.goto(`${base}/search?q=deny&from=now-7d&to=now`);
+  await searched();
+  await page.fill('#query', 'accept');
+  await page.press('#query', 'Enter');
+  await page.waitForURL(/q=accept/);
+  await searched();
+  await page.goBack();
+  await page.waitForURL(/q=deny/);
+  await searched();
+  check((await page.inputValue('#query')) === 'deny', 'back did not restore the query bar');
+  await page.goForward();
+  await page.waitForURL(/q=accept/);
+  await searched();
+  check((await page.inputValue('#query')) === 'accept', 'forward did not restore the query bar');
+});
+
+await step('switch to flows', async () => {
+  await page.goto(`${base}/search?from=now-24h&to=now`);
+  await searched();
+  await page.click('.segment[data-type="flow"]');
+  await page.waitForURL(/type=flow/);
+  await searched();
+  check((await page.locator('table.hits thead').innerText()).includes('FLOW'), 'no flow column');
+  check(await page.locator('.facet[data-field="@fields.dip"]').count() === 1, 'no flow facets');
+  check(await page.locator('table.hits tr.hit').count() > 0, 'no flows');
+  await shot('10-flows');
+});
+
+await step('laptop size 1440x900', async () => {
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.goto(`${base}/search?q=failed&from=now-7d&to=now`);
+  await searched();
+  await shot('11-search-1440x900');
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+  check(!overflow, 'the page scrolls sideways at 1440x900');
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.reload();
+  await searched();
+  check(!(await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth)), 'the page scrolls sideways at 1280x800');
+});
+
+await step('timeline: behaviors with facets', async () => {
+  await page.click('.main-nav a[href="/timeline"]');
+  await page.waitForURL(/\/timeline/);
+  await searched();
+  check(await page.locator('table.hits tr.hit').count() > 0, 'no behaviors in 7 days');
+  check(await page.locator('.facet[data-field="behavior"] .facet-in').count() > 0, 'no behavior facet');
+  for (const f of ['behaviorRule', 'keyType', 'risks', 'scoreLevel']) {
+    check(await page.locator(`.facet[data-field="${f}"]`).count() === 1, `no ${f} facet`);
+  }
+  await page.locator('.facet[data-field="behavior"] .facet-in').first().click();
+  await page.waitForURL((u) => u.searchParams.getAll('f').some((f) => f.startsWith('+behavior:')));
+  await searched();
+  await page.locator('table.hits tr.hit').first().locator('button.expand').click();
+  await page.waitForSelector('tr.detail:not([hidden]) .record');
+  await shot('12-timeline');
+});
+
+let summaryKey = null;
+await step('summaries: riskiest first, level colours, facets', async () => {
+  await page.click('.main-nav a[href="/summaries"]');
+  await page.waitForURL(/\/summaries/);
+  await searched();
+  const rows = page.locator('table.summaries tbody tr');
+  check(await rows.count() > 0, 'no summaries');
+  const scores = (await page.locator('table.summaries tbody tr td.num:nth-child(2)').allInnerTexts())
+    .map((t) => Number(t.split(' ')[0].replace(/,/g, '')));
+  check(scores.every((s, i) => i === 0 || scores[i - 1] >= s), `not sorted by risk: ${scores}`);
+  for (const f of ['status', 'scoreLevel', 'keyType', 'behaviorRules']) {
+    check(await page.locator(`.facet[data-field="${f}"]`).count() === 1, `no ${f} facet`);
+  }
+  const colour = await page.locator('table.summaries .level').first().evaluate((el) => getComputedStyle(el).backgroundColor);
+  check(colour !== 'rgba(0, 0, 0, 0)', 'levels are not coloured');
+  await shot('13-summaries');
+});
+
+await step('triage a summary: behaviors, acknowledge, comment, incident, score', async () => {
+  const open = page.locator('table.summaries button.open-summary').first();
+  summaryKey = await open.innerText();
+  await open.click();
+  await page.waitForURL(/open=/);
+  await page.waitForSelector('.drawer .summary-behaviors table.hits');
+  check(await page.locator('.drawer .summary-behaviors tr.hit').count() > 0, 'the summary shows no behaviors');
+  const status = await page.locator('.drawer .facts .status').innerText();
+  if (status !== 'new') {
+    await page.click('.drawer #reopen');
+    await page.waitForSelector('.drawer .triage-message .notice.ok');
+  }
+  await page.click('.drawer #ack');
+  await page.waitForFunction(() => document.querySelector('.drawer .facts .status')?.textContent === 'acknowledged');
+  await page.fill('#triage-comment', 'Checked by the e2e test <b>not bold</b>');
+  await page.click('#add-comment');
+  await page.waitForSelector('.drawer .comment-text >> text=Checked by the e2e test <b>not bold</b>');
+  if (await page.locator('.drawer .facts .incident-flag').count()) { // marked by an earlier run
+    await page.click('.drawer #incident');
+    await page.waitForSelector('.drawer .facts .incident-flag', { state: 'detached' });
+  }
+  await page.click('.drawer #incident');
+  await page.waitForSelector('.drawer .facts .incident-flag');
+  const adjust = Number(await page.inputValue('#score-adjust')) + 100;
+  await page.fill('#score-adjust', String(adjust));
+  await page.click('#apply-adjust');
+  await page.waitForSelector(`.drawer .triage-message >> text=Score adjustment set to ${adjust}.`);
+  // The list shows the change too.
+  await page.waitForSelector('table.summaries tr.selected .status-acknowledged');
+  await shot('14-summary-triage');
+  await page.click('.drawer #resolve');
+  await page.waitForFunction(() => document.querySelector('.drawer .facts .status')?.textContent === 'resolved');
+  await page.keyboard.press('Escape');
+  await page.waitForURL((u) => !u.searchParams.get('open'));
+  check(await page.locator('.drawer').count() === 0, 'Escape did not close the summary');
+});
+
+await step('a shared summary URL opens the summary', async () => {
+  await page.goBack();
+  await page.waitForURL(/open=/);
+  await page.waitForSelector('.drawer .facts');
+  check((await page.locator('.drawer-key').innerText()) === summaryKey, 'wrong summary opened');
+});
+
+await step('admin: users (add, disable, roles, delete)', async () => {
+  await page.click('.main-nav a[href="/admin"]');
+  await page.waitForSelector('#users-table');
+  await page.fill('#new-username', 'e2e-analyst');
+  await page.fill('#new-password', 'e2e-analyst-password');
+  await page.fill('#new-first', 'Eve');
+  await page.click('#add-user button[type=submit]');
+  await page.waitForSelector('#users-table tr[data-user="e2e-analyst"]');
+  const row = page.locator('#users-table tr[data-user="e2e-analyst"]');
+  await row.locator('button', { hasText: 'Disable' }).click();
+  await page.waitForSelector('#users-table tr[data-user="e2e-analyst"].disabled');
+  await page.locator('#users-table tr[data-user="e2e-analyst"] button', { hasText: 'Enable' }).click();
+  await page.waitForSelector('#users-table tr[data-user="e2e-analyst"]:not(.disabled)');
+  await shot('15-admin-users');
+  await page.fill('#new-username', 'e2e-doomed');
+  await page.fill('#new-password', 'e2e-doomed-password');
+  await page.click('#add-user button[type=submit]');
+  await page.waitForSelector('#users-table tr[data-user="e2e-doomed"]');
+  await page.locator('#users-table tr[data-user="e2e-doomed"] button', { hasText: 'Delete' }).click();
+  await page.waitForSelector('dialog[open]');
+  await page.click('dialog[open] button[value=ok]');
+  await page.waitForSelector('#users-table tr[data-user="e2e-doomed"]', { state: 'detached' });
+});
+
+await step('admin: create an API token (shown once, copy), list, revoke', async () => {
+  await page.click('.tabs a[href="/admin/tokens"]');
+  await page.waitForSelector('#create-token');
+  await page.fill('#token-name', 'e2e-token');
+  await page.fill('#token-days', '7');
+  await page.click('#create-token button[type=submit]');
+  await page.waitForSelector('#new-token');
+  const token = await page.inputValue('#new-token');
+  check(/^slk_/.test(token), `token ${token.slice(0, 6)}`);
+  await page.click('#copy-token');
+  await page.waitForSelector('.copied >> text=Copied.');
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  check(copied === token, 'the copied text is not the token');
+  const users = await api('auth/userList', {}, token); // the token works
+  check(users.users.length > 0, 'token does not work');
+  await page.waitForSelector('#tokens-table tr >> text=e2e-token');
+  await shot('16-admin-token-created');
+  await page.reload();
+  await page.waitForSelector('#tokens-table');
+  check(await page.locator('#new-token').count() === 0, 'the token is shown again after a reload');
+  const row = page.locator('#tokens-table tr', { hasText: 'e2e-token' });
+  await row.locator('button', { hasText: 'Revoke' }).click();
+  await page.click('dialog[open] button[value=ok]');
+  await page.waitForSelector('#tokens-table tr.disabled >> text=e2e-token');
+  const r = await fetch(`${origin}/api/auth/userList`, { method: 'POST', headers: { 'Content-Type': 'application/json', Servicetoken: token }, body: '{"kargs":{}}' });
+  check(r.status === 401, `revoked token answered ${r.status}`);
+});
+
+await step('admin: roles, data policies and audit log (or "not available")', async () => {
+  for (const [tab, ready, name] of [
+    ['roles', '#roles-table, .unavailable', '17-admin-roles'],
+    ['policies', '#policies-form, .unavailable', '18-admin-policies'],
+    ['audit', 'table.hits, .empty-results, .unavailable', '19-admin-audit'],
+  ]) {
+    await page.click(`.tabs a[href="/admin/${tab}"]`);
+    await page.waitForSelector(ready);
+    const missing = await page.locator('.unavailable').count();
+    if (missing) {
+      check(/not available on this server/.test(await page.locator('.unavailable').innerText()), `${tab}: no clear message`);
+      console.log(`  # ${tab}: the server does not have the call; the page says "not available on this server"`);
+    }
+    await shot(name);
+  }
+});
+
+await step('an analyst sees no administration', async () => {
+  const analystContext = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  analystContext.on('request', (request) => {
+    const url = request.url();
+    if (!url.startsWith('data:') && new URL(url).origin !== origin) outside.push(url);
+  });
+  const p = await analystContext.newPage();
+  await p.goto(`${base}/admin/users`);
+  await p.waitForSelector('#username');
+  await p.fill('#username', 'e2e-analyst');
+  await p.fill('#password', 'e2e-analyst-password');
+  await p.press('#password', 'Enter');
+  await p.waitForURL(/\/admin\/users/);
+  await p.waitForSelector('.admin-content .notice.error');
+  check(await p.locator('.main-nav a[href="/admin"]').count() === 0, 'the analyst sees the Admin link');
+  await p.screenshot({ path: join(artifacts, '20-analyst-no-admin.png') });
+  await analystContext.close();
+});
+
+await step('an ended session returns to sign-in with a message', async () => {
+  await page.goto(`${base}/search?q=failed&from=now-24h&to=now`);
+  await searched();
+  await page.evaluate(() => {
+    const s = JSON.parse(sessionStorage.getItem('seclake.session'));
+    s.sessionToken = 'sls_expired-or-revoked';
+    sessionStorage.setItem('seclake.session', JSON.stringify(s));
+  });
+  await page.fill('#query', 'deny');
+  await page.press('#query', 'Enter');
+  await page.waitForURL(/\/login\?next=/);
+  await page.waitForSelector('.login-form .notice');
+  check(/session ended/i.test(await page.locator('.login-form .notice').innerText()), 'no "session ended" message');
+  await shot('21-session-ended');
+  await page.fill('#username', 'admin');
+  await page.fill('#password', password);
+  await page.press('#password', 'Enter');
+  await page.waitForURL(/\/search\?q=deny/);
+  await searched();
+});
+
+await step('sign out', async () => {
+  await page.click('#sign-out');
+  await page.waitForURL(/\/login/);
+  check(await page.evaluate(() => sessionStorage.getItem('seclake.session')) === null, 'session still stored');
+  await page.goto(`${base}/summaries`);
+  await page.waitForURL(/\/login\?next=%2Fsummaries/);
+});
+
+await step('no request left the server, no script errors', async () => {
+  check(outside.length === 0, `requests to other hosts: ${outside.slice(0, 5).join(', ')}`);
+  check(pageErrors.length === 0, `errors in the page: ${pageErrors.slice(0, 5).join(' | ')}`);
+});
+
+await browser.close();
+console.log(`e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
