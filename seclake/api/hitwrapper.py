@@ -11,7 +11,7 @@ from typing import Any
 from seclake.search.root import SearchResult
 
 
-def wrap(result: SearchResult, *, index: str, facet_names: dict[str, str], id_of) -> dict[str, Any]:
+def wrap(result: SearchResult, *, index: str, facet_names: dict[str, list[str]], id_of) -> dict[str, Any]:
     """``id_of(hit)`` gives the ``_id`` of a hit (summaries keep their own id)."""
     hits = []
     for h in result.hits:
@@ -38,15 +38,7 @@ def wrap(result: SearchResult, *, index: str, facet_names: dict[str, str], id_of
             "matched_queries": None,
             "inner_hits": None,
         })
-    aggregations: dict[str, Any] = {}
-    for path, facet in result.facets.items():
-        aggregations[facet_names.get(path, path)] = {
-            "doc_count_error_upper_bound": 0,
-            "sum_other_doc_count": facet.sum_other_doc_count,
-            "buckets": [{"key": b.key, "doc_count": b.doc_count} for b in facet.buckets],
-        }
-    for name, buckets in result.histograms.items():
-        aggregations[name] = {"buckets": [{"key": start, "doc_count": n} for start, n in buckets]}
+    aggregations = aggregations_of(result, facet_names)
     return {
         "took": result.took_ms,
         "_scroll_id": "",
@@ -57,3 +49,18 @@ def wrap(result: SearchResult, *, index: str, facet_names: dict[str, str], id_of
         "terminated_early": False,
         "_shards": {"total": result.splits, "successful": result.splits, "failed": 0},
     }
+
+
+def aggregations_of(result: SearchResult, facet_names: dict[str, list[str]]) -> dict[str, Any]:
+    """Facets in the 2.10 shape, one member per name sent, and date histograms."""
+    aggregations: dict[str, Any] = {}
+    for path, facet in result.facets.items():
+        for name in facet_names.get(path, [path]):
+            aggregations[name] = {
+                "doc_count_error_upper_bound": 0,
+                "sum_other_doc_count": facet.sum_other_doc_count,
+                "buckets": [{"key": b.key, "doc_count": b.doc_count} for b in facet.buckets],
+            }
+    for name, buckets in result.histograms.items():
+        aggregations[name] = {"buckets": [{"key": start, "doc_count": n} for start, n in buckets]}
+    return aggregations

@@ -89,8 +89,8 @@ def build_plan(
     data_bounds: Bounds = None,
     now_ms: int | None = None,
     restriction: ast.Node | None = None,
-) -> tuple[SearchPlan, dict[str, str]]:
-    """The plan of a search, and the facet names to answer under (path -> name sent).
+) -> tuple[SearchPlan, dict[str, list[str]]]:
+    """The plan of a search, and the facet names to answer under (path -> names sent).
 
     ``restriction`` is the caller's data policy filter for the dataset
     (``Caller.restriction``): it is AND-ed into the plan's query, so hits,
@@ -192,12 +192,16 @@ def visible_bounds(
     return bounds
 
 
-def _facets(facets_obj: dict[str, Any], dataset: Dataset, settings: Settings) -> tuple[tuple[FacetSpec, ...], dict[str, str]]:
+def _facets(
+    facets_obj: dict[str, Any], dataset: Dataset, settings: Settings
+) -> tuple[tuple[FacetSpec, ...], dict[str, list[str]]]:
     entries = _list(facets_obj.get("facets"), "options.facets.facets")
     if len(entries) > settings.max_facets:
         raise LimitExceeded("number of facets", len(entries), settings.max_facets)
     specs: list[FacetSpec] = []
-    names: dict[str, str] = {}
+    # Two names may mean one path (``sip`` and ``@fields.sip``): counted
+    # once, answered under every name sent (the first entry's size applies).
+    names: dict[str, list[str]] = {}
     for i, entry in enumerate(entries):
         where = f"options.facets.facets[{i}]"
         entry = _obj(entry, where)
@@ -213,8 +217,10 @@ def _facets(facets_obj: dict[str, Any], dataset: Dataset, settings: Settings) ->
             raise ValidationFailed(where + ".order", f"must be count or desc, not {order!r}"[:200])
         path = dataset.resolve(field)
         if path in names:
+            if field not in names[path]:
+                names[path].append(field)
             continue
-        names[path] = field
+        names[path] = [field]
         specs.append(FacetSpec(path, size))
     return tuple(specs), names
 

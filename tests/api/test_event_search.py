@@ -208,3 +208,9 @@ def test_a_pattern_too_complex_for_the_engine_is_a_clear_error(srv):
 def search_error(srv, query):
     opts = {"dateFacetField": "@timestamp", "searchStr": query}
     return srv.fail(CALL, {"partition": "default", "dataType": "event", "options": opts}, srv.token)
+
+
+def test_two_names_for_one_field_each_get_their_member(srv):
+    res = search(srv, facets={"facets": [{"field": "sip", "size": 3}, {"field": "@fields.sip", "size": 3}]})
+    assert set(res["aggregations"]) == {"sip", "@fields.sip"}
+    assert res["aggregations"]["sip"] == res["aggregations"]["@fields.sip"]

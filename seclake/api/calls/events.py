@@ -77,12 +77,13 @@ def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         aggs: dict[str, Any] = {}
         for spec in plan.facets:
             facet = result.facets[spec.path]
-            aggs[facet_names[spec.path]] = {
-                "TokenEntity": "",
-                "buckets": [{"doc_count": b.doc_count, "key": b.key} for b in facet.buckets],
-                "sum_other_doc_count": facet.sum_other_doc_count,
-                "doc_count_error_upper_bound": 0,
-            }
+            for name in facet_names[spec.path]:
+                aggs[name] = {
+                    "TokenEntity": "",
+                    "buckets": [{"doc_count": b.doc_count, "key": b.key} for b in facet.buckets],
+                    "sum_other_doc_count": facet.sum_other_doc_count,
+                    "doc_count_error_upper_bound": 0,
+                }
         for name, buckets in result.histograms.items():
             aggs[name] = {"buckets": [{"key": start, "doc_count": n} for start, n in buckets]}
         response["aggregations"] = aggs

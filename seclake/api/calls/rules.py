@@ -23,6 +23,7 @@ import logging
 import time
 from typing import Any
 
+from seclake.api.hitwrapper import aggregations_of
 from seclake.api.options import build_plan, read_options
 from seclake.api.registry import CallContext, call
 from seclake.detect.rule import Rule, rule_from_dict, window_text
@@ -57,17 +58,6 @@ def _book(ctx: CallContext) -> RuleBook:
     return ctx.services.rules
 
 
-def _aggregations(result, names: dict[str, str]) -> dict[str, Any]:
-    return {
-        names[path]: {
-            "doc_count_error_upper_bound": 0,
-            "sum_other_doc_count": facet.sum_other_doc_count,
-            "buckets": [{"key": b.key, "doc_count": b.doc_count} for b in facet.buckets],
-        }
-        for path, facet in result.facets.items()
-    }
-
-
 @call("ds/eventwatch_bucket_search", permission="search")
 def bucket_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     options = dict(read_options(kargs))
@@ -82,7 +72,7 @@ def bucket_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     return {
         "total": result.total,
         "buckets": [h.source for h in result.hits],
-        "aggregations": _aggregations(result, names),
+        "aggregations": aggregations_of(result, names),
     }
 
 

@@ -35,22 +35,7 @@ def summary_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         restriction=restriction,
     )
     result = store.search(plan)
-    response = wrap(result, index="behavior_summary", facet_names=names, id_of=lambda h: h.source["id"])
-    _every_facet_name(response["aggregations"], options, store.dataset, names)
-    return response
-
-
-def _every_facet_name(aggregations: dict[str, Any], options: dict[str, Any], dataset, names: dict[str, str]) -> None:
-    """One member per facet field sent, also when two names mean one path (``behavior``, ``behaviors``).
-
-    build_plan counts each path once; the options were validated there already.
-    """
-    facets = (options.get("facets") or {}).get("facets") or []
-    for entry in facets:
-        field = entry.get("field")
-        path = dataset.resolve(field)
-        if field not in aggregations and names.get(path) in aggregations:
-            aggregations[field] = aggregations[names[path]]
+    return wrap(result, index="behavior_summary", facet_names=names, id_of=lambda h: h.source["id"])
 
 
 @call("ds/behavior_incident_update", permission="triage")
