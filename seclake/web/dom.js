@@ -1,7 +1,11 @@
 // DOM helpers. Every value from the server goes in as text (textContent,
 // attributes set one by one): nothing is ever parsed as HTML.
 
+import { formatTime } from './time.js';
+
 const SVG_NS = 'http://www.w3.org/2000/svg';
+// Fields holding epoch milliseconds: shown with the time they mean.
+const DATE_FIELD = /(^|\.)(@timestamp|timestamp|time_ms|from|to|createdOn|updatedOn)$/;
 
 function append(el, children) {
   for (const child of children) {
@@ -120,10 +124,12 @@ export function recordView(record, { terms = [], onFilter = null } = {}) {
     h('tr', null,
       h('th', { scope: 'row' }, path),
       h('td', null, h('span', { class: 'field-value' }, highlighted(value, terms)),
-        onFilter ? h('span', { class: 'row-actions' },
+        DATE_FIELD.test(path) && /^\d{10,13}$/.test(value) ? h('span', { class: 'muted field-time' }, ` ${formatTime(Number(value), { millis: true })}`) : null),
+      onFilter ? h('td', { class: 'row-actions' },
+        path.startsWith('_') ? null : [
           h('button', { type: 'button', class: 'icon small', title: `Filter for ${path}: ${value}`, 'aria-label': `Filter for ${path} ${value}`, onClick: () => onFilter(path, value, false) }, '+'),
-          h('button', { type: 'button', class: 'icon small', title: `Filter out ${path}: ${value}`, 'aria-label': `Filter out ${path} ${value}`, onClick: () => onFilter(path, value, true) }, '−'),
-        ) : null),
+          h('button', { type: 'button', class: 'icon small', title: `Filter out ${path}: ${value}`, 'aria-label': `Filter out ${path} ${value}`, onClick: () => onFilter(path, value, true) }, '−')],
+      ) : null,
     ));
   const json = JSON.stringify(record, null, 2);
   return h('div', { class: 'record' },
