@@ -285,7 +285,7 @@ function registryTab(root, spec) {
             if (!(await confirmDialog(`Delete ${spec.noun}`, `Delete the ${spec.noun} ${item.name}?`, 'Delete', true))) return;
             const done = await attempt(message, () => call(spec.remove, { name: item.name }));
             if (done) {
-              replace(message, notice('ok', `${spec.noun} ${item.name} deleted.`));
+              replace(message, notice('ok', `${cap(spec.noun)} ${item.name} deleted.`));
               load();
             }
           } }, 'Delete')]))))) : h('p', { class: 'muted' }, `No ${spec.title.toLowerCase()} yet.`));
@@ -305,7 +305,7 @@ function registryTab(root, spec) {
       }
       const done = await attempt(problem, () => call(item ? spec.update : spec.add, { [spec.arg]: value }));
       if (done) {
-        replace(message, notice('ok', `${spec.noun} ${done.name} ${item ? 'saved' : 'added'}.`));
+        replace(message, notice('ok', `${cap(spec.noun)} ${done.name} ${item ? 'saved' : 'added'}.`));
         load();
       }
     } },
@@ -319,6 +319,7 @@ function registryTab(root, spec) {
   load();
 }
 
+const cap = (text) => text.charAt(0).toUpperCase() + text.slice(1);
 const lines = (text) => text.split(/[\n,]/).map((s) => s.trim()).filter(Boolean);
 
 function rolesTab(root) {

@@ -18,6 +18,8 @@ const FACETS = [
   { field: 'comments.username', title: 'Commented by' },
 ];
 
+let returnFocusTo = null;
+
 function quoted(value) {
   return `"${String(value ?? '').replace(/["\\]/g, '\\$&')}"`;
 }
@@ -34,6 +36,15 @@ function summaryTable(res, state, ctx) {
       h('p', null, 'No entity has behaviors on a day in this range.'));
   }
   const openSummary = (id) => ctx.set({ open: id });
+  if (returnFocusTo) {
+    // The panel of this row was just closed: focus goes back to its row.
+    const id = returnFocusTo;
+    returnFocusTo = null;
+    queueMicrotask(() => {
+      const button = document.querySelector(`tr[data-id="${CSS.escape(id)}"] button.open-summary`);
+      if (button) button.focus();
+    });
+  }
   return h('table', { class: 'hits summaries' },
     h('caption', { class: 'sr-only' }, 'Summaries per entity and day, highest risk first'),
     h('thead', null, h('tr', null,
@@ -66,7 +77,10 @@ function summaryPanel(state, ctx) {
   if (!state.open) return null;
   const body = h('div', { class: 'drawer-body' }, spinner('Loading the summary…'));
   const title = h('h2', { id: 'drawer-title', tabindex: '-1' }, 'Summary');
-  const close = () => ctx.set({ open: '' });
+  const close = () => {
+    returnFocusTo = state.open;
+    ctx.set({ open: '' });
+  };
   const panel = h('section', { class: 'drawer', role: 'dialog', 'aria-modal': 'false', 'aria-labelledby': 'drawer-title' },
     h('div', { class: 'drawer-head' }, title,
       h('button', { type: 'button', class: 'icon close', 'aria-label': 'Close the summary (Escape)', title: 'Close (Escape)', onClick: close }, '×')),

@@ -366,6 +366,7 @@ await step('triage a summary: behaviors, acknowledge, comment, incident, score',
   await page.keyboard.press('Escape');
   await page.waitForURL((u) => !u.searchParams.get('open'));
   check(await page.locator('.drawer').count() === 0, 'Escape did not close the summary');
+  await page.waitForFunction(() => document.activeElement && document.activeElement.classList.contains('open-summary'));
 });
 
 await step('a shared summary URL opens the summary', async () => {
@@ -442,6 +443,40 @@ await step('admin: roles, data policies and audit log (or "not available")', asy
     }
     await shot(name);
   }
+});
+
+await step('admin: add a data policy and a role using it, then delete both', async () => {
+  await page.click('.tabs a[href="/admin/policies"]');
+  await page.waitForSelector('#policies-form, .unavailable');
+  if (await page.locator('.unavailable').count()) return console.log('  # skipped: no data policy calls on this server');
+  await page.fill('#policy-name', 'e2e-acme');
+  await page.fill('#policy-description', 'only acme');
+  await page.fill('#policy-event', '@customer:acme');
+  await page.fill('#policy-summary', 'customer:acme');
+  await page.click('#policies-form button[type=submit]');
+  await page.waitForSelector('#policies-table tr[data-name="e2e-acme"]');
+  // A filter that does not parse is refused with its position.
+  await page.fill('#policy-name', 'e2e-broken');
+  await page.fill('#policy-event', 'action:(deny');
+  await page.click('#policies-form button[type=submit]');
+  await page.waitForSelector('#policies-form .notice.error');
+  await page.click('.tabs a[href="/admin/roles"]');
+  await page.waitForSelector('#roles-form');
+  await page.fill('#role-name', 'e2e-acme-analyst');
+  await page.check('#roles-form input[value="triage"]');
+  await page.fill('#role-data', 'e2e-acme');
+  await page.click('#roles-form button[type=submit]');
+  await page.waitForSelector('#roles-table tr[data-name="e2e-acme-analyst"]');
+  check((await page.locator('#roles-table tr[data-name="e2e-acme-analyst"]').innerText()).includes('e2e-acme'), 'role without its policy');
+  await shot('17b-admin-role-added');
+  await page.locator('#roles-table tr[data-name="e2e-acme-analyst"] button', { hasText: 'Delete' }).click();
+  await page.click('dialog[open] button[value=ok]');
+  await page.waitForSelector('#roles-table tr[data-name="e2e-acme-analyst"]', { state: 'detached' });
+  await page.click('.tabs a[href="/admin/policies"]');
+  await page.waitForSelector('#policies-table tr[data-name="e2e-acme"]');
+  await page.locator('#policies-table tr[data-name="e2e-acme"] button', { hasText: 'Delete' }).click();
+  await page.click('dialog[open] button[value=ok]');
+  await page.waitForSelector('#policies-table tr[data-name="e2e-acme"]', { state: 'detached' });
 });
 
 await step('an analyst sees no administration', async () => {
