@@ -257,6 +257,15 @@ queries no `answers`); rare needle episodes at fixed fractions of the window (th
 grow with the data). `--events` is the number of background lines (events and flows, about a
 quarter flows); the episodes come on top. Lines go in batches of 4,000 per vendor, type and customer.
 
+**What the default runs, and what it leaves out.** `make bench` is 2,000,000 events at 1x with every
+engine, the ingest figures, 5 timed rounds and a 60-second load test, sized to finish within 30
+minutes on the 2-core machine: `seclake import` is timed on the first 200,000 lines only
+(`--cli-events`; its rate is a rate, and importing all 2M a second time would take about as long as
+the HTTP ingest again), and the 10x scale is behind `--scale 1,10` (20,000,000 events to generate,
+ingest and index at the rates measured here is well over an hour; 10x runs seclake HTTP, the engine
+layer and raw tantivy with 3 rounds, no peers). The estimate under the stage table comes from the
+stages of the run shown.
+
 **Ingest.** (a) `POST /api/import/{vendor}?type=&customer=` against a real `seclake serve`
 subprocess, 3 concurrent keep-alive clients; events/s is lines over the time from the first request
 to the last reply; seconds to searchable is the time from the last reply until a search counts every

@@ -25,8 +25,17 @@ def bench(
     peers: Annotated[bool, typer.Option(help="Load and time DuckDB and SQLite FTS5.")] = True,
     keep_data: Annotated[bool, typer.Option(help="Keep the generated batch files.")] = False,
     only: Annotated[str | None, typer.Option(help="Comma-separated classes to run (default: all).", show_default=False)] = None,
+    report_only: Annotated[Path | None, typer.Option(help="Rewrite --out from this results JSON; run nothing.", exists=True, dir_okay=False, show_default=False)] = None,
 ) -> None:
     """Benchmark seclake against raw tantivy and peer engines, side by side, on seeded security data."""
+    if report_only is not None:
+        import json
+
+        from seclake.bench.report import markdown
+
+        out.write_text(markdown(json.loads(report_only.read_text()), report_only))
+        typer.echo(f"wrote {out} from {report_only}", err=True)
+        return
     from seclake.bench.classes import CLASSES
     from seclake.bench.runner import BenchFailed, BenchOptions, run
 
