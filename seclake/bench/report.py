@@ -63,7 +63,9 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
     m = r["machine"]
     add(f"Machine: {m['cpus']} CPUs, Python {m['python']}, {m['platform']}; shared with other work while it ran, "
         "so compare the ratios (measured side by side, engines interleaved round by round), not absolute times. "
-        f"Run {r['started']} to {r['finished']}, {r['seconds']:.0f} s in all.")
+        f"Run {r['started']} to {r['finished']}, {r['seconds']:.0f} s in all"
+        + (f", seclake at commit `{r['code']['commit'][:12]}`" if (r.get("code") or {}).get("commit") else "")
+        + (" with uncommitted changes" if (r.get("code") or {}).get("dirty") else "") + ".")
     add("")
     if r["failures"]:
         add("**The run FAILED:** " + "; ".join(r["failures"]))

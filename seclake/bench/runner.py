@@ -114,6 +114,7 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
         "machine": {"cpus": _cpus(), "python": platform.python_version(), "platform": platform.platform()},
+        "code": _code(),
         "classes": {c.name: {"title": c.title, "lucene": c.lucene, "days": c.days, "kind": c.kind,
                              "needle": c.needle, "engines": list(c.engines)} for c in classes},
         "stages": log.stages,
@@ -275,3 +276,20 @@ def _cpus() -> int:
     import os
 
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
+
+
+def _code() -> dict[str, Any]:
+    """The commit of the seclake being measured, and whether its tree had uncommitted changes."""
+    import subprocess
+
+    import seclake
+
+    where = Path(seclake.__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--", "seclake"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"path": str(where), "commit": None, "dirty": None}
+    return {"path": str(where), "commit": commit or None, "dirty": bool(dirty)}
