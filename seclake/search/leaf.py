@@ -9,11 +9,17 @@ those ties are fetched again ordered by docId: pages never repeat or skip.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import orjson
 import tantivy
 from tantivy import FieldType, Occur, Query
 
+from seclake.query import ast
+from seclake.query.tantivy_compiler import compile_for_split
+from seclake.record.dataset import DATASETS
 from seclake.storage.fieldmap import SEP
 from seclake.storage.split import Split
 
@@ -25,8 +31,11 @@ class LeafHit:
     key: tuple  # (missing, value, docid) already oriented so that smaller is better
     sort_value: int | float | None
     docid: int
-    address: tantivy.DocAddress
-    split: Split
+    # Where the record sits in the open split: valid only in the process that
+    # searched it. ``portable`` drops it before a result crosses processes;
+    # the record is then fetched again by docId.
+    address: tantivy.DocAddress | None = None
+    split_id: str = ""
 
 
 @dataclass
@@ -41,6 +50,53 @@ class LeafResult:
     hits: list[LeafHit]
     facets: dict[str, FacetCounts]
     histograms: dict[str, list[int]]
+
+    def portable(self) -> "LeafResult":
+        """The same result as plain data (no tantivy objects), to send to another process."""
+        hits = [LeafHit(h.key, h.sort_value, h.docid, None, h.split_id) for h in self.hits]
+        facets = {p: FacetCounts({k: [v[0], dict(v[1])] for k, v in f.buckets.items()}) for p, f in self.facets.items()}
+        return LeafResult(self.total, hits, facets, dict(self.histograms))
+
+
+@dataclass(frozen=True)
+class LeafTask:
+    """What every leaf of one search does: plain data, the same in both modes.
+
+    The query is compiled per split (each split has its own field map), so
+    the tree travels, not a compiled tantivy query.
+    """
+
+    dataset: str
+    query: ast.Node
+    sort_path: str
+    descending: bool
+    k: int
+    facets: tuple[str, ...] = ()
+    # (name, bucket starts, end) of each date histogram
+    histograms: tuple[tuple[str, tuple[int, ...], int], ...] = ()
+    max_expansions: int = 10000
+
+
+def run_leaf(split: Split, task: LeafTask) -> LeafResult:
+    """Search one split for one task: the leaf work of embedded and cluster mode alike."""
+    dataset = DATASETS[task.dataset]
+    query = compile_for_split(task.query, split, dataset, max_expansions=task.max_expansions)
+    leaf = Leaf(split, query)
+    sort_field = "ts" if task.sort_path == dataset.time_field else split.fields.numbers.get(task.sort_path)
+    total, hits = leaf.top(sort_field, task.sort_path, task.descending, task.k)
+    facets = {path: leaf.facet(path) for path in task.facets} if total else {}
+    hist = {name: leaf.histogram(starts, end) for name, starts, end in task.histograms} if total else {}
+    return LeafResult(total, hits, facets, hist)
+
+
+def fetch_sources(split: Split, docids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The records of ``docids`` in this split, by docId (the fetch phase across processes)."""
+    wanted = sorted({int(d) for d in docids})
+    if not wanted:
+        return {}
+    query = Query.term_set_query(split.schema, "docid", wanted)
+    res = split.searcher.search(query, len(wanted), order_by_field="docid", order=tantivy.Order.Asc)
+    return {int(d): orjson.loads(split.searcher.doc(a).get_first("src")) for d, a in res.hits}
 
 
 def _key(value, docid: int, descending: bool) -> tuple:
@@ -104,7 +160,7 @@ class Leaf:
         return hits
 
     def _hit(self, value, docid: int, address, descending: bool) -> LeafHit:
-        return LeafHit(_key(value, docid, descending), value, int(docid), address, self.split)
+        return LeafHit(_key(value, docid, descending), value, int(docid), address, self.split.meta.split_id)
 
     def facet(self, path: str) -> FacetCounts:
         counts = FacetCounts()

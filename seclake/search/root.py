@@ -5,22 +5,27 @@ offset gives the same page as one big index would; facet counts are exact
 per split (every keyword of the split is counted), so their sum is exact and
 ``doc_count_error_upper_bound`` is always 0; histograms add bucket by bucket.
 Only the winning hits' records are read from the splits.
+
+The leaves run through a ``LeafExecutor``: in this process by default
+(``InProcessLeaves``), on searcher actors of a Ray cluster in cluster mode
+(``seclake.cluster``). Planning and merging are this module's in both modes.
+A leaf executor may report splits as failed (cluster mode: a searcher died
+or missed the deadline twice); the result then names them in ``failed``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from seclake.query import ast
-from seclake.query.tantivy_compiler import compile_for_split
 from seclake.record.dataset import DATASETS
-from seclake.search.leaf import FacetCounts, Leaf, LeafHit, LeafResult
+from seclake.search.leaf import FacetCounts, LeafHit, LeafResult, LeafTask, fetch_sources, run_leaf
 from seclake.search.plan import SearchPlan
 from seclake.storage.split import Split
 
@@ -55,6 +60,12 @@ class SearchResult:
     histograms: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     took_ms: int = 0
     splits: int = 0
+    # Splits that gave no answer (cluster mode): the result is partial when non-empty.
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def successful(self) -> int:
+        return self.splits - len(self.failed)
 
 
 def _spelling(spellings: dict[str, int]) -> str:
@@ -79,10 +90,77 @@ def merge_facet(parts: list[FacetCounts], size: int) -> FacetResult:
     return FacetResult([Bucket(_spelling(v[1]), v[0]) for _, v in top], rest)
 
 
+def split_id_of(split: Any) -> str:
+    """The id of what a split lister returns: an open ``Split`` or a catalog entry."""
+    meta = getattr(split, "meta", None)
+    return meta.split_id if meta is not None else split.split_id
+
+
+class LeafExecutor(Protocol):
+    """Runs the leaves of one search; embedded and cluster mode each have one."""
+
+    def search(self, splits: Sequence[Any], task: LeafTask) -> tuple[dict[str, LeafResult], list[str]]:
+        """Each split's result by split id, and the ids of the splits that failed."""
+        ...
+
+    def fetch(self, splits: dict[str, Any], hits: Sequence[LeafHit]) -> tuple[dict[tuple[str, int], dict], list[str]]:
+        """The records of ``hits`` by (split id, docId), and the ids of the splits that failed."""
+        ...
+
+
+class InProcessLeaves:
+    """Leaves in this process, on a thread pool (tantivy releases the GIL).
+
+    Splits are open ``Split`` objects (the lake's), or catalog entries that
+    ``open_split`` opens (an API node that reads a lake another node writes).
+    Errors propagate: in one process there is no partial answer.
+    """
+
+    def __init__(self, pool: Executor, open_split: Callable[[Any], Split] | None = None):
+        self.pool = pool
+        self.open_split = open_split
+
+    def _open(self, split: Any) -> Split:
+        if isinstance(split, Split):
+            return split
+        if self.open_split is None:
+            raise TypeError(f"no way to open split {split!r}")
+        return self.open_split(split)
+
+    def search(self, splits: Sequence[Any], task: LeafTask) -> tuple[dict[str, LeafResult], list[str]]:
+        def run(split: Any) -> LeafResult:
+            return run_leaf(self._open(split), task)
+
+        results = list(self.pool.map(run, splits)) if len(splits) > 1 else [run(s) for s in splits]
+        return {split_id_of(s): r for s, r in zip(splits, results)}, []
+
+    def fetch(self, splits: dict[str, Any], hits: Sequence[LeafHit]) -> tuple[dict[tuple[str, int], dict], list[str]]:
+        out: dict[tuple[str, int], dict] = {}
+        by_split: dict[str, list[LeafHit]] = {}
+        for h in hits:
+            by_split.setdefault(h.split_id, []).append(h)
+        for sid, group in by_split.items():
+            split = splits[sid]
+            if isinstance(split, Split) and all(h.address is not None for h in group):
+                for h in group:
+                    out[(sid, h.docid)] = orjson.loads(split.searcher.doc(h.address).get_first("src"))
+            else:
+                for docid, source in fetch_sources(self._open(split), [h.docid for h in group]).items():
+                    out[(sid, docid)] = source
+        return out, []
+
+
 class Root:
-    def __init__(self, splits_for: Callable[[str, int | None, int | None], list[Split]], executor: Executor, *, max_expansions: int = 10000):
+    def __init__(
+        self,
+        splits_for: Callable[[str, int | None, int | None], Sequence[Any]],
+        executor: Executor | LeafExecutor,
+        *,
+        max_expansions: int = 10000,
+    ):
+        """``executor``: a thread pool (leaves in this process) or a ``LeafExecutor``."""
         self.splits_for = splits_for
-        self.executor = executor
+        self.leaves: LeafExecutor = InProcessLeaves(executor) if isinstance(executor, Executor) else executor
         self.max_expansions = max_expansions
 
     def search(self, plan: SearchPlan) -> SearchResult:
@@ -106,25 +184,31 @@ class Root:
             splits = self.splits_for(plan.dataset, None, None)
         sort_path = plan.sort_path or dataset.default_sort
         k = plan.offset + plan.limit
-
-        def run(split: Split) -> LeafResult:
-            query = compile_for_split(node, split, dataset, max_expansions=self.max_expansions)
-            leaf = Leaf(split, query)
-            sort_field = "ts" if sort_path == dataset.time_field else split.fields.numbers.get(sort_path)
-            total, hits = leaf.top(sort_field, sort_path, plan.descending, k)
-            facets = {f.path: leaf.facet(f.path) for f in plan.facets} if total else {}
-            hist = {h.name: leaf.histogram(h.starts, h.end) for h in plan.histograms} if total else {}
-            return LeafResult(total, hits, facets, hist)
-
-        results = list(self.executor.map(run, splits)) if len(splits) > 1 else [run(s) for s in splits]
+        task = LeafTask(
+            dataset=plan.dataset,
+            query=node,
+            sort_path=sort_path,
+            descending=plan.descending,
+            k=k,
+            facets=tuple(f.path for f in plan.facets),
+            histograms=tuple((h.name, h.starts, h.end) for h in plan.histograms),
+            max_expansions=self.max_expansions,
+        )
+        by_id = {split_id_of(s): s for s in splits}
+        answered, failed = self.leaves.search(splits, task)
+        # Results in plan order, so merging does not depend on arrival order.
+        results = [answered[sid] for sid in by_id if sid in answered]
         total = sum(r.total for r in results)
         all_hits: list[LeafHit] = [h for r in results for h in r.hits]
         all_hits.sort(key=lambda h: h.key)
         page = all_hits[plan.offset : k]
+        sources, fetch_failed = self.leaves.fetch(by_id, page) if page else ({}, [])
         hits = [
-            Hit(h.split.meta.split_id, h.docid, h.sort_value, orjson.loads(h.split.searcher.doc(h.address).get_first("src")))
+            Hit(h.split_id, h.docid, h.sort_value, sources[(h.split_id, h.docid)])
             for h in page
+            if (h.split_id, h.docid) in sources
         ]
+        failed = sorted(set(failed) | set(fetch_failed))
         facets = {
             f.path: merge_facet([r.facets[f.path] for r in results if f.path in r.facets], f.size) for f in plan.facets
         }
@@ -136,4 +220,4 @@ class Root:
                     sums[i] += c
             histograms[h.name] = list(zip(h.starts, sums))
         took = int((time.perf_counter() - started) * 1000)
-        return SearchResult(total, hits, facets, histograms, took, len(splits))
+        return SearchResult(total, hits, facets, histograms, took, len(splits), failed)
