@@ -15,7 +15,7 @@ from seclake.db.database import Database
 from seclake.detect.detector import Detector
 from seclake.detect.rulebook import RuleBook
 from seclake.detect.summaries import SummaryStore
-from seclake.search.root import Root
+from seclake.search.root import InProcessLeaves, Root
 from seclake.service.access import Access
 from seclake.service.audit import Audit
 from seclake.service.authentication import Authentication
@@ -30,7 +30,9 @@ from seclake.service.sessions import Sessions
 from seclake.service.tokens import Tokens
 from seclake.service.users import Users
 from seclake.settings import Settings
+from seclake.storage.catalog import Catalog
 from seclake.storage.lake import Lake
+from seclake.storage.layout import Layout
 
 log = logging.getLogger("seclake")
 
@@ -61,15 +63,27 @@ class Services:
         # Run once every component has started (seclake up loads demo data here).
         self.on_started: list = []
         # The lake: durable appends, background indexing, searches over splits.
-        self.lake = Lake(settings.data_dir, self.db, commit_interval=settings.commit_interval_seconds)
+        # An API node that does not ingest (cluster mode, docs/deploy-cluster.md)
+        # reads the splits other nodes write from the shared catalog instead.
+        if settings.ingest:
+            self.lake = Lake(settings.data_dir, self.db, commit_interval=settings.commit_interval_seconds)
+        else:
+            from seclake.cluster.catalogview import CatalogView
+
+            self.lake = CatalogView(Catalog(self.db), Layout(settings.data_dir))
         # tantivy releases the GIL while searching: leaves run in parallel threads.
         self.search_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seclake-leaf")
-        self.search = Root(self.lake.splits, self.search_pool, max_expansions=settings.max_expansions)
+        self.search = Root(self.lake.splits, self._leaf_executor(), max_expansions=settings.max_expansions)
         # Behavior summaries (daily per key): folded by the detector, triaged and searched by calls.
         self.summaries = SummaryStore(self.db, settings.score_bands)
         # Behavior rules: YAML files under <data dir>/rules, run on every record as it arrives.
         self.rules = RuleBook(settings.data_dir / "rules")
         self.detector = Detector(self.rules, self.db, bands=settings.score_bands, summaries=self.summaries)
+        if not settings.ingest:
+            from seclake.cluster.catalogview import NoIngestion
+
+            self.ingestion = NoIngestion()
+            return
         self.ingestion = Ingestion(self.lake, self.detector)
         # Order matters: the detector catches up with the log the lake opened.
         self.components.append(self.lake)
@@ -77,6 +91,22 @@ class Services:
         self.components.append(
             RetentionSchedule(self.lake, settings.retention_days, settings.retention_interval_minutes)
         )
+
+    def _leaf_executor(self):
+        """Where the leaves of a search run: the same root plans and merges in every case."""
+        settings = self.settings
+        if settings.ray_address:
+            # Cluster mode: this process is a Ray driver; searcher actors run the leaves.
+            from seclake.cluster.leaves import RayLeaves
+
+            return RayLeaves.connect(settings.ray_address, timeout=settings.cluster_timeout_seconds)
+        if not settings.ingest:
+            # No lake of our own: open the catalog's splits from shared storage here.
+            from seclake.cluster.splitcache import SplitCache
+
+            cache = SplitCache(Layout(settings.data_dir).splits, settings.searcher_max_open_splits)
+            return InProcessLeaves(self.search_pool, lambda entry: cache.get(entry.dataset, entry.split_id))
+        return self.search_pool
 
     def prepare(self) -> str | None:
         """Migrate the database and create the first admin on an empty one.

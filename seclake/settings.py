@@ -85,6 +85,24 @@ class Settings(BaseSettings):
         description='Score levels as [minimum, label] pairs, highest first; a score of 0 or less reads "0".',
     )
 
+    # cluster mode (docs/deploy-cluster.md)
+    ray_address: str | None = Field(
+        None,
+        description="Ray cluster (HOST:PORT) to join: searches run on its searcher actors; unset runs them in-process.",
+    )
+    ingest: bool = Field(
+        True,
+        description="This node owns the lake (log, indexer, detector, retention); false on extra API nodes, which refuse imports.",
+    )
+    cluster_timeout_seconds: float = Field(
+        30.0, gt=0, le=600, description="Cluster mode: deadline of one search; a split not answered by then counts as failed."
+    )
+    searchers_per_node: int = Field(1, ge=1, le=64, description="`seclake searcher`: searcher actors started on the node.")
+    searcher_concurrency: int = Field(4, ge=1, le=256, description="Leaves one searcher actor runs at a time.")
+    searcher_max_open_splits: int = Field(
+        2000, ge=1, description="Splits one searcher keeps open; the least recently used are closed past this."
+    )
+
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Server log level.")
 
     @field_validator("score_bands", mode="after")

@@ -47,8 +47,21 @@ def wrap(result: SearchResult, *, index: str, facet_names: dict[str, list[str]],
         "aggregations": aggregations,
         "timed_out": False,
         "terminated_early": False,
-        "_shards": {"total": result.splits, "successful": result.splits, "failed": 0},
+        "_shards": shards(result),
     }
+
+
+def shards(result: SearchResult) -> dict[str, Any]:
+    """``_shards`` of a result: one shard per split searched.
+
+    In cluster mode a split whose searchers died or missed the deadline (after
+    one retry) counts as failed and is named under ``failures``, so a partial
+    answer is never silent; the member is absent when nothing failed.
+    """
+    out: dict[str, Any] = {"total": result.splits, "successful": result.successful, "failed": len(result.failed)}
+    if result.failed:
+        out["failures"] = [{"index": sid, "reason": "no searcher answered for this split"} for sid in result.failed]
+    return out
 
 
 def aggregations_of(result: SearchResult, facet_names: dict[str, list[str]]) -> dict[str, Any]:

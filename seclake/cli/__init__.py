@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from seclake.cli import access, bench, config, lake, rules, serve, token, user
+from seclake.cli import access, bench, cluster, config, lake, rules, serve, token, user
 
 app = typer.Typer(help="seclake: self-hosted security analytics query service.", no_args_is_help=True)
 app.command("serve")(serve.serve)
@@ -19,6 +19,7 @@ app.add_typer(rules.app, name="rules")
 app.add_typer(access.policy_app, name="policy")
 app.add_typer(access.role_app, name="role")
 app.command("bench")(bench.bench)
+app.command("searcher")(cluster.searcher)
 
 
 def main() -> None:

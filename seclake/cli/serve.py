@@ -12,11 +12,27 @@ from seclake.settings import Settings, load_settings
 
 Host = Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].", show_default=False)]
 Port = Annotated[int | None, typer.Option(help="Listen port [default: 8080].", show_default=False)]
+RayAddress = Annotated[
+    str | None,
+    typer.Option("--ray-address", help="Cluster mode: Ray cluster HOST:PORT whose searchers run the searches.", show_default=False),
+]
+Ingest = Annotated[
+    bool | None,
+    typer.Option("--ingest/--no-ingest", help="Own the lake and take imports [default: yes]; --no-ingest on extra API nodes.", show_default=False),
+]
 
 
-def serve(host: Host = None, port: Port = None, data_dir: DataDir = None, config: ConfigFile = None) -> None:
+def serve(
+    host: Host = None,
+    port: Port = None,
+    data_dir: DataDir = None,
+    config: ConfigFile = None,
+    ray_address: RayAddress = None,
+    ingest: Ingest = None,
+) -> None:
     """Run the HTTP server (creates the data dir and the first admin as needed)."""
-    _run(load_settings(host=host, port=port, data_dir=data_dir, config=config), demo=False)
+    settings = load_settings(host=host, port=port, data_dir=data_dir, config=config, ray_address=ray_address, ingest=ingest)
+    _run(settings, demo=False)
 
 
 def up(host: Host = None, port: Port = None, data_dir: DataDir = None, config: ConfigFile = None) -> None:
@@ -33,7 +49,7 @@ def _run(settings: Settings, demo: bool) -> None:
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     services = Services(settings)
     app = create_app(settings, services)
-    if demo and settings.load_demo:
+    if demo and settings.load_demo and settings.ingest:
         services.on_started.append(_load_demo_when_empty)
     typer.echo(f"seclake is listening on http://{settings.host}:{settings.port}/")
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)

@@ -6,6 +6,7 @@ from typing import Any
 
 import time
 
+from seclake.api.hitwrapper import shards
 from seclake.api.options import build_plan, read_options, search_query, visible_bounds
 from seclake.api.registry import CallContext, call
 from seclake.errors import ValidationFailed
@@ -73,6 +74,9 @@ def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         "query": to_dict(shown, dataset),
         "terms": highlight_terms(shown),
     }
+    if result.failed:
+        # Cluster mode only: some splits gave no answer; say so, and which.
+        response["_shards"] = shards(result)
     if plan.facets or plan.histograms:
         aggs: dict[str, Any] = {}
         for spec in plan.facets:

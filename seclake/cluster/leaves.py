@@ -1,0 +1,180 @@
+"""The root's side of cluster mode: the live searchers and the Ray leaf executor.
+
+``RayLeaves`` is the ``LeafExecutor`` of cluster mode: the root plans and
+merges exactly as in embedded mode, and this runs each split's leaf on the
+searcher rendezvous hashing gives it (``fanout.fan_out``: per-request
+deadline, one retry elsewhere, failed splits named). Hits are fetched in a
+second fan-out by (split id, docId), from the same searchers, so only the
+winning records travel.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from seclake.cluster import NAMESPACE, SEARCHER_PREFIX
+from seclake.cluster.fanout import fan_out
+from seclake.cluster.searcher import connect
+from seclake.cluster.transport import unpack
+from seclake.errors import SeclakeError
+from seclake.search.leaf import LeafHit, LeafResult, LeafTask
+from seclake.search.root import split_id_of
+
+log = logging.getLogger("seclake.cluster")
+
+# The fetch phase gets what is left of the request's deadline, but at least this.
+MIN_FETCH_SECONDS = 1.0
+
+
+def dataset_of(split: Any) -> str:
+    meta = getattr(split, "meta", None)
+    return meta.dataset if meta is not None else split.dataset
+
+
+def unwrapped(inner: Future) -> Future:
+    """A future of a searcher's answer unwrapped; seclake errors raised as themselves."""
+    out: Future = Future()
+
+    def done(f: Future) -> None:
+        try:
+            status, value = f.result()
+        except BaseException as e:  # noqa: BLE001 - the searcher's failure, reported to the fan-out
+            out.set_exception(e)
+            return
+        if status == "ok":
+            out.set_result(value)
+        else:
+            out.set_exception(unpack(value))
+
+    inner.add_done_callback(done)
+    return out
+
+
+class SearcherDirectory:
+    """The named searcher actors of the cluster, listed again every ``refresh`` seconds.
+
+    A searcher Ray is restarting stays listed (calls to it fail or wait,
+    and the fan-out retries elsewhere); one killed for good disappears.
+    """
+
+    def __init__(self, refresh: float = 2.0):
+        self.refresh = refresh
+        self._lock = threading.Lock()
+        self._handles: dict[str, Any] = {}
+        self._listed_at = float("-inf")
+
+    def live(self) -> dict[str, Any]:
+        import ray
+
+        with self._lock:
+            if time.monotonic() - self._listed_at < self.refresh:
+                return dict(self._handles)
+            names = sorted(n for n in ray.util.list_named_actors() if n.startswith(SEARCHER_PREFIX))
+            handles = {}
+            for name in names:
+                handle = self._handles.get(name)
+                if handle is None:
+                    try:
+                        handle = ray.get_actor(name, namespace=NAMESPACE)
+                    except ValueError:  # gone between listing and lookup
+                        continue
+                handles[name] = handle
+            self._handles = handles
+            self._listed_at = time.monotonic()
+            return dict(handles)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._listed_at = float("-inf")
+
+
+class RayLeaves:
+    def __init__(self, directory: SearcherDirectory, *, timeout: float = 30.0):
+        self.directory = directory
+        self.timeout = timeout
+        self._request = threading.local()
+
+    @classmethod
+    def connect(cls, address: str, *, timeout: float = 30.0) -> "RayLeaves":
+        connect(address)
+        return cls(SearcherDirectory(), timeout=timeout)
+
+    # -- LeafExecutor ---------------------------------------------------
+
+    def search(self, splits: Sequence[Any], task: LeafTask) -> tuple[dict[str, LeafResult], list[str]]:
+        self._request.started = time.monotonic()
+        datasets = {split_id_of(s): dataset_of(s) for s in splits}
+        handles = self.directory.live()
+
+        def call(split_id: str, searcher: str) -> Future:
+            return self._submit(handles[searcher], "search", datasets[split_id], split_id, task)
+
+        outcome = self._run(list(datasets), handles, call, self.timeout)
+        return outcome.results, outcome.failed
+
+    def fetch(self, splits: dict[str, Any], hits: Sequence[LeafHit]) -> tuple[dict[tuple[str, int], dict], list[str]]:
+        wanted: dict[str, list[int]] = {}
+        for h in hits:
+            wanted.setdefault(h.split_id, []).append(h.docid)
+        started = getattr(self._request, "started", time.monotonic())
+        left = max(MIN_FETCH_SECONDS, started + self.timeout - time.monotonic())
+        handles = self.directory.live()
+
+        def call(split_id: str, searcher: str) -> Future:
+            ds = dataset_of(splits[split_id])
+            return self._submit(handles[searcher], "fetch", ds, split_id, wanted[split_id])
+
+        outcome = self._run(list(wanted), handles, call, left)
+        out: dict[tuple[str, int], dict] = {}
+        failed = list(outcome.failed)
+        for split_id, records in outcome.results.items():
+            missing = [d for d in wanted[split_id] if d not in records]
+            if missing:
+                # The split answered the search but lacks the record: never
+                # drop it silently.
+                failed.append(split_id)
+            for docid, source in records.items():
+                out[(split_id, docid)] = source
+        return out, sorted(set(failed))
+
+    # -- internals --------------------------------------------------------
+
+    def _run(self, items: list[str], handles: dict[str, Any], call, timeout: float):
+        outcome = fan_out(
+            items,
+            sorted(handles),
+            call,
+            timeout=timeout,
+            cancel=self._cancel,
+            is_fatal=lambda e: isinstance(e, SeclakeError),
+        )
+        if outcome.failed:
+            log.warning("cluster search: %d of %d splits failed: %s", len(outcome.failed), len(items), outcome.failed)
+            # A searcher may be gone for good: list them again next time.
+            self.directory.forget()
+        elif any(len(t) > 1 for t in outcome.tried.values()):
+            self.directory.forget()
+        return outcome
+
+    def _submit(self, handle: Any, method: str, *args: Any) -> Future:
+        """Call ``method`` of a searcher actor; the one place that speaks Ray."""
+        ref = getattr(handle, method).remote(*args)
+        out = unwrapped(ref.future())
+        out.ref = ref  # type: ignore[attr-defined]
+        return out
+
+    @staticmethod
+    def _cancel(fut: Future) -> None:
+        import ray
+
+        ref = getattr(fut, "ref", None)
+        if ref is not None:
+            try:
+                ray.cancel(ref)
+            except Exception:  # noqa: BLE001 - best effort: the answer is ignored anyway
+                pass

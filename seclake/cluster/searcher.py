@@ -1,0 +1,132 @@
+"""The searcher actor: runs leaves and fetches on the splits of shared storage.
+
+A searcher needs no database: the root names each split (dataset, id) and
+the searcher opens ``<splits dir>/<dataset>/<id>`` itself, keeping it open
+(``SplitCache``). What it returns is plain data (``LeafResult.portable``,
+records as dicts). ``start_searchers`` places searchers on one node of the
+cluster (pinned: a node's searchers read that node's view of storage and
+keep that node's cache), detached and restarted by Ray when their process
+dies, under names every root finds (``NAMESPACE``, ``SEARCHER_PREFIX``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from seclake.cluster import NAMESPACE, SEARCHER_PREFIX
+from seclake.cluster.splitcache import SplitCache
+from seclake.cluster.transport import pack
+from seclake.errors import SeclakeError
+from seclake.search.leaf import LeafTask, fetch_sources, run_leaf
+
+
+class Searcher:
+    """Made a Ray actor by ``start_searchers``; a plain class, so tests can call it directly."""
+
+    def __init__(self, splits_dir: str, max_open: int = 2000):
+        self.splits_dir = splits_dir
+        self.cache = SplitCache(Path(splits_dir), max_open)
+
+    def info(self) -> dict[str, Any]:
+        node = None
+        try:
+            import ray
+
+            if ray.is_initialized():
+                node = ray.get_runtime_context().get_node_id()
+        except ImportError:  # pragma: no cover - plain use in tests
+            pass
+        return {
+            "pid": os.getpid(),
+            "node_id": node,
+            "splits_dir": self.splits_dir,
+            "splits_dir_exists": Path(self.splits_dir).is_dir(),
+            "open_splits": len(self.cache),
+            "opened": self.cache.opened,
+        }
+
+    def search(self, dataset: str, split_id: str, task: LeafTask) -> tuple[str, Any]:
+        try:
+            return ("ok", run_leaf(self.cache.get(dataset, split_id), task).portable())
+        except SeclakeError as e:
+            return ("error", pack(e))
+
+    def fetch(self, dataset: str, split_id: str, docids: list[int]) -> tuple[str, Any]:
+        try:
+            return ("ok", fetch_sources(self.cache.get(dataset, split_id), docids))
+        except SeclakeError as e:
+            return ("error", pack(e))
+
+
+def connect(address: str) -> None:
+    """Join the Ray cluster at ``address`` as a driver, in seclake's namespace (once per process)."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False)
+
+
+def start_searchers(
+    address: str,
+    splits_dir: Path,
+    *,
+    count: int = 1,
+    node_id: str | None = None,
+    max_open: int = 2000,
+    concurrency: int = 4,
+    ready_timeout: float = 120.0,
+) -> list[dict[str, Any]]:
+    """Start (or find running) ``count`` searchers pinned to a node; return their info.
+
+    ``node_id`` (a hex prefix is enough) picks the node; by default the node
+    this process joined through, i.e. this machine's.
+    """
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    connect(address)
+    alive = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+    if node_id is None:
+        node = ray.get_runtime_context().get_node_id()
+    else:
+        matches = [n for n in alive if n.startswith(node_id)]
+        if len(matches) != 1:
+            raise ValueError(f"node id {node_id!r} matches {len(matches)} live nodes of the cluster")
+        node = matches[0]
+    actor = ray.remote(Searcher)
+    handles = []
+    for i in range(count):
+        name = f"{SEARCHER_PREFIX}{node[:12]}-{i}"
+        handles.append(
+            actor.options(
+                name=name,
+                namespace=NAMESPACE,
+                lifetime="detached",
+                get_if_exists=True,
+                # Ray restarts a searcher whose process dies, without end;
+                # calls in flight then fail (the root retries them elsewhere).
+                max_restarts=-1,
+                max_task_retries=0,
+                max_concurrency=concurrency,
+                # Searchers reserve no CPU: leaves are short, and a node's
+                # CPUs stay schedulable for other work.
+                num_cpus=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
+            ).remote(str(splits_dir), max_open)
+        )
+    infos = ray.get([h.info.remote() for h in handles], timeout=ready_timeout)
+    names = [f"{SEARCHER_PREFIX}{node[:12]}-{i}" for i in range(count)]
+    return [dict(info, name=name) for name, info in zip(names, infos)]
+
+
+def stop_searchers(names: list[str]) -> None:
+    """Kill searchers for good (no restart); the roots stop assigning to them."""
+    import ray
+
+    for name in names:
+        try:
+            ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
+        except ValueError:
+            pass

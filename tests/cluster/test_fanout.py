@@ -1,0 +1,133 @@
+"""The fan-out's failure semantics, without Ray: retry once elsewhere, deadline, named failures."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import pytest
+
+from seclake.cluster.fanout import fan_out
+from seclake.cluster.rendezvous import rank
+from seclake.errors import LimitExceeded
+
+SEARCHERS = ["s-a", "s-b", "s-c"]
+ITEMS = [f"split-{i}" for i in range(30)]
+
+
+@pytest.fixture
+def pool():
+    with ThreadPoolExecutor(64) as p:  # slow calls hold a thread each
+        yield p
+
+
+def caller(pool, behaviour):
+    """call(item, searcher) running behaviour(item, searcher) on the pool."""
+    calls: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def call(item: str, searcher: str) -> Future:
+        with lock:
+            calls.append((item, searcher))
+        return pool.submit(behaviour, item, searcher)
+
+    call.calls = calls  # type: ignore[attr-defined]
+    return call
+
+
+def test_all_answer_on_their_first_choice(pool):
+    call = caller(pool, lambda item, s: (item, s))
+    out = fan_out(ITEMS, SEARCHERS, call, timeout=10)
+    assert out.failed == [] and set(out.results) == set(ITEMS)
+    assert all(out.results[i][1] == rank(i, SEARCHERS)[0] for i in ITEMS)
+
+
+def test_a_dead_searchers_splits_are_retried_on_their_second_choice(pool):
+    def behaviour(item, s):
+        if s == "s-b":
+            raise ConnectionError("searcher died")
+        return s
+
+    out = fan_out(ITEMS, SEARCHERS, caller(pool, behaviour), timeout=10)
+    assert out.failed == [] and set(out.results) == set(ITEMS)
+    for item in ITEMS:
+        if rank(item, SEARCHERS)[0] == "s-b":
+            assert out.tried[item] == ["s-b", rank(item, SEARCHERS)[1]]
+        else:
+            assert out.tried[item] == [rank(item, SEARCHERS)[0]]
+
+
+def test_a_split_failing_twice_is_named_and_the_rest_answer(pool):
+    def behaviour(item, s):
+        if item in ("split-3", "split-7"):
+            raise OSError("cannot open split")
+        return s
+
+    out = fan_out(ITEMS, SEARCHERS, caller(pool, behaviour), timeout=10)
+    assert out.failed == ["split-3", "split-7"]
+    assert set(out.results) == set(ITEMS) - {"split-3", "split-7"}
+    assert all(len(out.tried[i]) == 2 for i in out.failed)
+
+
+def test_two_dead_searchers_give_a_partial_result_naming_the_lost_splits(pool):
+    dead = {"s-a", "s-b"}
+
+    def behaviour(item, s):
+        if s in dead:
+            raise ConnectionError("gone")
+        return s
+
+    out = fan_out(ITEMS, SEARCHERS, caller(pool, behaviour), timeout=10)
+    # A split answers when its first or second try reached s-c.
+    reached = {i for i in ITEMS if "s-c" in out.tried[i]}
+    assert set(out.results) == reached and set(out.failed) == set(ITEMS) - reached
+    assert out.failed == sorted(out.failed)
+    assert all(len(out.tried[i]) <= 2 for i in ITEMS)
+
+
+def test_a_slow_searcher_is_abandoned_at_the_first_attempt_deadline(pool):
+    release = threading.Event()
+
+    def behaviour(item, s):
+        if s == "s-a":
+            release.wait(10)
+        return s
+
+    started = time.monotonic()
+    cancelled = []
+    out = fan_out(ITEMS, SEARCHERS, caller(pool, behaviour), timeout=2.0, cancel=cancelled.append)
+    took = time.monotonic() - started
+    release.set()
+    assert out.failed == [] and set(out.results) == set(ITEMS)
+    assert all(v != "s-a" for v in out.results.values())
+    assert 0.9 < took < 1.9  # the retry began at half the timeout, and did not wait for s-a
+    assert len(cancelled) == sum(1 for i in ITEMS if rank(i, SEARCHERS)[0] == "s-a")
+
+
+def test_nothing_hangs_past_the_deadline(pool):
+    release = threading.Event()
+
+    def behaviour(item, s):
+        release.wait(10)
+        return s
+
+    started = time.monotonic()
+    out = fan_out(ITEMS[:5], SEARCHERS, caller(pool, behaviour), timeout=1.0)
+    took = time.monotonic() - started
+    release.set()
+    assert out.results == {} and out.failed == sorted(ITEMS[:5])
+    assert took < 1.5
+
+
+def test_errors_of_the_query_itself_propagate(pool):
+    def behaviour(item, s):
+        raise LimitExceeded("max_expansions", 20000, 10000)
+
+    with pytest.raises(LimitExceeded):
+        fan_out(ITEMS, SEARCHERS, caller(pool, behaviour), timeout=5, is_fatal=lambda e: isinstance(e, LimitExceeded))
+
+
+def test_no_searcher_fails_every_split_at_once(pool):
+    out = fan_out(ITEMS, [], caller(pool, lambda i, s: s), timeout=5)
+    assert out.failed == sorted(ITEMS) and out.results == {}

@@ -1,0 +1,114 @@
+"""Cluster mode's leaf path without Ray: Searcher objects behind the fan-out.
+
+The same ``RayLeaves`` executor as in cluster mode, with its one Ray call
+replaced by a thread pool, and every task, result and record sent through
+pickle as Ray would: the conformance cases give the embedded answers, so
+plain-data leaf results, fetch by docId and the fan-out merge exactly.
+The same checks on a real Ray cluster are in test_ray_cluster.py.
+"""
+
+from __future__ import annotations
+
+import pickle
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import pytest
+
+from seclake.cluster.leaves import RayLeaves, unwrapped
+from seclake.cluster.searcher import Searcher
+from seclake.errors import LimitExceeded
+from seclake.query import ast
+from seclake.search.plan import SearchPlan
+from seclake.search.root import Root
+from tests.cluster.lakedata import CASES, answer, build_lake, plans
+
+
+class Directory:
+    def __init__(self, searchers: dict):
+        self.searchers = searchers
+
+    def live(self) -> dict:
+        return dict(self.searchers)
+
+    def forget(self) -> None:
+        pass
+
+
+class ThreadLeaves(RayLeaves):
+    def __init__(self, searchers: dict, pool: ThreadPoolExecutor, timeout: float = 10):
+        super().__init__(Directory(searchers), timeout=timeout)
+        self.pool = pool
+
+    def _submit(self, handle, method, *args) -> Future:
+        args = pickle.loads(pickle.dumps(args))
+
+        def run():
+            return pickle.loads(pickle.dumps(getattr(handle, method)(*args)))
+
+        return unwrapped(self.pool.submit(run))
+
+
+@pytest.fixture(scope="module")
+def modes(tmp_path_factory):
+    base = tmp_path_factory.mktemp("searchers")
+    lake, db, ids = build_lake(base)
+    pool = ThreadPoolExecutor(4)
+    splits_dir = lake.layout.splits
+    searchers = {f"searcher-{n}": Searcher(str(splits_dir)) for n in ("a", "b", "c")}
+    embedded = Root(lake.splits, pool)
+    cluster = Root(lake.splits, ThreadLeaves(searchers, pool))
+    yield embedded, cluster, ids, searchers, pool, lake
+    pool.shutdown()
+    lake.stop()
+    db.dispose()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_searchers_answer_as_embedded_mode(modes, case):
+    embedded, cluster, ids, *_ = modes
+    for plan in plans(case):
+        want = answer(embedded.search(plan))
+        got = answer(cluster.search(plan))
+        assert got == want, case.name
+    full = cluster.search(plans(case)[0])
+    assert sorted(ids[case.dataset][h.docid] for h in full.hits) == sorted(case.ids)
+
+
+def test_splits_are_spread_over_searchers_and_kept_open(modes):
+    *_, searchers, _pool, _lake = modes
+    opened = {name: s.cache.opened for name, s in searchers.items()}
+    assert sum(1 for n in opened.values() if n) >= 2, opened
+    # Each split is opened once, by the searcher that owns it, whatever the number of searches.
+    total_open = sum(len(s.cache) for s in searchers.values())
+    assert sum(opened.values()) == total_open
+
+
+def test_a_searcher_that_cannot_read_storage_is_retried_elsewhere(modes, tmp_path):
+    embedded, _cluster, _ids, searchers, pool, _lake = modes
+    broken = dict(searchers, **{"searcher-z": Searcher(str(tmp_path / "nowhere"))})
+    root = Root(embedded.splits_for, ThreadLeaves(broken, pool))
+    plan = plans(CASES[0])[0]
+    assert answer(root.search(plan)) == answer(embedded.search(plan))
+
+
+def test_no_searcher_able_to_read_gives_a_partial_result_naming_every_split(modes, tmp_path):
+    embedded, *_rest, pool, _lake = modes
+    nowhere = {f"searcher-{i}": Searcher(str(tmp_path / "nowhere")) for i in range(2)}
+    root = Root(embedded.splits_for, ThreadLeaves(nowhere, pool))
+    plan = plans(CASES[0])[0]
+    result = root.search(plan)
+    want = embedded.search(plan)
+    assert result.total == 0 and result.hits == []
+    assert result.failed == sorted(h for h in {s.meta.split_id for s in embedded.splits_for(plan.dataset, None, None)})
+    assert result.splits == want.splits and result.successful == 0
+
+
+def test_query_errors_cross_as_themselves(modes):
+    embedded, cluster, *_ = modes
+    # A string range expands the split's terms, here past a limit of 1.
+    plan = SearchPlan(dataset="event", query=ast.Range(path="id", lo="a", hi="z", kind="string"), limit=5)
+    with pytest.raises(LimitExceeded) as want:
+        Root(embedded.splits_for, embedded.leaves, max_expansions=1).search(plan)
+    with pytest.raises(LimitExceeded) as got:
+        Root(embedded.splits_for, cluster.leaves, max_expansions=1).search(plan)
+    assert str(got.value) == str(want.value) and got.value.limit == want.value.limit
