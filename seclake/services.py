@@ -99,7 +99,9 @@ class Services:
             # Cluster mode: this process is a Ray driver; searcher actors run the leaves.
             from seclake.cluster.leaves import RayLeaves
 
-            return RayLeaves.connect(settings.ray_address, timeout=settings.cluster_timeout_seconds)
+            return RayLeaves.connect(
+                settings.ray_address, namespace=settings.ray_namespace, timeout=settings.cluster_timeout_seconds
+            )
         if not settings.ingest:
             # No lake of our own: open the catalog's splits from shared storage here.
             from seclake.cluster.splitcache import SplitCache

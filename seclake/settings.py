@@ -90,6 +90,9 @@ class Settings(BaseSettings):
         None,
         description="Ray cluster (HOST:PORT) to join: searches run on its searcher actors; unset runs them in-process.",
     )
+    ray_namespace: str = Field(
+        "seclake", min_length=1, description="Ray namespace of this deployment's searchers (several deployments may share a cluster)."
+    )
     ingest: bool = Field(
         True,
         description="This node owns the lake (log, indexer, detector, retention); false on extra API nodes, which refuse imports.",

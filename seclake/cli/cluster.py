@@ -55,10 +55,11 @@ def searcher(
         node_id=node_id,
         max_open=settings.searcher_max_open_splits,
         concurrency=settings.searcher_concurrency,
+        namespace=settings.ray_namespace,
     )
     names = [i["name"] for i in infos]
     if stop:
-        stop_searchers(names)
+        stop_searchers(names, settings.ray_namespace)
         typer.echo(f"stopped {', '.join(names)}")
         return
     for info in infos:
@@ -71,5 +72,5 @@ def searcher(
         signal.signal(sig, lambda *_: done.set())
     typer.echo("searchers running; Ctrl-C stops them")
     done.wait()
-    stop_searchers(names)
+    stop_searchers(names, settings.ray_namespace)
     typer.echo(f"stopped {', '.join(names)}")

@@ -62,7 +62,8 @@ class SearcherDirectory:
     and the fan-out retries elsewhere); one killed for good disappears.
     """
 
-    def __init__(self, refresh: float = 2.0):
+    def __init__(self, namespace: str = NAMESPACE, refresh: float = 2.0):
+        self.namespace = namespace
         self.refresh = refresh
         self._lock = threading.Lock()
         self._handles: dict[str, Any] = {}
@@ -74,13 +75,17 @@ class SearcherDirectory:
         with self._lock:
             if time.monotonic() - self._listed_at < self.refresh:
                 return dict(self._handles)
-            names = sorted(n for n in ray.util.list_named_actors() if n.startswith(SEARCHER_PREFIX))
+            names = sorted(
+                a["name"]
+                for a in ray.util.list_named_actors(all_namespaces=True)
+                if a["namespace"] == self.namespace and a["name"].startswith(SEARCHER_PREFIX)
+            )
             handles = {}
             for name in names:
                 handle = self._handles.get(name)
                 if handle is None:
                     try:
-                        handle = ray.get_actor(name, namespace=NAMESPACE)
+                        handle = ray.get_actor(name, namespace=self.namespace)
                     except ValueError:  # gone between listing and lookup
                         continue
                 handles[name] = handle
@@ -100,9 +105,9 @@ class RayLeaves:
         self._request = threading.local()
 
     @classmethod
-    def connect(cls, address: str, *, timeout: float = 30.0) -> "RayLeaves":
-        connect(address)
-        return cls(SearcherDirectory(), timeout=timeout)
+    def connect(cls, address: str, *, namespace: str = NAMESPACE, timeout: float = 30.0) -> "RayLeaves":
+        connect(address, namespace)
+        return cls(SearcherDirectory(namespace), timeout=timeout)
 
     # -- LeafExecutor ---------------------------------------------------
 

@@ -6,7 +6,8 @@ the searcher opens ``<splits dir>/<dataset>/<id>`` itself, keeping it open
 records as dicts). ``start_searchers`` places searchers on one node of the
 cluster (pinned: a node's searchers read that node's view of storage and
 keep that node's cache), detached and restarted by Ray when their process
-dies, under names every root finds (``NAMESPACE``, ``SEARCHER_PREFIX``).
+dies, under names every root finds (``SEARCHER_PREFIX`` in the deployment's
+Ray namespace, setting ``ray_namespace``).
 """
 
 from __future__ import annotations
@@ -60,12 +61,12 @@ class Searcher:
             return ("error", pack(e))
 
 
-def connect(address: str) -> None:
-    """Join the Ray cluster at ``address`` as a driver, in seclake's namespace (once per process)."""
+def connect(address: str, namespace: str = NAMESPACE) -> None:
+    """Join the Ray cluster at ``address`` as a driver (once per process)."""
     import ray
 
     if not ray.is_initialized():
-        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False)
+        ray.init(address=address, namespace=namespace, log_to_driver=False, configure_logging=False)
 
 
 def start_searchers(
@@ -76,6 +77,7 @@ def start_searchers(
     node_id: str | None = None,
     max_open: int = 2000,
     concurrency: int = 4,
+    namespace: str = NAMESPACE,
     ready_timeout: float = 120.0,
 ) -> list[dict[str, Any]]:
     """Start (or find running) ``count`` searchers pinned to a node; return their info.
@@ -86,7 +88,7 @@ def start_searchers(
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    connect(address)
+    connect(address, namespace)
     alive = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
     if node_id is None:
         node = ray.get_runtime_context().get_node_id()
@@ -102,7 +104,7 @@ def start_searchers(
         handles.append(
             actor.options(
                 name=name,
-                namespace=NAMESPACE,
+                namespace=namespace,
                 lifetime="detached",
                 get_if_exists=True,
                 # Ray restarts a searcher whose process dies, without end;
@@ -121,12 +123,12 @@ def start_searchers(
     return [dict(info, name=name) for name, info in zip(names, infos)]
 
 
-def stop_searchers(names: list[str]) -> None:
+def stop_searchers(names: list[str], namespace: str = NAMESPACE) -> None:
     """Kill searchers for good (no restart); the roots stop assigning to them."""
     import ray
 
     for name in names:
         try:
-            ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
+            ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
         except ValueError:
             pass
