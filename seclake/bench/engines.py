@@ -199,7 +199,11 @@ class EngineLayer:
                 else:
                     answer.pages[offset] = [h.source["id"] for h in result.hits]
             if offset == 0:
-                by_name = {names.get(p, p): f for p, f in result.facets.items()}
+                by_name = {}
+                for p, f in result.facets.items():
+                    sent = names.get(p, p)  # the name sent, or the names (two names may mean one path)
+                    for n in sent if isinstance(sent, list) else [sent]:
+                        by_name[n] = f
                 for f in facet_fields(qc):
                     facet = by_name.get(f) or result.facets.get(plan_path(f, qc))
                     answer.facets[f] = [(facet_key(b.key), b.doc_count) for b in facet.buckets]
