@@ -4,13 +4,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test bench install install-test web-test-tools clean
+.PHONY: run test test-cluster bench install install-test web-test-tools clean
 
 run: $(VENV)/.installed
 	$(BIN)/seclake up
 
 test: $(VENV)/.installed-test web-test-tools
 	./scripts/test-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Cluster mode's tests alone (a real Ray cluster on 127.0.0.1; installs the cluster extra).
+test-cluster: $(VENV)/.installed-test
+	$(BIN)/python -m pip install --quiet -e ".[cluster]"
+	./scripts/test-postgres.sh $(BIN)/python -m pytest tests/cluster $(PYTEST_ARGS)
 
 # Browser test tools for tests/web (playwright-core from package-lock.json;
 # the browser is the Debian chromium package). Without npm the browser test

@@ -35,9 +35,17 @@ def serve(
     _run(settings, demo=False)
 
 
-def up(host: Host = None, port: Port = None, data_dir: DataDir = None, config: ConfigFile = None) -> None:
+def up(
+    host: Host = None,
+    port: Port = None,
+    data_dir: DataDir = None,
+    config: ConfigFile = None,
+    ray_address: RayAddress = None,
+    ingest: Ingest = None,
+) -> None:
     """Run the server; on an empty data dir, load demo data first (setting load_demo)."""
-    _run(load_settings(host=host, port=port, data_dir=data_dir, config=config), demo=True)
+    settings = load_settings(host=host, port=port, data_dir=data_dir, config=config, ray_address=ray_address, ingest=ingest)
+    _run(settings, demo=True)
 
 
 def _run(settings: Settings, demo: bool) -> None:

@@ -64,9 +64,17 @@ class LocalRayCluster:
     def _start(self, name: str, args: list[str]) -> None:
         log = self.temp / f"{name}.log"
         self.logs[name] = log
+        # Every node on this machine gets its own ports: Ray's fixed defaults
+        # (the dashboard agent's 52365...) would collide between nodes.
+        ports = []
+        for option in (
+            "--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
+            "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port",
+        ):
+            ports += [option, str(free_port())]
         self.procs[name] = subprocess.Popen(
-            [str(BIN / "ray"), "start", "--block", *args, "--resources", f'{{"node_{name}": 1}}', *COMMON],
-            stdout=log.open("wb"),
+            [str(BIN / "ray"), "start", "--block", *args, *ports, "--resources", f'{{"node_{name}": 1}}', *COMMON],
+            stdout=log.open("ab"),
             stderr=subprocess.STDOUT,
             env=env(),
             start_new_session=True,
@@ -78,9 +86,19 @@ class LocalRayCluster:
             ["--head", "--port", str(self.port), "--include-dashboard=false", "--temp-dir", str(self.temp / "t")],
         )
         self._wait_port(timeout)
-        for w in self.workers:
-            self._start(w, ["--address", self.address])
-        self.wait_nodes(1 + len(self.workers), timeout)
+        self.wait_nodes(1, timeout)
+        # One node at a time, each retried once: a raylet that does not
+        # register within Ray's fixed 30 s (a loaded machine) makes `ray start` exit.
+        for i, w in enumerate(self.workers):
+            for attempt in (1, 2):
+                self._start(w, ["--address", self.address])
+                try:
+                    self.wait_nodes(2 + i, timeout)
+                    break
+                except RuntimeError:
+                    if attempt == 2 or self.procs[w].poll() is None:
+                        raise
+                    self.procs.pop(w)
 
     def _wait_port(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -93,7 +111,7 @@ class LocalRayCluster:
         raise RuntimeError(f"ray head did not listen on {self.address}:\n{self.log('head')}")
 
     def _check_alive(self) -> None:
-        for name, p in self.procs.items():
+        for name, p in list(self.procs.items()):
             if p.poll() is not None:
                 raise RuntimeError(f"ray node {name} exited with {p.returncode}:\n{self.log(name)}")
 

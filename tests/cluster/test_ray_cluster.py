@@ -207,3 +207,134 @@ def test_searchers_all_killed_give_a_partial_answer_naming_the_failed_splits_the
     assert (got["total"], got["hits"], got["facets"]) == (partial["total"], partial["hits"], partial["facets"])
     # Whole again once Ray has restarted them.
     assert answer(cluster["root"].search(plan)) == want
+
+
+# -- two API nodes over PostgreSQL -------------------------------------------
+
+
+def free_port() -> int:
+    from tests.cluster.raycluster import free_port as fp
+
+    return fp()
+
+
+def start_api(port: int, extra_env: dict[str, str], *args: str, log: Path) -> subprocess.Popen:
+    from tests.cluster.raycluster import BIN, env
+
+    e = env()
+    e.update(extra_env)
+    return subprocess.Popen(
+        [str(BIN / "seclake"), "serve", "--host", "127.0.0.1", "--port", str(port), *args],
+        env=e, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(f"seclake serve exited {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            httpx.get(url + "/", timeout=2)
+            return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"seclake serve did not answer:\n{log.read_text()[-3000:]}")
+        time.sleep(0.3)
+
+
+@pytest.mark.postgres
+def test_two_api_nodes_share_tokens_and_answer_alike_and_one_survives_the_other(cluster, pg_database_url, tmp_path):
+    """Node 1 ingests (owns the lake); node 2 (--no-ingest) reads the shared catalog; both search on the searchers."""
+    import secrets
+
+    import httpx
+
+    namespace = f"t-{secrets.token_hex(4)}"
+    data = tmp_path / "shared-data"
+    common = {
+        "SECLAKE_DATABASE_URL": pg_database_url,
+        "SECLAKE_ADMIN_PASSWORD": "admin-password-1",
+        "SECLAKE_RAY_NAMESPACE": namespace,
+        "SECLAKE_DATA_DIR": str(data),
+        "SECLAKE_COMMIT_INTERVAL_SECONDS": "0.2",
+        "SECLAKE_LOG_LEVEL": "warning",
+    }
+    address = cluster["rc"].address
+    p1, p2 = free_port(), free_port()
+    procs = []
+    try:
+        procs.append(start_api(p1, common, "--ray-address", address, log=tmp_path / "api1.log"))
+        wait_http(f"http://127.0.0.1:{p1}", procs[0], tmp_path / "api1.log")
+        procs.append(start_api(p2, common, "--ray-address", address, "--no-ingest", log=tmp_path / "api2.log"))
+        wait_http(f"http://127.0.0.1:{p2}", procs[1], tmp_path / "api2.log")
+        from tests.cluster.raycluster import BIN, env
+
+        e = env()
+        e.update(common)
+        done = subprocess.run(
+            [str(BIN / "seclake"), "searcher", "--ray-address", address, "--node-id", cluster["nodes"]["b"], "--detach"],
+            env=e, capture_output=True, text=True, timeout=240,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+
+        api1 = httpx.Client(base_url=f"http://127.0.0.1:{p1}", timeout=60)
+        api2 = httpx.Client(base_url=f"http://127.0.0.1:{p2}", timeout=60)
+
+        def call(client, name, kargs, token=None):
+            r = client.post(f"/api/{name}", json={"kargs": kargs}, headers={"Servicetoken": token} if token else {})
+            return r.status_code, r.json()
+
+        status, body = call(api1, "auth/login", {"username": "admin", "password": "admin-password-1"})
+        assert status == 200, body
+        token = body["response"]["sessionToken"]
+        now = int(time.time() * 1000)
+        lines = [
+            '{"@timestamp": %d, "@fields": {"host": "h%d", "action": "%s", "n": %d}}' % (now - i * 60_000, i % 5, ("allow", "deny")[i % 2], i)
+            for i in range(200)
+        ]
+        r = api1.post("/api/import/fw", content="\n".join(lines).encode(), headers={"Servicetoken": token})
+        assert r.status_code == 200 and r.json()["response"]["accepted"] == 200, r.text
+        # Node 2 does not ingest: it says so and stores nothing.
+        r = api2.post("/api/import/fw", content=lines[0].encode(), headers={"Servicetoken": token})
+        assert r.status_code == 409 and "does not ingest" in r.text, r.text
+
+        kargs = {
+            "partition": "default",
+            "dataType": "event",
+            "options": {
+                "dateFacetField": "@timestamp", "range_from": now - 86_400_000, "range_to": now + 1000,
+                "fetchLimit": 7, "fetchOffset": 3, "searchStr": "action:deny OR n:<50",
+                "facets": {"facets": [{"field": "host", "size": 3}]},
+            },
+        }
+
+        def answer_of(client):
+            status, body = call(client, "ds/get_index_zoom_histogram_lv3", kargs, token)
+            assert status == 200, body
+            resp = body["response"]
+            resp.pop("took")
+            return resp
+
+        deadline = time.monotonic() + 60
+        while answer_of(api2)["hits"]["total"] < 125 and time.monotonic() < deadline:
+            time.sleep(0.3)  # searchable within the commit interval, on both nodes
+        one, two = answer_of(api1), answer_of(api2)
+        assert two["hits"]["total"] == 125  # 100 deny + 25 allow with n < 50
+        assert one == two and "_shards" not in two
+        # An API node that dies does not stop the other.
+        os.killpg(procs[0].pid, signal.SIGKILL)
+        procs[0].wait(30)
+        assert answer_of(api2) == two
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+                try:
+                    p.wait(20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait(10)
