@@ -42,6 +42,8 @@ MAX_PENDING = 400_000
 MAX_BATCH = 250_000
 # Seconds between looks for splits to merge.
 MERGE_INTERVAL = 5.0
+# Seconds a merged or expired split's files outlive its retirement.
+RETIRE_GRACE = 120.0
 
 
 class Lake:
@@ -51,6 +53,8 @@ class Lake:
         self.commit_interval = commit_interval
         self.wal = WriteAheadLog(self.layout.wal)
         self.builder = SplitBuilder()
+        self.retire_grace = RETIRE_GRACE
+        self._retiring: list[tuple[float, str, str]] = []
         self._splits: dict[str, Split] = {}
         self._splits_lock = threading.Lock()
         self._pending: list[tuple[int, str, dict[str, Any]]] = []
@@ -240,6 +244,7 @@ class Lake:
 
     def merge(self) -> int:
         merged = 0
+        self.reap()
         with self._merge_lock:
             for group in merge_candidates(self.catalog.entries(PUBLISHED)):
                 with self._splits_lock:
@@ -256,7 +261,7 @@ class Lake:
                     self._splits[split_id] = new
                     for s in sources:
                         self._splits.pop(s.meta.split_id, None)
-                self._delete([(dataset, s.meta.split_id) for s in sources])
+                self._retire([(dataset, s.meta.split_id) for s in sources])
                 merged += 1
         return merged
 
@@ -274,8 +279,31 @@ class Lake:
             with self._splits_lock:
                 for e in old:
                     self._splits.pop(e.split_id, None)
-            self._delete([(e.dataset, e.split_id) for e in old])
+            self._retire([(e.dataset, e.split_id) for e in old])
             return len(old)
+
+    def _retire(self, splits: Sequence[tuple[str, str]]) -> None:
+        """Delete marked splits' files after a grace period.
+
+        Searches in this process keep a split they already opened; searchers
+        in other processes (cluster mode) may be about to open one the
+        catalog listed a moment ago, so the files stay for RETIRE_GRACE
+        seconds. The catalog rows stay marked until then.
+        """
+        due = time.monotonic() + self.retire_grace
+        with self._splits_lock:
+            self._retiring.extend((due, dataset, split_id) for dataset, split_id in splits)
+        self.reap()
+
+    def reap(self, now: float | None = None) -> int:
+        """Delete the retired splits whose grace period is over."""
+        now = time.monotonic() if now is None else now
+        with self._splits_lock:
+            due = [(d, sid) for t, d, sid in self._retiring if t <= now]
+            self._retiring = [r for r in self._retiring if r[0] > now]
+        if due:
+            self._delete(due)
+        return len(due)
 
     def _delete(self, splits: Sequence[tuple[str, str]]) -> None:
         # Searches already running keep their open split (its files stay

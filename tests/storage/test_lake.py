@@ -112,3 +112,18 @@ def test_splits_and_merges_built_in_the_worker_process_are_the_same(lake_factory
     assert _docids(lake) == list(range(1, 91))
     split = lake.splits("event")[0]
     assert split.meta.num_records == 90 and split.fields.numbers == {"@fields.n": "n0"}
+
+
+def test_merged_splits_keep_their_files_for_a_grace_period(lake_factory):
+    lake = lake_factory()
+    for batch in range(8):
+        lake.append([("event", _event(batch))])
+        lake.flush()
+    old = [s.path for s in lake.splits("event")]
+    assert lake.merge() == 1
+    # Another process may still open a split the catalog listed a moment ago.
+    assert all(p.exists() for p in old)
+    assert lake.reap() == 0
+    assert lake.reap(now=time.monotonic() + lake.retire_grace + 1) == 8
+    assert not any(p.exists() for p in old)
+    assert {e.state for e in lake.catalog.entries("marked")} == set()
