@@ -133,4 +133,5 @@ class Services:
         for component in reversed(self.components):
             component.stop()
         self.search_pool.shutdown(wait=True)
+        self.audit.close()
         self.db.dispose()

@@ -80,8 +80,9 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
         outcome, detail = "EXCEPTION", f"{type(e).__name__} (ref {ref})"
     duration_ms = round((time.perf_counter() - started) * 1000)
     try:
-        await run_in_threadpool(
-            services.audit.call, caller.username if caller else None, name, client, outcome,
+        # Queued, not written here: the audit writer commits it in a batch.
+        services.audit.call(
+            caller.username if caller else None, name, client, outcome,
             response.status_code, duration_ms, detail,
         )
     except Exception:

@@ -32,6 +32,7 @@ def _audited(services: Services, command: str, detail: str) -> None:
     except Exception:  # no login name in some containers
         who = "cli"
     services.audit.call(who, f"cli/{command}", "cli", "OK", 0, 0, detail)
+    services.audit.flush()  # the command ends here: write it before the process does
 
 
 def _run(services: Services, command: str, work) -> Any:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
+import logging
+import threading
 from typing import Any
 
 from datetime import UTC, datetime, timedelta
@@ -17,14 +20,33 @@ from seclake.service.clock import Clock, iso
 ID_WIDTH = 20
 
 
+log = logging.getLogger("seclake.audit")
+
+
 def _cut(text: str | None, length: int) -> str | None:
     return None if text is None else text[:length]
 
 
 class Audit:
+    """Audit entries are written by a background writer, a batch per transaction.
+
+    A call's answer does not wait for its audit row: entries are queued and
+    committed within ``FLUSH_SECONDS`` (or at once past ``FLUSH_BATCH``), in
+    order. Every read of the audit flushes first, and so do ``close()`` and
+    the process's exit; a crash loses at most the last fraction of a second.
+    """
+
+    FLUSH_SECONDS = 0.1
+    FLUSH_BATCH = 500
+
     def __init__(self, db: Database, clock: Clock):
         self.db = db
         self.clock = clock
+        self._queue: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self._write_lock = threading.Lock()
+        self._writer: threading.Thread | None = None
+        self._closed = False
 
     def login(self, username: str, client: str, succeeded: bool, detail: str | None = None) -> None:
         self._add(
@@ -44,6 +66,7 @@ class Audit:
 
     def recent(self, limit: int = 100) -> list[dict[str, Any]]:
         """The newest entries first."""
+        self.flush()
         with self.db.session() as s:
             rows = s.scalars(select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit))
             return [
@@ -61,6 +84,7 @@ class Audit:
         Past ``cap`` entries the search is refused; the message does not say
         how many there are (a data policy may hide some of them).
         """
+        self.flush()
         query = select(AuditEntry)
         if range_from is not None:
             query = query.where(AuditEntry.created_on >= _moment(range_from))
@@ -74,6 +98,7 @@ class Audit:
         return [(str(e.id).zfill(ID_WIDTH), audit_record(e)) for e in rows]
 
     def time_bounds(self) -> tuple[int, int] | None:
+        self.flush()
         with self.db.session() as s:
             lo, hi = s.execute(select(func.min(AuditEntry.created_on), func.max(AuditEntry.created_on))).one()
         return None if lo is None else (_ms(lo), _ms(hi))
@@ -81,13 +106,58 @@ class Audit:
     def _add(self, *, username: str | None, call: str, client: str, detail: str | None, **rest: Any) -> None:
         # Client-supplied strings are cut to the column sizes, never refused:
         # the audit must record exactly the odd requests.
+        entry = dict(
+            created_on=self.clock(), username=_cut(username, 128), call=_cut(call, 200) or "",
+            client=_cut(client, 64) or "", detail=_cut(detail, 500), **rest,
+        )
+        with self._cond:
+            if self._closed:
+                self._write([entry])
+                return
+            self._queue.append(entry)
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._run, name="seclake-audit", daemon=True)
+                self._writer.start()
+                atexit.register(self.flush)
+            if len(self._queue) >= self.FLUSH_BATCH:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                self._cond.wait(self.FLUSH_SECONDS)
+            try:
+                self.flush()
+            except Exception:
+                log.exception("writing audit entries failed; will retry")
+
+    def flush(self) -> None:
+        """Write every queued entry now, in order."""
+        with self._write_lock:
+            with self._cond:
+                batch, self._queue = self._queue, []
+            if batch:
+                try:
+                    self._write(batch)
+                except Exception:
+                    with self._cond:
+                        self._queue[:0] = batch
+                    raise
+
+    def _write(self, batch: list[dict[str, Any]]) -> None:
         with self.db.session(write=True) as s:
-            s.add(
-                AuditEntry(
-                    created_on=self.clock(), username=_cut(username, 128), call=_cut(call, 200) or "",
-                    client=_cut(client, 64) or "", detail=_cut(detail, 500), **rest,
-                )
-            )
+            s.add_all(AuditEntry(**entry) for entry in batch)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
+        self.flush()
 
 
 def audit_record(e: AuditEntry) -> dict[str, Any]:
