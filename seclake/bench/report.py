@@ -99,7 +99,8 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         add(f"Server peak resident memory over the whole run (ingest, queries, load test; VmHWM): "
             f"**{peak / 1024:.0f} MB**, target ≤ {TARGET_RSS_MB} MB while serving the 2M-event data set: "
             f"{verdict(peak / 1024 <= TARGET_RSS_MB)}"
-            + ("" if events >= DEFAULT_EVENTS else f" (at {events:,} events, not 2M)") + ".")
+            + ("" if events >= DEFAULT_EVENTS else f" (at {events:,} events, not 2M)") + "."
+            + _split_rss(one.get("ingest_http") or {}))
     if one.get("peers"):
         p = one["peers"]
         add("")
@@ -167,7 +168,7 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
             f"({_n(ing.get('events_per_second'))} events/s accepted, {_n(ing.get('searchable_events_per_second'))} "
             f"events/s to searchable, {_n(ing.get('bytes_per_event'))} disk bytes/event); peers not loaded; "
             f"server peak resident memory {_n((ten.get('server_peak_rss_kb') or 0) / 1024)} MB "
-            f"(target ≤ {TARGET_RSS_MB} MB at 2M events).")
+            f"(target ≤ {TARGET_RSS_MB} MB at 2M events)." + _split_rss(ing))
         add("")
         add("| class | hits 1x | hits 10x | HTTP 1x | HTTP 10x | growth | engine 10x | raw 10x | needle target (≤ 1.5x) |")
         add("|---|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -221,6 +222,14 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         add("")
     add(STATIC)
     return "\n".join(lines) + "\n"
+
+
+def _split_rss(ing: dict) -> str:
+    anon, mapped = ing.get("server_rss_anon_kb_serving"), ing.get("server_rss_file_kb_serving")
+    if anon is None or mapped is None:
+        return ""
+    return (f" Resident while serving at rest: {anon / 1024:.0f} MB anonymous, {mapped / 1024:.0f} MB of mapped "
+            "files (split indexes are mmapped).")
 
 
 def _eta(lines: int, one: dict) -> float:

@@ -154,7 +154,10 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
             lake_bytes = du_bytes(server.data_dir / "lake")
             sr["ingest_http"].update(lake_bytes=lake_bytes, bytes_per_event=lake_bytes / data.lines,
                                      server_peak_rss_kb_after_settle=server.peak_rss_kb(),
-                                     server_rss_kb_serving=server.rss_kb())
+                                     server_rss_kb_serving=server.rss_kb(),
+                                     # Anonymous memory against mapped files (split indexes are mmapped).
+                                     server_rss_anon_kb_serving=server.status_kb("RssAnon"),
+                                     server_rss_file_kb_serving=server.status_kb("RssFile"))
             peak_rss = [server.peak_rss_kb() or 0]
 
             engines: dict[str, Any] = {}

@@ -113,6 +113,9 @@ class Server:
     def peak_rss_kb(self) -> int | None:
         return status_kb(self.proc.pid, "VmHWM") if self.proc else None
 
+    def status_kb(self, key: str) -> int | None:
+        return status_kb(self.proc.pid, key) if self.proc else None
+
     def rss_kb(self) -> int | None:
         return status_kb(self.proc.pid, "VmRSS") if self.proc else None
 
