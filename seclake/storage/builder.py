@@ -19,6 +19,7 @@ from typing import Sequence
 import orjson
 
 from seclake.record.dataset import DATASETS
+from seclake.storage import memory
 from seclake.storage.split import Split, SplitMeta, StoredRecord, write_split
 
 # Batches smaller than this are written in-process.
@@ -26,8 +27,11 @@ WORKER_THRESHOLD = 5000
 
 
 def _build(dataset: str, payload: list[tuple[int, bytes]], dest: str, split_id: str) -> SplitMeta:
-    records = [StoredRecord(docid, orjson.loads(body)) for docid, body in payload]
-    return write_split(records, DATASETS[dataset], Path(dest), split_id)
+    records = [StoredRecord(docid, orjson.loads(body), body) for docid, body in payload]
+    try:
+        return write_split(records, DATASETS[dataset], Path(dest), split_id)
+    finally:
+        memory.release()
 
 
 def _merge(dataset: str, sources: list[str], dest: str, split_id: str) -> SplitMeta:
@@ -35,7 +39,11 @@ def _merge(dataset: str, sources: list[str], dest: str, split_id: str) -> SplitM
     for path in sources:
         records.extend(Split(Path(path)).all_records())
     records.sort(key=lambda r: r.docid)
-    return write_split(records, DATASETS[dataset], Path(dest), split_id)
+    try:
+        return write_split(records, DATASETS[dataset], Path(dest), split_id)
+    finally:
+        del records
+        memory.release()
 
 
 class SplitBuilder:
@@ -60,11 +68,11 @@ class SplitBuilder:
                     self._pool = None
             raise
 
-    def build(self, dataset: str, records: Sequence[StoredRecord], dest: Path, split_id: str) -> SplitMeta:
-        if not self.use_worker or len(records) < self.threshold:
-            return write_split(records, DATASETS[dataset], dest, split_id)
-        payload = [(r.docid, orjson.dumps(r.source)) for r in records]
-        return self._run(_build, dataset, payload, str(dest), split_id)
+    def build(self, dataset: str, payload: Sequence[tuple[int, bytes]], dest: Path, split_id: str) -> SplitMeta:
+        """A split of (docId, record as JSON) items: large ones in the worker process."""
+        if not self.use_worker or len(payload) < self.threshold:
+            return _build(dataset, list(payload), str(dest), split_id)
+        return self._run(_build, dataset, list(payload), str(dest), split_id)
 
     def merge(self, dataset: str, sources: Sequence[Split], dest: Path, split_id: str) -> SplitMeta:
         if not self.use_worker or sum(s.meta.num_records for s in sources) < self.threshold:

@@ -21,13 +21,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from seclake.db.database import Database
 from seclake.record.dataset import DATASETS
 from seclake.storage.catalog import MARKED, PUBLISHED, Catalog
+from seclake.storage import memory
 from seclake.storage.layout import Layout
-from seclake.storage.merge import DAY_MS, day_of, merge_candidates
 from seclake.storage.builder import SplitBuilder
-from seclake.storage.split import Split, StoredRecord, time_of
+from seclake.storage.merge import DAY_MS, day_of, merge_candidates
+from seclake.storage.split import Split, time_of
 from seclake.storage.wal import WriteAheadLog
 
 log = logging.getLogger("seclake.lake")
@@ -36,10 +39,12 @@ log = logging.getLogger("seclake.lake")
 class LakeBusy(RuntimeError):
     """Another process has the lake open for writing."""
 
-# Records waiting for the indexer; appends wait when this many are pending.
-MAX_PENDING = 400_000
+# Records waiting for the indexer; appends wait when this many, or this many
+# bytes of them, are pending (the server's memory stays bounded under load).
+MAX_PENDING = 100_000
+MAX_PENDING_BYTES = 64 * 1024 * 1024
 # Largest split written in one go from pending records.
-MAX_BATCH = 250_000
+MAX_BATCH = 50_000
 # Seconds between looks for splits to merge.
 MERGE_INTERVAL = 5.0
 # Seconds a merged or expired split's files outlive its retirement.
@@ -57,7 +62,9 @@ class Lake:
         self._retiring: list[tuple[float, str, str]] = []
         self._splits: dict[str, Split] = {}
         self._splits_lock = threading.Lock()
-        self._pending: list[tuple[int, str, dict[str, Any]]] = []
+        # (docId, dataset, UTC day, record as JSON): compact until indexed.
+        self._pending: list[tuple[int, str, int, bytes]] = []
+        self._pending_bytes = 0
         self._cond = threading.Condition()
         self._indexed_seq = 0
         self._stop = False
@@ -73,10 +80,12 @@ class Lake:
     # -- life cycle -----------------------------------------------------
 
     def start(self, background: bool = True) -> None:
+        memory.prefer_mmap()
         self.layout.ensure()
         self._take_lock()
         self._stop = False
         self._pending = []
+        self._pending_bytes = 0
         checkpoint = self.catalog.checkpoint()
         self._indexed_seq = checkpoint
         self._open_published()
@@ -84,7 +93,7 @@ class Lake:
         replayed = list(self.wal.replay(checkpoint))
         if replayed:
             log.info("replaying %d records from the write-ahead log", len(replayed))
-            self._pending.extend(replayed)
+            self._enqueue([(seq, ds, rec, orjson.dumps(rec)) for seq, ds, rec in replayed])
         if background:
             self._threads = [
                 threading.Thread(target=self._run, args=(self.flush, self.commit_interval), name="seclake-indexer", daemon=True),
@@ -165,15 +174,17 @@ class Lake:
             if dataset not in DATASETS:
                 raise ValueError(f"unknown dataset {dataset!r}")
         with self._cond:
-            while len(self._pending) > MAX_PENDING and not self._stop:
+            # Back-pressure: imports wait while indexing is far behind.
+            while (len(self._pending) > MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES) and not self._stop:
                 self._cond.wait(0.5)
+        return self.wal.append(items, on_assigned=self._enqueue)
 
-        def enqueue(assigned):
-            with self._cond:
-                self._pending.extend(assigned)
-                self._cond.notify_all()
-
-        return self.wal.append(items, on_assigned=enqueue)
+    def _enqueue(self, assigned) -> None:
+        rows = [(seq, ds, day_of(time_of(rec, DATASETS[ds])), body) for seq, ds, rec, body in assigned]
+        with self._cond:
+            self._pending.extend(rows)
+            self._pending_bytes += sum(len(r[3]) for r in rows)
+            self._cond.notify_all()
 
     def wait_indexed(self, seq: int, timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout
@@ -211,23 +222,23 @@ class Lake:
                 self._index_batch(batch)
                 with self._cond:
                     del self._pending[: len(batch)]
+                    self._pending_bytes -= sum(len(r[3]) for r in batch)
                     self._indexed_seq = max(self._indexed_seq, batch[-1][0])
                     self._cond.notify_all()
                 done += len(batch)
                 floor = self._indexed_seq if self.wal_floor is None else min(self._indexed_seq, self.wal_floor())
                 self.wal.trim(floor)
 
-    def _index_batch(self, batch: list[tuple[int, str, dict[str, Any]]]) -> None:
-        groups: dict[tuple[str, int], list[StoredRecord]] = defaultdict(list)
-        for seq, dataset, record in batch:
-            ds = DATASETS[dataset]
-            groups[(dataset, day_of(time_of(record, ds)))].append(StoredRecord(seq, record))
+    def _index_batch(self, batch: list[tuple[int, str, int, bytes]]) -> None:
+        groups: dict[tuple[str, int], list[tuple[int, bytes]]] = defaultdict(list)
+        for seq, dataset, day, body in batch:
+            groups[(dataset, day)].append((seq, body))
         metas, opened = [], []
-        for (dataset, _day), records in sorted(groups.items()):
-            split_id = self._new_split_id(dataset, time_of(records[0].source, DATASETS[dataset]))
+        for (dataset, day), payload in sorted(groups.items()):
+            split_id = self._new_split_id(dataset, day * DAY_MS)
             path = self.layout.split_dir(dataset, split_id)
             path.parent.mkdir(parents=True, exist_ok=True)
-            metas.append(self.builder.build(dataset, records, path, split_id))
+            metas.append(self.builder.build(dataset, payload, path, split_id))
             opened.append(Split(path))
         self.catalog.publish(metas, checkpoint=batch[-1][0])
         with self._splits_lock:

@@ -32,10 +32,14 @@ WRITER_HEAP_BYTES = 128 * 1024 * 1024
 
 @dataclass(frozen=True)
 class StoredRecord:
-    """A record as the lake keeps it: its id (the write-ahead log sequence) and body."""
+    """A record as the lake keeps it: its id (the write-ahead log sequence) and body.
+
+    ``body`` is the record already encoded as JSON, when the caller has it.
+    """
 
     docid: int
     source: dict[str, Any]
+    body: bytes | None = None
 
 
 @dataclass
@@ -207,7 +211,7 @@ def _document(rec: StoredRecord, analysis: _Leaves, fields: FieldMap, ts: int) -
     doc: dict[str, Any] = {
         "docid": rec.docid,
         "ts": ts,
-        "src": orjson.dumps(rec.source),
+        "src": rec.body if rec.body is not None else orjson.dumps(rec.source),
         "kw": list(kw),
         "fr": [k + SEP + spelling for k, spelling in fr.items()],
         "ex": list(ex),

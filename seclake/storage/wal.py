@@ -98,7 +98,8 @@ class WriteAheadLog:
         """Append (dataset, record) items durably; return the first and last sequence.
 
         ``on_assigned(seq_items)`` runs under the log's lock after the fsync, so
-        callers see records in sequence order.
+        callers see records in sequence order; each item is (seq, dataset,
+        record, body) where body is the record as JSON, encoded once here.
         """
         if not items:
             return (0, -1)
@@ -108,10 +109,13 @@ class WriteAheadLog:
             assigned = []
             for i, (dataset, record) in enumerate(items):
                 seq = first + i
-                payload = orjson.dumps([dataset, record])
+                body = orjson.dumps(record)
+                # [dataset, record] without encoding the record twice; dataset
+                # names are plain identifiers (checked by the lake).
+                payload = b'["' + dataset.encode() + b'",' + body + b"]"
                 buf += HEADER.pack(len(payload), zlib.crc32(payload), seq)
                 buf += payload
-                assigned.append((seq, dataset, record))
+                assigned.append((seq, dataset, record, body))
             assert self._file is not None
             self._file.write(buf)
             self._file.flush()
