@@ -10,42 +10,40 @@ import typer
 from seclake.cli.options import ConfigFile, DataDir
 from seclake.settings import Settings, load_settings
 
-Host = Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].", show_default=False)]
-Port = Annotated[int | None, typer.Option(help="Listen port [default: 8080].", show_default=False)]
+Host = Annotated[str | None, typer.Option(help="Listen address (default 127.0.0.1).", show_default=False)]
+Port = Annotated[int | None, typer.Option(help="Listen port (default 8080).", show_default=False)]
 RayAddress = Annotated[
     str | None,
     typer.Option("--ray-address", help="Cluster mode: Ray cluster HOST:PORT whose searchers run the searches.", show_default=False),
 ]
 Ingest = Annotated[
     bool | None,
-    typer.Option("--ingest/--no-ingest", help="Own the lake and take imports [default: yes]; --no-ingest on extra API nodes.", show_default=False),
+    typer.Option("--ingest/--no-ingest", help="Own the lake and take imports (default yes); --no-ingest on extra API nodes.", show_default=False),
 ]
 
 
-def serve(
-    host: Host = None,
-    port: Port = None,
-    data_dir: DataDir = None,
-    config: ConfigFile = None,
-    ray_address: RayAddress = None,
-    ingest: Ingest = None,
-) -> None:
-    """Run the HTTP server (creates the data dir and the first admin as needed)."""
-    settings = load_settings(host=host, port=port, data_dir=data_dir, config=config, ray_address=ray_address, ingest=ingest)
-    _run(settings, demo=False)
+def _command(demo: bool, doc: str):
+    """``serve`` and ``up`` take the same options; only the demo loading differs."""
+
+    def command(
+        host: Host = None,
+        port: Port = None,
+        data_dir: DataDir = None,
+        config: ConfigFile = None,
+        ray_address: RayAddress = None,
+        ingest: Ingest = None,
+    ) -> None:
+        settings = load_settings(
+            host=host, port=port, data_dir=data_dir, config=config, ray_address=ray_address, ingest=ingest
+        )
+        _run(settings, demo=demo)
+
+    command.__doc__ = doc
+    return command
 
 
-def up(
-    host: Host = None,
-    port: Port = None,
-    data_dir: DataDir = None,
-    config: ConfigFile = None,
-    ray_address: RayAddress = None,
-    ingest: Ingest = None,
-) -> None:
-    """Run the server; on an empty data dir, load demo data first (setting load_demo)."""
-    settings = load_settings(host=host, port=port, data_dir=data_dir, config=config, ray_address=ray_address, ingest=ingest)
-    _run(settings, demo=True)
+serve = _command(False, "Run the HTTP server (creates the data dir and the first admin as needed).")
+up = _command(True, "Run the server; on an empty data dir, load demo data first (setting load_demo).")
 
 
 def _run(settings: Settings, demo: bool) -> None:
