@@ -118,7 +118,7 @@ class Audit:
             if self._writer is None:
                 self._writer = threading.Thread(target=self._run, name="seclake-audit", daemon=True)
                 self._writer.start()
-                atexit.register(self.flush)
+                atexit.register(self._flush_at_exit)
             if len(self._queue) >= self.FLUSH_BATCH:
                 self._cond.notify()
 
@@ -149,6 +149,13 @@ class Audit:
     def _write(self, batch: list[dict[str, Any]]) -> None:
         with self.db.session(write=True) as s:
             s.add_all(AuditEntry(**entry) for entry in batch)
+
+    def _flush_at_exit(self) -> None:
+        try:
+            self.flush()
+        except Exception:
+            # The database may be gone by now (a test dropped it); say so, quietly.
+            log.warning("audit entries could not be written at exit", exc_info=True)
 
     def close(self) -> None:
         with self._cond:
