@@ -167,7 +167,8 @@ def test_triage_errors(srv):
         "comments"] is None  # no failed request left a trace
 
 
-def test_triage_on_each_database(start_server, database_url, tmp_path):
+def test_triage_on_each_database(database_url, start_server, tmp_path):
+    # database_url first: its schema must outlive the server (torn down in reverse).
     srv = start_server(tmp_path / "db", database_url=database_url)
     seed(srv)
     token = srv.login()
