@@ -126,8 +126,23 @@ class SqlPeer:
     name = "sql"
     dialect = "sqlite"
 
-    def execute(self, sql: str, params: list) -> list[tuple]:
+    def __init__(self, path: Path):
+        self.path = path
+        self.db = self._connect()
+
+    def _connect(self):
         raise NotImplementedError
+
+    def reopen(self) -> None:
+        """A fresh connection, for the cold run."""
+        self.db.close()
+        self.db = self._connect()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def execute(self, sql: str, params: list) -> list[tuple]:
+        return self.db.execute(sql, params).fetchall()
 
     def run(self, qc: QueryClass, end_ms: int = END_MS) -> Answer:
         w, params = where(qc, self.dialect)
@@ -165,19 +180,8 @@ class SqlitePeer(SqlPeer):
     name = "sqlite"
     dialect = "sqlite"
 
-    def __init__(self, path: Path):
-        self.path = path
-        self.db = sqlite3.connect(str(path), check_same_thread=False)
-
-    def reopen(self) -> None:
-        self.db.close()
-        self.db = sqlite3.connect(str(self.path), check_same_thread=False)
-
-    def close(self) -> None:
-        self.db.close()
-
-    def execute(self, sql: str, params: list) -> list[tuple]:
-        return self.db.execute(sql, params).fetchall()
+    def _connect(self):
+        return sqlite3.connect(str(self.path), check_same_thread=False)
 
     @staticmethod
     def load(csv_path: Path, path: Path) -> float:
@@ -222,23 +226,10 @@ class DuckPeer(SqlPeer):
     name = "duckdb"
     dialect = "duckdb"
 
-    def __init__(self, path: Path):
+    def _connect(self):
         import duckdb
 
-        self.path = path
-        self.db = duckdb.connect(str(path), read_only=True)
-
-    def reopen(self) -> None:
-        import duckdb
-
-        self.db.close()
-        self.db = duckdb.connect(str(self.path), read_only=True)
-
-    def close(self) -> None:
-        self.db.close()
-
-    def execute(self, sql: str, params: list) -> list[tuple]:
-        return self.db.execute(sql, params).fetchall()
+        return duckdb.connect(str(self.path), read_only=True)
 
     @staticmethod
     def load(csv_path: Path, path: Path) -> float:
