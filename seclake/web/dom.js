@@ -54,6 +54,34 @@ export function h(tag, attrs, ...children) {
   return el;
 }
 
+/**
+ * A table row that opens a detail row under it (hits, behaviors).
+ * fill() gives the detail's content, built the first time it opens.
+ * Returns [row, detail].
+ */
+export function expandableRow({ id, dataId, label, cells, colspan, fill }) {
+  const detail = h('tr', { class: 'detail', id, hidden: true }, h('td', { colspan }));
+  const toggle = h('button', {
+    type: 'button', class: 'expand icon', 'aria-expanded': 'false', 'aria-controls': id, 'aria-label': label,
+  }, '▸');
+  const row = h('tr', { class: 'hit', dataset: { id: dataId } }, h('td', { class: 'cell-toggle' }, toggle), ...cells);
+  const open = () => {
+    const opened = detail.hidden;
+    detail.hidden = !opened;
+    toggle.setAttribute('aria-expanded', String(opened));
+    toggle.textContent = opened ? '▾' : '▸';
+    row.classList.toggle('open', opened);
+    if (opened && !detail.firstChild.firstChild) detail.firstChild.append(...fill());
+  };
+  toggle.addEventListener('click', (e) => { e.stopPropagation(); open(); });
+  row.addEventListener('click', (e) => {
+    if (window.getSelection && String(window.getSelection()).length) return; // selecting text
+    if (e.target.closest('button, a, input')) return;
+    open();
+  });
+  return [row, detail];
+}
+
 export function svg(tag, attrs, ...children) {
   const el = document.createElementNS(SVG_NS, tag);
   for (const [key, value] of Object.entries(attrs || {})) {

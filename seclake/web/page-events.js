@@ -2,7 +2,7 @@
 // query bar, time range, histogram, facets, hits with the query terms
 // highlighted, each row expandable to the full record; events or flows.
 
-import { h, highlighted, recordView } from './dom.js';
+import { expandableRow, h, highlighted, recordView } from './dom.js';
 import { searchPage } from './searchkit.js';
 import { formatTime } from './time.js';
 
@@ -58,41 +58,23 @@ function hitsTable(res, state, ctx) {
   const rows = [];
   hits.forEach((hit, i) => {
     const src = hit._source || {};
-    const detailId = `record-${i}`;
-    const detail = h('tr', { class: 'detail', id: detailId, hidden: true },
-      h('td', { colspan: 5 }));
-    const toggle = h('button', {
-      type: 'button', class: 'expand icon', 'aria-expanded': 'false', 'aria-controls': detailId,
-      'aria-label': `Show the full record of ${formatTime(src['@timestamp'])}`,
-    }, '▸');
-    const open = () => {
-      const opened = detail.hidden;
-      detail.hidden = !opened;
-      toggle.setAttribute('aria-expanded', String(opened));
-      toggle.textContent = opened ? '▾' : '▸';
-      row.classList.toggle('open', opened);
-      if (opened && !detail.firstChild.firstChild) {
-        detail.firstChild.appendChild(recordView(
-          { _id: hit._id, _index: hit._index, ...src },
-          { terms, onFilter: (path, value, not) => ctx.addFilter(path, value, not) },
-        ));
-      }
-    };
-    toggle.addEventListener('click', (e) => { e.stopPropagation(); open(); });
     const message = flow ? flowLine(src) : src['@message'];
-    const row = h('tr', { class: 'hit', dataset: { id: hit._id } },
-      h('td', { class: 'cell-toggle' }, toggle),
-      h('td', { class: 'cell-time' }, formatTime(src['@timestamp'])),
-      h('td', { class: 'cell-sender' }, src['@sender'] ?? ''),
-      h('td', { class: 'cell-source' }, src['@source'] ?? ''),
-      h('td', { class: 'cell-message' }, highlighted(message ?? "", terms)),
-    );
-    row.addEventListener('click', (e) => {
-      if (window.getSelection && String(window.getSelection()).length) return; // selecting text
-      if (e.target.closest('button, a, input')) return;
-      open();
-    });
-    rows.push(row, detail);
+    rows.push(...expandableRow({
+      id: `record-${i}`,
+      dataId: hit._id,
+      label: `Show the full record of ${formatTime(src['@timestamp'])}`,
+      colspan: 5,
+      cells: [
+        h('td', { class: 'cell-time' }, formatTime(src['@timestamp'])),
+        h('td', { class: 'cell-sender' }, src['@sender'] ?? ''),
+        h('td', { class: 'cell-source' }, src['@source'] ?? ''),
+        h('td', { class: 'cell-message' }, highlighted(message ?? "", terms)),
+      ],
+      fill: () => [recordView(
+        { _id: hit._id, _index: hit._index, ...src },
+        { terms, onFilter: (path, value, not) => ctx.addFilter(path, value, not) },
+      )],
+    }));
   });
   return h('table', { class: 'hits' },
     h('caption', { class: 'sr-only' }, `${flow ? 'Flows' : 'Events'}, newest first`),

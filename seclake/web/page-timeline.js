@@ -1,7 +1,7 @@
 // The behavior timeline (ds/fsm_behavior_search): behaviors over time with
 // facets on behavior, rule, key type, risks and score level.
 
-import { h, highlighted, recordView } from './dom.js';
+import { expandableRow, h, highlighted, recordView } from './dom.js';
 import { link } from './router.js';
 import { searchPage } from './searchkit.js';
 import { formatTime } from './time.js';
@@ -43,40 +43,21 @@ export function behaviorTable(res, { terms = [], onFilter = null, compact = fals
   const cols = compact ? 5 : 7;
   hits.forEach((hit, i) => {
     const src = hit._source || {};
-    const detailId = `behavior-${compact ? 'c' : 'm'}-${i}`;
-    const detail = h('tr', { class: 'detail', id: detailId, hidden: true }, h('td', { colspan: cols }));
-    const toggle = h('button', {
-      type: 'button', class: 'expand icon', 'aria-expanded': 'false', 'aria-controls': detailId,
-      'aria-label': `Show the behavior ${src.behavior} of ${src.key}`,
-    }, '▸');
-    const open = () => {
-      const opened = detail.hidden;
-      detail.hidden = !opened;
-      toggle.setAttribute('aria-expanded', String(opened));
-      toggle.textContent = opened ? '▾' : '▸';
-      row.classList.toggle('open', opened);
-      if (opened && !detail.firstChild.firstChild) {
-        detail.firstChild.append(
-          h('p', { class: 'detail-links' }, eventsLink(src)),
-          recordView({ _id: hit._id, ...src }, { terms, onFilter }));
-      }
-    };
-    toggle.addEventListener('click', (e) => { e.stopPropagation(); open(); });
-    const row = h('tr', { class: 'hit', dataset: { id: hit._id } },
-      h('td', { class: 'cell-toggle' }, toggle),
-      h('td', { class: 'cell-time' }, formatTime(src.timestamp)),
-      h('td', null, levelBadge(src.scoreLevel, src.riskScore)),
-      h('td', null, highlighted(src.behavior, terms)),
-      h('td', { class: 'cell-key' }, highlighted(src.key, terms), h('span', { class: 'key-type' }, src.keyType ?? '')),
-      compact ? null : h('td', { class: 'cell-rule' }, src.behaviorRule ?? ''),
-      compact ? null : h('td', { class: 'cell-message' }, highlighted(src.description ?? '', terms)),
-    );
-    row.addEventListener('click', (e) => {
-      if (String(window.getSelection ? window.getSelection() : '').length) return;
-      if (e.target.closest('button, a, input')) return;
-      open();
-    });
-    rows.push(row, detail);
+    rows.push(...expandableRow({
+      id: `behavior-${compact ? 'c' : 'm'}-${i}`,
+      dataId: hit._id,
+      label: `Show the behavior ${src.behavior} of ${src.key}`,
+      colspan: cols,
+      cells: [
+        h('td', { class: 'cell-time' }, formatTime(src.timestamp)),
+        h('td', null, levelBadge(src.scoreLevel, src.riskScore)),
+        h('td', null, highlighted(src.behavior, terms)),
+        h('td', { class: 'cell-key' }, highlighted(src.key, terms), h('span', { class: 'key-type' }, src.keyType ?? '')),
+        compact ? null : h('td', { class: 'cell-rule' }, src.behaviorRule ?? ''),
+        compact ? null : h('td', { class: 'cell-message' }, highlighted(src.description ?? '', terms)),
+      ],
+      fill: () => [h('p', { class: 'detail-links' }, eventsLink(src)), recordView({ _id: hit._id, ...src }, { terms, onFilter })],
+    }));
   });
   return h('table', { class: ['hits', 'behaviors', compact ? 'compact' : null] },
     h('caption', { class: 'sr-only' }, 'Behaviors, newest first'),
