@@ -40,61 +40,45 @@ def _required(kargs: dict[str, Any], key: str) -> Any:
     return kargs[key]
 
 
-@call("auth/dataPolicyList", permission="admin")
-def policy_list(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    _only(kargs, (), "auth/dataPolicyList")
-    return {"policies": ctx.services.policies.list_policies()}
+def _managed(kind: str, arg: str, label: str, plural: str, fields, store) -> None:
+    """Register auth/<kind>List|Add|Update|Delete for one kind of managed object.
+
+    ``store(services)`` gives (list, add, update, delete) functions; every
+    change is written to the audit entry with what changed.
+    """
+
+    @call(f"auth/{kind}List", permission="admin")
+    def list_(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+        _only(kargs, (), f"auth/{kind}List")
+        return {plural: store(ctx.services)[0]()}
+
+    @call(f"auth/{kind}Add", permission="admin")
+    def add(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+        _only(kargs, (arg,), f"auth/{kind}Add")
+        added = store(ctx.services)[1](_required(kargs, arg))
+        ctx.audit_detail = f"{label} {added['name']!r} added: " + changes(None, added, fields)
+        return added
+
+    @call(f"auth/{kind}Update", permission="admin")
+    def update(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+        _only(kargs, (arg,), f"auth/{kind}Update")
+        before, after = store(ctx.services)[2](_required(kargs, arg))
+        ctx.audit_detail = f"{label} {after['name']!r}: " + changes(before, after, fields)
+        return after
+
+    @call(f"auth/{kind}Delete", permission="admin")
+    def delete(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+        _only(kargs, ("name",), f"auth/{kind}Delete")
+        deleted = store(ctx.services)[3](_required(kargs, "name"))
+        ctx.audit_detail = f"{label} {deleted['name']!r} deleted (was: " + changes(None, deleted, fields) + ")"
+        return {"deleted": deleted["name"]}
 
 
-@call("auth/dataPolicyAdd", permission="admin")
-def policy_add(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    _only(kargs, ("policy",), "auth/dataPolicyAdd")
-    added = ctx.services.policies.add_policy(_required(kargs, "policy"))
-    ctx.audit_detail = f"data policy {added['name']!r} added: " + changes(None, added, AUDITED_POLICY_FIELDS)
-    return added
-
-
-@call("auth/dataPolicyUpdate", permission="admin")
-def policy_update(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    _only(kargs, ("policy",), "auth/dataPolicyUpdate")
-    before, after = ctx.services.policies.update_policy(_required(kargs, "policy"))
-    ctx.audit_detail = f"data policy {after['name']!r}: " + changes(before, after, AUDITED_POLICY_FIELDS)
-    return after
-
-
-@call("auth/dataPolicyDelete", permission="admin")
-def policy_delete(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    _only(kargs, ("name",), "auth/dataPolicyDelete")
-    deleted = ctx.services.policies.delete_policy(_required(kargs, "name"))
-    ctx.audit_detail = f"data policy {deleted['name']!r} deleted (was: " + changes(None, deleted, AUDITED_POLICY_FIELDS) + ")"
-    return {"deleted": deleted["name"]}
-
-
-@call("auth/roleList", permission="admin")
-def role_list(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    _only(kargs, (), "auth/roleList")
-    return {"roles": ctx.services.policies.list_roles()}
-
-
-@call("auth/roleAdd", permission="admin")
-def role_add(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    _only(kargs, ("role",), "auth/roleAdd")
-    added = ctx.services.policies.add_role(_required(kargs, "role"))
-    ctx.audit_detail = f"role {added['name']!r} added: " + changes(None, added, AUDITED_ROLE_FIELDS)
-    return added
-
-
-@call("auth/roleUpdate", permission="admin")
-def role_update(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    _only(kargs, ("role",), "auth/roleUpdate")
-    before, after = ctx.services.policies.update_role(_required(kargs, "role"))
-    ctx.audit_detail = f"role {after['name']!r}: " + changes(before, after, AUDITED_ROLE_FIELDS)
-    return after
-
-
-@call("auth/roleDelete", permission="admin")
-def role_delete(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    _only(kargs, ("name",), "auth/roleDelete")
-    deleted = ctx.services.policies.delete_role(_required(kargs, "name"))
-    ctx.audit_detail = f"role {deleted['name']!r} deleted (was: " + changes(None, deleted, AUDITED_ROLE_FIELDS) + ")"
-    return {"deleted": deleted["name"]}
+_managed(
+    "dataPolicy", "policy", "data policy", "policies", AUDITED_POLICY_FIELDS,
+    lambda sv: (sv.policies.list_policies, sv.policies.add_policy, sv.policies.update_policy, sv.policies.delete_policy),
+)
+_managed(
+    "role", "role", "role", "roles", AUDITED_ROLE_FIELDS,
+    lambda sv: (sv.policies.list_roles, sv.policies.add_role, sv.policies.update_role, sv.policies.delete_role),
+)
