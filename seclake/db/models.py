@@ -131,3 +131,18 @@ class CustomRole(Base):
     data_policies: Mapped[list[str]] = mapped_column(JSON)
     created_on: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_on: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class AccessGeneration(Base):
+    """One row counting every change that can alter who may do what.
+
+    Every committed change to users, sessions, API tokens, roles or data
+    policies adds one (seclake.db.generation), in the same transaction.
+    API nodes cache resolved callers keyed by this number, so a change made
+    on any node reaches the next call on every node.
+    """
+
+    __tablename__ = "access_generation"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    value: Mapped[int] = mapped_column(BigInteger)
