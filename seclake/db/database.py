@@ -25,6 +25,10 @@ _BEGIN = "seclake_sqlite_begin"
 
 class Database:
     def __init__(self, url: str):
+        # Registers the session events that count access changes; imported
+        # here because every writer of those tables holds a Database.
+        from seclake.db import generation  # noqa: F401
+
         self.url = make_url(url)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         if self.is_sqlite:

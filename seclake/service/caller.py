@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from seclake.service.roles import permissions_of
@@ -29,6 +30,10 @@ class Caller:
     # Effective rights, computed from the database on every call
     # (seclake.service.access); None only before that.
     rights: Rights | None = field(default=None, compare=False)
+    # Until when this resolution may be reused if nothing about access
+    # changes (seclake.service.authentication): the next bookkeeping write
+    # (last seen / last used) or the token's end, whichever comes first.
+    fresh_until: datetime | None = field(default=None, compare=False)
 
     def may(self, permission: str) -> bool:
         if self.rights is not None:

@@ -72,7 +72,8 @@ class Sessions:
                 raise Unauthorized(f"user {user.username!r} is disabled")
             # Writing on every call would serialize readers on SQLite; a
             # resolution of a few seconds is plenty for an idle timeout.
-            if now - session.last_seen > min(self.idle / 10, timedelta(seconds=30)):
+            resolution = min(self.idle / 10, timedelta(seconds=30))
+            if now - session.last_seen > resolution:
                 session.last_seen = now
             return Caller(
                 username=user.username,
@@ -81,6 +82,7 @@ class Sessions:
                 token_id=session.id,
                 data_policies=user.data_policies,
                 api_policies=user.api_policies,
+                fresh_until=min(session.last_seen + resolution, session.created_on + self.lifetime),
             )
 
     def end(self, token: str) -> None:

@@ -142,6 +142,7 @@ class Tokens:
                 api_policies=user.api_policies,
                 token_data_policies=token.data_policies,
                 token_api_policies=token.api_policies,
+                fresh_until=min(t for t in (token.last_used + LAST_USE_RESOLUTION, token.expires_on) if t is not None),
             )
 
 
