@@ -7,11 +7,7 @@ case-insensitive, so ``Fluencytoken`` is the same header.
 
 from __future__ import annotations
 
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
-from starlette.requests import Request
-
-from seclake.service.caller import Caller
 
 
 def token_from(headers: Headers) -> str | None:
@@ -25,9 +21,3 @@ def token_from(headers: Headers) -> str | None:
     if token:
         return token.strip()
     return None
-
-
-async def authenticate(request: Request) -> Caller:
-    """The caller behind the request's token; raises Unauthorized otherwise."""
-    services = request.app.state.services
-    return await run_in_threadpool(services.auth.caller, token_from(request.headers))

@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from seclake.api.authentication import authenticate
+from seclake.api.authentication import token_from
 from seclake.api.body import check_json_media_type, parse_kargs, read_capped
 from seclake.api.envelope import exception, failure, ok
 from seclake.api.registry import REGISTRY, Call, CallContext
@@ -25,7 +25,7 @@ from seclake.service.caller import Caller
 
 log = logging.getLogger("seclake.api")
 
-Work = Callable[[CallContext], Awaitable[Any]]
+Work = Callable[[CallContext, Callable[[], None]], Awaitable[Any]]
 
 
 async def dispatch(request: Request) -> Response:
@@ -33,42 +33,43 @@ async def dispatch(request: Request) -> Response:
     matched = REGISTRY.raw_match(name)
     if matched is not None:
         route, params = matched
-        return await guarded(request, name, route.permission, lambda ctx: route.handler(ctx, **params))
+
+        async def raw(ctx: CallContext, authorize: Callable[[], None]) -> Any:
+            await run_in_threadpool(authorize)
+            return await route.handler(ctx, **params)
+
+        return await guarded(request, name, route.permission, raw)
     call = REGISTRY.calls.get(name)
     if call is None:
         return await guarded(request, name, None, None)
-    return await guarded(request, name, call.permission, lambda ctx: _json_call(call, ctx))
+    return await guarded(request, name, call.permission, lambda ctx, authorize: _json_call(call, ctx, authorize))
 
 
 async def guarded(request: Request, name: str, permission: str | None, work: Work | None) -> Response:
     """Run ``work`` for the named call inside the token, permission, audit and
-    envelope rules; ``work`` None means there is no such call."""
+    envelope rules; ``work`` None means there is no such call.
+
+    ``work`` gets the context and an ``authorize`` function to run (in a
+    worker thread: it reads the database) before anything else it does; a
+    JSON call runs it in the same thread hop as the call itself.
+    """
     services = request.app.state.services
     started = time.perf_counter()
     client = request.client.host if request.client else ""
-    caller: Caller | None = None
+    ctx = CallContext(services, None, client, request.headers, request)
     detail: str | None = None
+
+    def authorize() -> None:
+        assert permission is not None
+        if permission != "public":
+            ctx.caller = _authorized(services, request, name, permission)
+
     try:
         if work is None or permission is None:
             raise NotFound(f"unknown call {name[:100]!r}")
         if request.method != "POST":
             raise MethodNotAllowed(f"use POST, not {request.method}")
-        if permission != "public":
-            caller = await authenticate(request)
-            if not caller.may(permission):
-                raise Forbidden(
-                    f"user {caller.username!r} with roles {', '.join(caller.roles) or 'none'} "
-                    f"may not call {name} (it needs the {permission} permission)"
-                )
-            # API policies narrow what the permissions allow (seclake.service.access).
-            assert caller.rights is not None
-            if not caller.rights.allows_call(name):
-                raise Forbidden(
-                    f"user {caller.username!r} may not call {name}: it is outside the API policies "
-                    "of the user, its roles or this token"
-                )
-        ctx = CallContext(services, caller, client, request.headers, request)
-        response: Response = ok(await work(ctx))
+        response: Response = ok(await work(ctx, authorize))
         outcome, detail = "OK", ctx.audit_detail
     except SeclakeError as e:
         response = failure(e, name)
@@ -79,6 +80,7 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
         response = exception(f"internal error in {name[:100]}: {type(e).__name__} (ref {ref}, see the server log)")
         outcome, detail = "EXCEPTION", f"{type(e).__name__} (ref {ref})"
     duration_ms = round((time.perf_counter() - started) * 1000)
+    caller = ctx.caller
     try:
         # Queued, not written here: the audit writer commits it in a batch.
         services.audit.call(
@@ -91,18 +93,47 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
     return response
 
 
-async def _json_call(call: Call, ctx: CallContext) -> Any:
+def _authorized(services: Any, request: Request, name: str, permission: str) -> Caller:
+    """The caller behind the request's token, if it may make this call."""
+    caller = services.auth.caller(token_from(request.headers))
+    if not caller.may(permission):
+        raise Forbidden(
+            f"user {caller.username!r} with roles {', '.join(caller.roles) or 'none'} "
+            f"may not call {name} (it needs the {permission} permission)"
+        )
+    # API policies narrow what the permissions allow (seclake.service.access).
+    assert caller.rights is not None
+    if not caller.rights.allows_call(name):
+        raise Forbidden(
+            f"user {caller.username!r} may not call {name}: it is outside the API policies "
+            "of the user, its roles or this token"
+        )
+    return caller
+
+
+async def _json_call(call: Call, ctx: CallContext, authorize: Callable[[], None]) -> Any:
     request = ctx.request
     assert request is not None
     settings = ctx.services.settings
-    check_json_media_type(request)
-    kargs = parse_kargs(await read_capped(request, settings.max_body_bytes), settings.max_json_depth)
+    # The body is read here, on the event loop; what it says is judged only
+    # after the token is (an unknown caller learns nothing about its body).
     try:
-        return await run_in_threadpool(call.handler, ctx, kargs)
-    except ValidationFailed as e:
-        # Fields named inside a call are relative to kargs; say so on the wire.
-        if e.field.startswith("kargs"):
-            raise
-        raise ValidationFailed(f"kargs.{e.field}", e.message.removeprefix(f"{e.field}: ")) from None
+        body: bytes | SeclakeError = await read_capped(request, settings.max_body_bytes)
+    except SeclakeError as e:
+        body = e
 
+    def run() -> Any:
+        authorize()
+        check_json_media_type(request)
+        if isinstance(body, SeclakeError):
+            raise body
+        kargs = parse_kargs(body, settings.max_json_depth)
+        try:
+            return call.handler(ctx, kargs)
+        except ValidationFailed as e:
+            # Fields named inside a call are relative to kargs; say so on the wire.
+            if e.field.startswith("kargs"):
+                raise
+            raise ValidationFailed(f"kargs.{e.field}", e.message.removeprefix(f"{e.field}: ")) from None
 
+    return await run_in_threadpool(run)
