@@ -16,7 +16,8 @@ HTTP status) in one place, so nothing below the API knows about HTTP.
     ├── Conflict                  conflict           (409)
     ├── PayloadTooLarge           too_large          (413)
     ├── UnsupportedMediaType      unsupported_media  (415)
-    └── TooManyAttempts           too_many_attempts  (429)
+    ├── TooManyAttempts           too_many_attempts  (429)
+    └── Unavailable               unavailable        (503)  a part the call needs is not reachable
 
 Anything else that escapes a call is an unexpected fault: the API answers
 ``EXCEPTION`` with a short message and logs the trace.
@@ -113,3 +114,9 @@ class TooManyAttempts(SeclakeError):
     def __init__(self, message: str, retry_after_seconds: int | None = None):
         super().__init__(message)
         self.retry_after_seconds = retry_after_seconds
+
+
+class Unavailable(SeclakeError):
+    """A part of the deployment the call needs is not reachable (cluster mode: the ingest node)."""
+
+    code = "unavailable"

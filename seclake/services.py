@@ -80,9 +80,15 @@ class Services:
         self.rules = RuleBook(settings.data_dir / "rules")
         self.detector = Detector(self.rules, self.db, bands=settings.score_bands, summaries=self.summaries)
         if not settings.ingest:
-            from seclake.cluster.catalogview import NoIngestion
+            if settings.ray_address:
+                # Cluster mode: imports are parsed here and stored by the ingest node's ingestor.
+                from seclake.cluster.remoteingestion import RemoteIngestion
 
-            self.ingestion = NoIngestion()
+                self.ingestion = RemoteIngestion(settings.ray_namespace, settings.ingest_timeout_seconds)
+            else:
+                from seclake.cluster.catalogview import NoIngestion
+
+                self.ingestion = NoIngestion()
             return
         self.ingestion = Ingestion(self.lake, self.detector)
         # Order matters: the detector catches up with the log the lake opened.
@@ -91,6 +97,11 @@ class Services:
         self.components.append(
             RetentionSchedule(self.lake, settings.retention_days, settings.retention_interval_minutes)
         )
+        if settings.ray_address:
+            # Last: other API nodes' imports arrive once the log is replayed.
+            from seclake.cluster.ingestor import IngestorHost
+
+            self.components.append(IngestorHost(self.ingestion, settings.ray_namespace))
 
     def _leaf_executor(self):
         """Where the leaves of a search run: the same root plans and merges in every case."""

@@ -95,7 +95,10 @@ class Settings(BaseSettings):
     )
     ingest: bool = Field(
         True,
-        description="This node owns the lake (log, indexer, detector, retention); false on extra API nodes, which refuse imports.",
+        description="This node owns the lake (log, indexer, detector, retention); false on extra API nodes, which hand imports to the ingest node (cluster mode) or refuse them.",
+    )
+    ingest_timeout_seconds: float = Field(
+        60.0, gt=0, le=3600, description="Cluster mode: how long a read-only API node waits for the ingest node to take an import."
     )
     cluster_timeout_seconds: float = Field(
         30.0, gt=0, le=600, description="Cluster mode: deadline of one search; a split not answered by then counts as failed."

@@ -27,6 +27,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "too_large": 413,
     "unsupported_media": 415,
     "too_many_attempts": 429,
+    "unavailable": 503,
 }
 
 

@@ -6,9 +6,11 @@
     searcher.py     the searcher actor, and starting them on a node
     leaves.py       the root's side: live searchers, the Ray leaf executor
     catalogview.py  the splits and time bounds an API node that does not write the lake reads
+    ingestor.py     the ingest node's mailbox actor: every API node's imports reach the lake through it
+    remoteingestion.py  a read-only API node's imports: parsed here, stored by the ingestor
 
 Ray is an optional dependency (``pip install "seclake[cluster]"``); only
-``searcher.py`` and ``leaves.py`` import it, and only when cluster mode is used.
+``searcher.py``, ``leaves.py``, ``ingestor.py`` and ``remoteingestion.py`` import it, and only when cluster mode is used.
 See docs/deploy-cluster.md.
 """
 
@@ -16,3 +18,5 @@ See docs/deploy-cluster.md.
 # ``searcher-<node id prefix>-<n>`` so any driver can list them.
 NAMESPACE = "seclake"
 SEARCHER_PREFIX = "searcher-"
+# The one ingestor of a deployment (hosted by its ingest API node).
+INGESTOR = "ingestor"

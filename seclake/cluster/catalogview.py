@@ -4,10 +4,11 @@ In a cluster one API node owns ingestion (setting ``ingest``, the default):
 it holds the lake's file lock, the write-ahead log, the indexer, the
 detector and retention. Every other API node runs with ``ingest = false``:
 it lists published splits from the shared catalog (PostgreSQL) on each
-search, searches them on the cluster's searchers (or opens them itself from
-shared storage when it has no Ray address), and refuses imports with a
-message naming what to do. Forwarding imports to the ingest node is not
-built yet (docs/deploy-cluster.md).
+search and searches them on the cluster's searchers (or opens them itself
+from shared storage when it has no Ray address). Its imports go to the
+ingest node's ingestor (``remoteingestion.py``); without a Ray address
+there is no way to reach it, and imports are refused with a message naming
+what to do.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from seclake.storage.catalog import PUBLISHED, Catalog, CatalogEntry
 from seclake.storage.layout import Layout
 
 NOT_HERE = (
-    "this API node does not ingest (setting ingest = false): send imports to the seclake node "
-    "that owns the lake (ingest = true)"
+    "this API node does not ingest (setting ingest = false) and is not in a cluster (no ray_address): "
+    "send imports to the seclake node that owns the lake (ingest = true)"
 )
 
 

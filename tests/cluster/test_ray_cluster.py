@@ -6,7 +6,9 @@ from the golden conformance cases; the root is this test process (a Ray
 driver). Every case must answer exactly as embedded mode; a searcher process
 killed mid-query must never give a silently different answer; with no
 searcher able to answer, the result names every split as failed; after Ray
-restarts the searchers, answers are whole again.
+restarts the searchers, answers are whole again. Two API nodes on
+PostgreSQL (one --no-ingest) answer alike and both take imports: the
+read-only one hands them to the ingest node's ingestor.
 
 Skipped when Ray is not installed (pip install -e ".[cluster]"), failed
 under CI=true.
@@ -20,7 +22,6 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
@@ -45,10 +46,12 @@ pytestmark = [
 WORKERS = ("b", "c")
 
 
-def seclake(*args: str, timeout: float = 240) -> str:
+def seclake(*args: str, timeout: float = 240, settings: dict[str, str] | None = None) -> str:
     from tests.cluster.raycluster import BIN, env
 
-    done = subprocess.run([str(BIN / "seclake"), *args], env=env(), capture_output=True, text=True, timeout=timeout)
+    e = env()
+    e.update(settings or {})
+    done = subprocess.run([str(BIN / "seclake"), *args], env=e, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-3000:])
     return done.stdout
 
@@ -212,95 +215,80 @@ def test_searchers_all_killed_give_a_partial_answer_naming_the_failed_splits_the
 # -- two API nodes over PostgreSQL -------------------------------------------
 
 
-def free_port() -> int:
-    from tests.cluster.raycluster import free_port as fp
+def fw_lines(now: int, count: int, **fields) -> list[str]:
+    import json
 
-    return fp()
-
-
-def start_api(port: int, extra_env: dict[str, str], *args: str, log: Path) -> subprocess.Popen:
-    from tests.cluster.raycluster import BIN, env
-
-    e = env()
-    e.update(extra_env)
-    return subprocess.Popen(
-        [str(BIN / "seclake"), "serve", "--host", "127.0.0.1", "--port", str(port), *args],
-        env=e, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
-    )
-
-
-def wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float = 120) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            raise AssertionError(f"seclake serve exited {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            httpx.get(url + "/", timeout=2)
-            return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"seclake serve did not answer:\n{log.read_text()[-3000:]}")
-        time.sleep(0.3)
+    return [
+        json.dumps({"@timestamp": now - i * 1000, "@fields": {"host": f"h{i % 3}", "i": i, **fields}})
+        for i in range(count)
+    ]
 
 
 @pytest.mark.postgres
-def test_two_api_nodes_share_tokens_and_answer_alike_and_one_survives_the_other(cluster, pg_database_url, tmp_path):
-    """Node 1 ingests (owns the lake); node 2 (--no-ingest) reads the shared catalog; both search on the searchers."""
+def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, pg_database_url, tmp_path):
+    """Node 1 ingests (owns the lake); node 2 (--no-ingest) reads the shared catalog and hands its
+    imports to node 1's ingestor; both search on the searchers."""
     import secrets
 
-    import httpx
+    from tests.cluster.apinodes import ApiNode, wait_for
 
     namespace = f"t-{secrets.token_hex(4)}"
-    data = tmp_path / "shared-data"
     common = {
         "SECLAKE_DATABASE_URL": pg_database_url,
-        "SECLAKE_ADMIN_PASSWORD": "admin-password-1",
         "SECLAKE_RAY_NAMESPACE": namespace,
-        "SECLAKE_DATA_DIR": str(data),
+        "SECLAKE_DATA_DIR": str(tmp_path / "shared-data"),
         "SECLAKE_COMMIT_INTERVAL_SECONDS": "0.2",
         "SECLAKE_LOG_LEVEL": "warning",
     }
     address = cluster["rc"].address
-    p1, p2 = free_port(), free_port()
-    procs = []
+    nodes = []
     try:
-        procs.append(start_api(p1, common, "--ray-address", address, log=tmp_path / "api1.log"))
-        wait_http(f"http://127.0.0.1:{p1}", procs[0], tmp_path / "api1.log")
-        procs.append(start_api(p2, common, "--ray-address", address, "--no-ingest", log=tmp_path / "api2.log"))
-        wait_http(f"http://127.0.0.1:{p2}", procs[1], tmp_path / "api2.log")
-        from tests.cluster.raycluster import BIN, env
-
-        e = env()
-        e.update(common)
-        done = subprocess.run(
-            [str(BIN / "seclake"), "searcher", "--ray-address", address, "--node-id", cluster["nodes"]["b"], "--detach"],
-            env=e, capture_output=True, text=True, timeout=240,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-
-        api1 = httpx.Client(base_url=f"http://127.0.0.1:{p1}", timeout=60)
-        api2 = httpx.Client(base_url=f"http://127.0.0.1:{p2}", timeout=60)
-
-        def call(client, name, kargs, token=None):
-            r = client.post(f"/api/{name}", json={"kargs": kargs}, headers={"Servicetoken": token} if token else {})
-            return r.status_code, r.json()
-
-        status, body = call(api1, "auth/login", {"username": "admin", "password": "admin-password-1"})
-        assert status == 200, body
-        token = body["response"]["sessionToken"]
+        api1 = ApiNode("api1", tmp_path, common, "--ray-address", address)
+        nodes.append(api1)
+        api1.wait()
+        api2 = ApiNode("api2", tmp_path, common, "--ray-address", address, "--no-ingest")
+        nodes.append(api2)
+        api2.wait()
+        seclake("searcher", "--ray-address", address, "--node-id", cluster["nodes"]["b"], "--detach", settings=common)
+        token = api1.login()
+        api2.token = token  # one token, any node
         now = int(time.time() * 1000)
         lines = [
             '{"@timestamp": %d, "@fields": {"host": "h%d", "action": "%s", "n": %d}}' % (now - i * 60_000, i % 5, ("allow", "deny")[i % 2], i)
             for i in range(200)
         ]
-        r = api1.post("/api/import/fw", content="\n".join(lines).encode(), headers={"Servicetoken": token})
+        r = api1.import_lines(lines)
         assert r.status_code == 200 and r.json()["response"]["accepted"] == 200, r.text
-        # Node 2 does not ingest: it says so and stores nothing.
-        r = api2.post("/api/import/fw", content=lines[0].encode(), headers={"Servicetoken": token})
-        assert r.status_code == 409 and "does not ingest" in r.text, r.text
+
+        # A bad import is refused by the node that got it, with the same error as anywhere.
+        r = api2.import_lines(lines[:1], type="bogus")
+        assert r.status_code == 400 and "type: must be event or flow" in r.text, r.text
+
+        # A rule added through the read-only node reaches the ingest node's detector without a restart...
+        rule = {
+            "name": "cluster-forwarded", "behavior": "Forwarded Marker", "query": "tag:fwd",
+            "keyField": "host", "keyType": "host", "risks": ["T1078"], "riskScore": 300,
+        }
+        api2.ok("ds/eventwatch_bucket_dao", {"action": "add", "bucket": rule})
+        assert api1.ok("ds/eventwatch_bucket_dao", {"action": "get", "name": "cluster-forwarded"})["bucket"]["riskScore"] == 300
+        # ... and fires on the next import, which the read-only node takes.
+        forwarded = fw_lines(now, 30, tag="fwd")
+        r = api2.import_lines(forwarded)
+        acked = time.monotonic()
+        assert r.status_code == 200, r.text
+        report = r.json()["response"]
+        assert report["accepted"] == 30 and report["lastDocId"] - report["firstDocId"] == 29, report
+        # Searchable within a few seconds, on both nodes; each record once.
+        since = now - 86_400_000
+        wait_for("forwarded records searchable on node 2", lambda: api2.events("tag:fwd", since=since)["hits"]["total"] == 30, 20)
+        assert time.monotonic() - acked < 10
+        assert api1.events("tag:fwd", since=since)["hits"]["total"] == 30
+        # One behavior per record, detected once (on the ingest node), seen from both nodes.
+        wait_for("behaviors searchable", lambda: api2.behaviors("behaviorRule:cluster-forwarded", since=since)["hits"]["total"] >= 30, 20)
+        time.sleep(1.0)  # a second detection would have landed by now
+        for node in (api1, api2):
+            found = node.behaviors("behaviorRule:cluster-forwarded", since=since)
+            assert found["hits"]["total"] == 30, (node.name, found["hits"]["total"])
 
         kargs = {
             "partition": "default",
@@ -312,29 +300,22 @@ def test_two_api_nodes_share_tokens_and_answer_alike_and_one_survives_the_other(
             },
         }
 
-        def answer_of(client):
-            status, body = call(client, "ds/get_index_zoom_histogram_lv3", kargs, token)
-            assert status == 200, body
-            resp = body["response"]
+        def answer_of(node):
+            resp = node.ok("ds/get_index_zoom_histogram_lv3", kargs)
             resp.pop("took")
             return resp
 
-        deadline = time.monotonic() + 60
-        while answer_of(api2)["hits"]["total"] < 125 and time.monotonic() < deadline:
-            time.sleep(0.3)  # searchable within the commit interval, on both nodes
+        wait_for("node 1's import searchable on node 2", lambda: answer_of(api2)["hits"]["total"] == 125, 60)
         one, two = answer_of(api1), answer_of(api2)
         assert two["hits"]["total"] == 125  # 100 deny + 25 allow with n < 50
         assert one == two and "_shards" not in two
-        # An API node that dies does not stop the other.
-        os.killpg(procs[0].pid, signal.SIGKILL)
-        procs[0].wait(30)
+        # An API node that dies does not stop the other's searches; its imports
+        # are refused, saying what is missing, and nothing is stored.
+        api1.kill()
         assert answer_of(api2) == two
+        r = api2.import_lines(fw_lines(now, 2, tag="after-crash"))
+        assert r.status_code == 503, r.text
+        assert r.json()["verdict"] == "ERROR" and "ingest node" in r.json()["error"], r.text
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait(10)
+        for node in nodes:
+            node.stop()

@@ -5,7 +5,10 @@ Query parameters: ``type`` (event or flow, default event), ``format``
 ``@customer`` on every record, over any customer a line names, so a line
 cannot file itself under another tenant). The reply comes after every
 accepted record is durable: ``{accepted, raw, rejected, truncated, stored,
-reasons, firstDocId, lastDocId}``.
+reasons, firstDocId, lastDocId}``. On a read-only API node of a cluster the
+body is read and parsed here and the records are stored by the ingest node
+(``cluster/remoteingestion.py``): the reply then waits for its fsync, and
+says 503 when no ingest node can be reached.
 """
 
 from __future__ import annotations
