@@ -70,6 +70,8 @@ class Detector:
         """Behaviors of records that will be logged at ``first_seq``, ``first_seq + 1``, ..."""
         out: list[dict[str, Any]] = []
         with self.lock:
+            # Rules edited elsewhere (another API node, a file edit) apply from the next batch on.
+            self.rulebook.refresh()
             for i, (dataset, record) in enumerate(items):
                 if dataset not in SOURCE_DATASETS:
                     continue

@@ -9,12 +9,17 @@ An invalid file never takes the service down: ``load`` keeps the valid rules
 and returns one message per bad file (file and line) for the log.
 
 ``version`` grows on every change, so the detector knows when to recompile.
+Files changed by anyone else (an admin's editor, another API node of a
+cluster writing the shared directory) are read again by ``refresh``, which
+the detector runs before each batch and readers run before each read: a
+stat of the directory's rule files, a reload only when one changed.
 A rule's name is its file name, so names are checked strictly (no path
 separators, no leading dot) before they come near the file system.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import threading
@@ -27,6 +32,8 @@ from seclake.detect.rule import NAME_PATTERN, Rule, RuleFileError, load_rule_fil
 from seclake.errors import Conflict, NotFound, ValidationFailed
 
 SUFFIX = ".yaml"
+
+log = logging.getLogger("seclake.rules")
 
 
 def check_name(name: object, where: str = "name") -> str:
@@ -49,6 +56,8 @@ class RuleBook:
         self._rules: dict[str, Rule] = {}
         self._files: dict[str, Path] = {}  # the file each rule was read from or written to
         self.version = 0
+        # What the rule files looked like at the last load; None before the first.
+        self._stamp: tuple | None = None
 
     # -- loading ----------------------------------------------------------
 
@@ -74,6 +83,8 @@ class RuleBook:
         loaded: dict[str, Rule] = {}
         files: dict[str, Path] = {}
         with self._lock:
+            # Taken first: a file changed while loading is read again next time.
+            self._stamp = self._disk_stamp()
             if not self.directory.is_dir():
                 self._rules, self._files = {}, {}
                 self.version += 1
@@ -97,10 +108,50 @@ class RuleBook:
             self.version += 1
         return errors
 
+    def refresh(self) -> list[str]:
+        """Reload when a rule file changed on disk since the last load (a no-op before the first)."""
+        with self._lock:
+            if self._stamp is None or self._disk_stamp() == self._stamp:
+                return []
+            errors = self.load()
+        for problem in errors:
+            log.warning("rule file skipped: %s", problem)
+        return errors
+
+    def _disk_stamp(self) -> tuple:
+        # Every write is a rename of a new file, so (name, inode, mtime, size)
+        # changes with any change.
+        try:
+            entries = list(os.scandir(self.directory))
+        except OSError:
+            return ()
+        out = []
+        for e in entries:
+            if e.name.endswith(SUFFIX) and not e.name.startswith("."):
+                try:
+                    st = e.stat()
+                except OSError:
+                    continue  # deleted while listing: the next refresh sees it gone
+                out.append((e.name, st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(sorted(out))
+
+    def _own_change(self, before: tuple | None, name: str) -> None:
+        """After writing or deleting file ``name``: keep the stamp current if only that file changed.
+
+        If anything else changed meanwhile, the stamp stays old and the next
+        refresh reloads everything.
+        """
+        if before is None or before != self._stamp:
+            return
+        after = self._disk_stamp()
+        if [e for e in before if e[0] != name] == [e for e in after if e[0] != name]:
+            self._stamp = after
+
     # -- reading ----------------------------------------------------------
 
     def rules(self) -> list[Rule]:
         with self._lock:
+            self.refresh()
             return sorted(self._rules.values(), key=lambda r: r.name)
 
     def enabled(self) -> list[Rule]:
@@ -114,6 +165,7 @@ class RuleBook:
 
     def get_or_none(self, name: str) -> Rule | None:
         with self._lock:
+            self.refresh()
             return self._rules.get(name)
 
     # -- changing ---------------------------------------------------------
@@ -121,6 +173,7 @@ class RuleBook:
     def add(self, rule: Rule) -> Rule:
         check_name(rule.name)
         with self._lock:
+            self.refresh()
             if rule.name in self._rules or self._path(rule.name).exists():
                 raise Conflict(f"a rule named {rule.name!r} exists already")
             self._save(rule)
@@ -129,6 +182,7 @@ class RuleBook:
     def update(self, rule: Rule) -> Rule:
         check_name(rule.name)
         with self._lock:
+            self.refresh()
             if rule.name not in self._rules:
                 raise NotFound(f"no rule named {rule.name!r}")
             self._save(rule)
@@ -148,8 +202,10 @@ class RuleBook:
         with self._lock:
             rule = self.get(name)
             path = self._own_file(name)
+            before = self._disk_stamp()
             path.unlink(missing_ok=True)
             self._fsync_dir()
+            self._own_change(before, path.name)
             del self._rules[name]
             self._files.pop(name, None)
             self.version += 1
@@ -185,7 +241,9 @@ class RuleBook:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._own_file(rule.name) if rule.name in self._rules else self._path(rule.name)
         text = yaml.safe_dump(rule.to_dict(), sort_keys=False, allow_unicode=True, width=100)
+        before = self._disk_stamp()
         self._write_bytes(path, text.encode("utf-8"))
+        self._own_change(before, path.name)
         self._rules[rule.name] = rule
         self._files[rule.name] = path
         self.version += 1

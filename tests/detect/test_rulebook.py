@@ -260,3 +260,20 @@ def test_windows_brute_force_fires_on_a_burst_of_4625() -> None:
         assert rule.matcher()(record) and rule.key_of(record) == "198.51.100.9"
         got.append(window.observe(record["@timestamp"], rule.signal_value(record)))
     assert got[9] == 10.0 and got.count(None) == 11
+
+
+def test_rules_written_by_another_book_on_the_same_directory_are_seen_without_a_load(book: RuleBook) -> None:
+    """Two API nodes of a cluster share the rules directory; each sees the other's changes."""
+    other = RuleBook(book.directory)
+    assert book.load() == [] and other.load() == []
+    other.add(make("from-other"))
+    assert [r.name for r in book.rules()] == ["from-other"]
+    v = book.version
+    assert book.rules() and book.version == v  # nothing changed: no reload
+    book.update(make("from-other", riskScore=9))
+    assert other.get("from-other").risk_score == 9
+    other.delete("from-other")
+    assert book.get_or_none("from-other") is None
+    # A hand-edited file is picked up too, and a broken one is left out, not fatal.
+    (book.directory / "bad.yaml").write_text("name: [unclosed\n")
+    assert book.rules() == [] and book.refresh() == []
