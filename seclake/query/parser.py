@@ -23,6 +23,7 @@ caller gave, or a ``LimitExceeded``.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -68,13 +69,25 @@ def parse(
     limits.check_length(search_str)
     if not search_str.strip():
         return ast.MatchAll()
-    source = _Source(search_str)
-    tree = source.parse()
+    source, tree = _parsed(search_str)
     limits.check_depth(_depth(tree))
     builder = _Builder(dataset, default_operator, limits, now_ms, source)
     node = builder.build(tree)
     limits.check_clauses(builder.clauses)
     return node
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(search_str: str) -> tuple[_Source, lt.Item]:
+    """luqum's tree of a query text, kept for the texts seen recently.
+
+    Dashboards and paging send the same texts again and again, and luqum's
+    parser is the slowest step of a small search (and runs under a lock).
+    The tree is only read after this (by _Builder), so sharing it is safe;
+    everything that depends on the dataset, limits or time is built anew.
+    """
+    source = _Source(search_str)
+    return source, source.parse()
 
 
 # -- source: rewriting and luqum errors -----------------------------------
