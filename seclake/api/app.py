@@ -6,12 +6,13 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
-import seclake
 import seclake.api.calls  # noqa: F401  (registers every call)
 from seclake.api.dispatcher import dispatch
 from seclake.api.envelope import failure
@@ -19,34 +20,40 @@ from seclake.api.slashes import CollapseSlashes
 from seclake.errors import MethodNotAllowed, NotFound, SeclakeError
 from seclake.services import Services
 from seclake.settings import Settings
-from seclake.web import mount as mount_web_interface
+from seclake.web import routes as web_routes
 
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
-def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
+def create_app(settings: Settings, services: Services | None = None) -> Starlette:
     services = services or Services(settings)
     generated = services.prepare()
     if generated:
         announce_admin_password(generated)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         services.start()
         try:
             yield
         finally:
             services.stop()
 
-    app = FastAPI(title="seclake", version=seclake.__version__, lifespan=lifespan)
+    # Plain Starlette: the dispatcher reads each request itself, so a
+    # framework's per-request validation and dependency solving would only
+    # add time to every call.
+    routes = [
+        # Every method reaches the dispatcher, so a GET gets a 405 envelope.
+        Route("/api/{name:path}", dispatch, methods=ALL_METHODS),
+        *web_routes(),  # /, /assets/..., client-side routes: seclake/web/
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(CollapseSlashes)],
+        exception_handlers={HTTPException: _http_error},
+        lifespan=lifespan,
+    )
     app.state.services = services
-    app.add_middleware(CollapseSlashes)
-    # Every method reaches the dispatcher, so a GET gets a 405 envelope. A
-    # plain Starlette route: the dispatcher reads the request itself, and
-    # FastAPI's dependency solving would only add time to every call.
-    app.router.add_route("/api/{name:path}", dispatch, methods=ALL_METHODS, include_in_schema=False)
-    mount_web_interface(app)  # /, /assets/..., client-side routes: seclake/web/
-    app.add_exception_handler(HTTPException, _http_error)
     return app
 
 

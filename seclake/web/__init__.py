@@ -15,9 +15,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from starlette.exceptions import HTTPException
 
@@ -62,11 +62,11 @@ async def asset(request: Request) -> Response:
     return _file_response(request, path, MEDIA_TYPES[match.group(1)])
 
 
-def mount(app: FastAPI) -> None:
-    """Add the interface's routes; call after the /api route, which keeps precedence."""
-    app.add_api_route("/", index, methods=["GET", "HEAD"], include_in_schema=False)
-    app.add_api_route("/assets/{name}", asset, methods=["GET", "HEAD"], include_in_schema=False)
+def routes() -> list[Route]:
+    """The interface's routes; they come after the /api route, which keeps precedence."""
+    get = ["GET", "HEAD"]
+    out = [Route("/", index, methods=get), Route("/assets/{name}", asset, methods=get)]
     # Only the interface's own first segments: any other path keeps its 404 envelope.
     for first in UI_ROUTES:
-        app.add_api_route(f"/{first}", index, methods=["GET", "HEAD"], include_in_schema=False)
-        app.add_api_route(f"/{first}/{{rest:path}}", index, methods=["GET", "HEAD"], include_in_schema=False)
+        out += [Route(f"/{first}", index, methods=get), Route(f"/{first}/{{rest:path}}", index, methods=get)]
+    return out
