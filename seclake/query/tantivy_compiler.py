@@ -165,9 +165,30 @@ class TantivyCompiler:
 
     # -- boolean --------------------------------------------------------
 
+    def _covers_split(self, node: ast.Node) -> bool:
+        """Whether ``node`` matches every record of this split without a look.
+
+        The root ANDs the request's time range into every query, and most
+        splits lie wholly inside it: leaving that clause out saves a range
+        scan over every candidate, which is most of a match-all search.
+        """
+        if isinstance(node, ast.MatchAll):
+            return True
+        if not (isinstance(node, ast.Range) and node.path == self.dataset.time_field and node.kind == "number"):
+            return False
+        meta = self.split.meta
+        lo_ok = node.lo is None or node.lo < meta.time_min or (node.include_lo and node.lo == meta.time_min)
+        hi_ok = node.hi is None or node.hi > meta.time_max or (node.include_hi and node.hi == meta.time_max)
+        return lo_ok and hi_ok
+
     def _And(self, node: ast.And) -> Query:
+        children = [c for c in node.children if not self._covers_split(c)]
+        if not children:
+            return Query.all_query()
+        if len(children) == 1 and not isinstance(children[0], ast.Not):
+            return self.compile(children[0])
         clauses = []
-        for child in node.children:
+        for child in children:
             if isinstance(child, ast.Not):
                 clauses.append((Occur.MustNot, self.compile(child.child)))
             else:

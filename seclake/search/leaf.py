@@ -180,6 +180,16 @@ class Leaf:
         if not starts:
             return []
         edges = list(starts) + [end]
+        widths = {b - a for a, b in zip(edges, edges[1:])}
+        if len(widths) == 1:
+            # Equal buckets (UTC minutes, hours, days...): tantivy's histogram
+            # aggregation, several times cheaper than one range per bucket.
+            # Keys outside ``starts`` hold records outside the buckets.
+            interval = widths.pop()
+            spec = {"histogram": {"field": "ts", "interval": float(interval), "offset": float(starts[0] % interval)}}
+            out = self.searcher.aggregate(self.query, {"h": spec})
+            by_key = {int(b["key"]): b["doc_count"] for b in out["h"]["buckets"]}
+            return [by_key.get(s, 0) for s in starts]
         ranges = [{"from": float(a), "to": float(b)} for a, b in zip(edges, edges[1:])]
         out = self.searcher.aggregate(self.query, {"h": {"range": {"field": "ts", "ranges": ranges}}})
         counts = {}

@@ -94,6 +94,30 @@ def test_histogram_buckets_cover_the_range_and_add_up(root):
     assert counts == [35, 34, 34, 17]
 
 
+@pytest.mark.parametrize("include_lo, include_hi, total", [
+    (True, True, 120), (False, True, 102), (True, False, 103), (False, False, 85),
+])
+def test_time_bounds_on_a_split_edge_keep_their_inclusiveness(root, include_lo, include_hi, total):
+    # Every split spans exactly DAY0 .. DAY0 + 6000: the bounds sit on its edges.
+    bound = ast.Range(path="@timestamp", lo=DAY0, hi=DAY0 + 6000, include_lo=include_lo,
+                      include_hi=include_hi, kind="number")
+    assert root.search(SearchPlan(dataset="event", query=bound, limit=0)).total == total
+
+
+@pytest.mark.parametrize("starts, end", [
+    ((500, 2000, 3500), 5000),  # equal widths, not aligned to them
+    ((500, 2000, 3000), 5000),  # unequal widths
+])
+def test_histogram_counts_only_records_inside_its_buckets(root, starts, end):
+    # No time range: records at 0, 5000 and 6000 ms lie outside every bucket.
+    res = _all(root, limit=0, histograms=(HistogramSpec("h", tuple(DAY0 + s for s in starts), DAY0 + end),))
+    per_second = {k: 18 if k == 0 else 17 for k in range(7)}  # records at DAY0 + k*1000
+    expected = [sum(n for k, n in per_second.items() if a <= k * 1000 < b)
+                for a, b in zip(starts, (*starts[1:], end))]
+    assert [c for _, c in res.histograms["h"]] == expected
+    assert res.total == 120
+
+
 def test_sort_on_a_field_some_records_lack_puts_them_last(lake_factory):
     lake = lake_factory()
     lake.append([("behavior", {"timestamp": DAY0 + i, "riskScore": (i * 37) % 11 if i % 4 else None}) for i in range(20)])
