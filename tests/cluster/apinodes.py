@@ -81,10 +81,10 @@ class ApiNode:
         }
         return self.ok("ds/get_index_zoom_histogram_lv3", {"partition": "default", "dataType": "event", "options": options})
 
-    def behaviors(self, search: str, *, since: int) -> dict:
+    def behaviors(self, search: str, *, since: int, facets: list[dict] | None = None) -> dict:
         options = {
             "range_from": since, "range_to": int(time.time() * 1000) + 60_000, "range_field": "timestamp",
-            "fetchLimit": 1, "searchStr": search,
+            "fetchLimit": 1, "searchStr": search, "facets": {"facets": facets or []},
         }
         return self.ok("ds/fsm_behavior_search", {"options": options})
 
