@@ -45,6 +45,9 @@ POLL_SECONDS = 1.0
 # An ingest node that has not polled for this long is not taking imports (a
 # wedged host thread): refuse at once rather than queue.
 STALE_SECONDS = 15.0
+# How long a restarting ingest node waits for Ray to free the name of its
+# crashed predecessor's ingestor.
+NAME_WAIT_SECONDS = 60.0
 
 
 @dataclass
@@ -160,34 +163,57 @@ class IngestorHost:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        try:
-            other = ray.get_actor(INGESTOR, namespace=self.namespace)
-        except ValueError:
-            other = None
-        if other is not None:
-            info = ray.get(other.info.remote(), timeout=30)
+        node = ray.get_runtime_context().get_node_id()
+        deadline = time.monotonic() + NAME_WAIT_SECONDS
+        while True:
+            self._refuse_if_taken()
+            try:
+                self.handle = ray.remote(Ingestor).options(
+                    name=INGESTOR,
+                    namespace=self.namespace,
+                    # Owned by this process: it dies with it and is never restarted
+                    # elsewhere (a restarted mailbox with no lake behind it would
+                    # only queue records nobody stores).
+                    max_restarts=0,
+                    max_task_retries=0,
+                    max_concurrency=1000,
+                    num_cpus=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
+                ).remote()
+                break
+            except ValueError:  # the name is still held by a dead predecessor
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1.0)
+        ray.get(self.handle.info.remote(), timeout=120)
+        self._thread = threading.Thread(target=self._run, name="seclake-ingestor", daemon=True)
+        self._thread.start()
+        log.info("ingestor up in namespace %s: other API nodes' imports are stored here", self.namespace)
+
+    def _refuse_if_taken(self) -> None:
+        """Fail if a live ingestor exists; wait while a dead one (a crashed predecessor) still holds the name."""
+        import ray
+
+        deadline = time.monotonic() + NAME_WAIT_SECONDS
+        while True:
+            try:
+                other = ray.get_actor(INGESTOR, namespace=self.namespace)
+            except ValueError:
+                return
+            try:
+                info = ray.get(other.info.remote(), timeout=10)
+            except Exception:  # noqa: BLE001 - dead, or dying with its crashed owner: Ray frees the name soon
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"the Ray actor {INGESTOR!r} in namespace {self.namespace!r} neither answers nor goes away"
+                    ) from None
+                time.sleep(1.0)
+                continue
             raise RuntimeError(
                 f"another ingest node already takes this deployment's imports (Ray actor {INGESTOR!r} in "
                 f"namespace {self.namespace!r}, pid {info['pid']} on node {str(info['node_id'])[:12]}); "
                 "run extra API nodes with --no-ingest, or give this deployment its own ray_namespace"
             )
-        node = ray.get_runtime_context().get_node_id()
-        self.handle = ray.remote(Ingestor).options(
-            name=INGESTOR,
-            namespace=self.namespace,
-            # Owned by this process: it dies with it and is never restarted
-            # elsewhere (a restarted mailbox with no lake behind it would
-            # only queue records nobody stores).
-            max_restarts=0,
-            max_task_retries=0,
-            max_concurrency=1000,
-            num_cpus=0,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
-        ).remote()
-        ray.get(self.handle.info.remote(), timeout=120)
-        self._thread = threading.Thread(target=self._run, name="seclake-ingestor", daemon=True)
-        self._thread.start()
-        log.info("ingestor up in namespace %s: other API nodes' imports are stored here", self.namespace)
 
     def stop(self) -> None:
         import ray

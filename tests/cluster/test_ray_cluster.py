@@ -309,6 +309,14 @@ def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, 
         one, two = answer_of(api1), answer_of(api2)
         assert two["hits"]["total"] == 125  # 100 deny + 25 allow with n < 50
         assert one == two and "_shards" not in two
+        # A second ingest node in the same deployment is refused at start, naming the first.
+        # (Its own data dir and SQLite database, so that only the Ray namespace is shared.)
+        own = {k: v for k, v in common.items() if k != "SECLAKE_DATABASE_URL"}
+        extra = ApiNode("api3", tmp_path, dict(own, SECLAKE_DATA_DIR=str(tmp_path / "other-data")), "--ray-address", address)
+        nodes.append(extra)
+        assert extra.proc.wait(180) != 0
+        assert "another ingest node already takes this deployment's imports" in extra.tail()
+
         # An API node that dies does not stop the other's searches; its imports
         # are refused, saying what is missing, and nothing is stored.
         api1.kill()
@@ -316,6 +324,15 @@ def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, 
         r = api2.import_lines(fw_lines(now, 2, tag="after-crash"))
         assert r.status_code == 503, r.text
         assert r.json()["verdict"] == "ERROR" and "ingest node" in r.json()["error"], r.text
+        # Once the ingest node is back (its log replayed), the read-only node's imports go through again.
+        back = ApiNode("api1-back", tmp_path, common, "--ray-address", address)
+        nodes.append(back)
+        back.wait()
+        r = api2.import_lines(fw_lines(now, 4, tag="after-restart"))
+        assert r.status_code == 200 and r.json()["response"]["accepted"] == 4, r.text
+        wait_for("imports after the restart searchable", lambda: api2.events("tag:after-restart", since=since)["hits"]["total"] == 4, 20)
+        assert api2.events("tag:after-crash", since=since)["hits"]["total"] == 0  # refused means not stored
+        assert api2.events("tag:fwd", since=since)["hits"]["total"] == 30
     finally:
         for node in nodes:
             node.stop()
