@@ -1,4 +1,4 @@
-"""Cluster mode: searcher actors on a Ray cluster run the leaves of every search.
+"""Cluster mode: searcher actors on a Ray cluster run the leaves of every search; any API node takes imports.
 
     rendezvous.py   which searcher serves which split (highest random weight)
     fanout.py       one search over many searchers: deadline, one retry, failures
@@ -6,11 +6,12 @@
     searcher.py     the searcher actor, and starting them on a node
     leaves.py       the root's side: live searchers, the Ray leaf executor
     catalogview.py  the splits and time bounds an API node that does not write the lake reads
-    ingestor.py     the ingest node's mailbox actor: every API node's imports reach the lake through it
-    remoteingestion.py  a read-only API node's imports: parsed here, stored by the ingestor
+    ingestor.py     the ingest node's mailbox actor, through which other nodes' imports reach the lake
+    remoteingestion.py  a read-only API node's imports: parsed there, stored by the ingestor
 
 Ray is an optional dependency (``pip install "seclake[cluster]"``); only
-``searcher.py``, ``leaves.py``, ``ingestor.py`` and ``remoteingestion.py`` import it, and only when cluster mode is used.
+``searcher.py``, ``leaves.py``, ``ingestor.py`` and ``remoteingestion.py``
+import it, and only when cluster mode is used.
 See docs/deploy-cluster.md.
 """
 
