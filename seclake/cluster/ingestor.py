@@ -79,7 +79,8 @@ class Ingestor:
     async def append(self, items: list, wait: float) -> tuple[str, Any]:
         """Store ``items`` through the ingest node; ("ok", (first, last)) once they are durable."""
         idle = time.monotonic() - self._polled_at
-        if idle > STALE_SECONDS:
+        # Not polling while storing a batch is being busy, not being stuck.
+        if idle > STALE_SECONDS and not self._taken:
             return ("error", pack(Unavailable(
                 f"the ingest node has not taken imports for {idle:.0f} s; nothing was stored"
             )))

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from seclake.cluster import ingestor as ingestor_module
 from seclake.cluster.ingestor import Ingestor
 from seclake.cluster.transport import unpack
@@ -87,8 +85,9 @@ def test_errors_of_the_ingest_node_reach_the_caller():
     assert run(scenario()) == ("fault", "disk full")
 
 
-@pytest.mark.parametrize("n", [3])
-def test_batches_waiting_together_are_taken_together_in_order(n):
+def test_batches_waiting_together_are_taken_together_in_order():
+    n = 3
+
     async def scenario():
         box = Ingestor()
         calls = [asyncio.ensure_future(box.append([("event", {"i": i})], 5.0)) for i in range(n)]
@@ -101,3 +100,20 @@ def test_batches_waiting_together_are_taken_together_in_order(n):
     taken, answers = run(scenario())
     assert [items[0][1]["i"] for _, items in taken] == list(range(n))
     assert answers == [("ok", (k, k)) for k in range(n)]
+
+
+def test_an_ingest_node_busy_storing_a_batch_is_not_taken_for_stuck(monkeypatch):
+    monkeypatch.setattr(ingestor_module, "STALE_SECONDS", 0.05)
+
+    async def scenario():
+        box = Ingestor()
+        first = asyncio.ensure_future(box.append(ITEMS, 5.0))
+        (batch_id, _), = await box.take(1.0)
+        await asyncio.sleep(0.1)  # a long append: no polling meanwhile
+        second = asyncio.ensure_future(box.append(ITEMS, 5.0))
+        await box.settle(batch_id, ("ok", (1, 2)))
+        (second_id, _), = await box.take(1.0)
+        await box.settle(second_id, ("ok", (3, 4)))
+        return await first, await second
+
+    assert run(scenario()) == (("ok", (1, 2)), ("ok", (3, 4)))
