@@ -116,6 +116,8 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     one = r["scales"]["1"]
     assert one["ingest_http"]["events_per_second"] > 0 and one["ingest_http"]["bytes_per_event"] > 0
     assert one["server_peak_rss_kb"] > 0
+    # Serving alone (a restarted server) must not be charged with the ingest's peak.
+    assert 0 < one["server_peak_rss_kb_serving"] <= one["server_peak_rss_kb"]
     assert one["load"]["errors"] == 0 and one["load"]["requests"] > 0
     for qc in CLASSES:
         for engine in qc.engines:
@@ -124,5 +126,5 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     assert one["queries"]["Q2"]["total"] == 1  # the needle: one record in the last 7 days
     text = out.read_text()
     assert "This run: 20,000 events" in text and "| Q4 |" in text and "all engines agree" in text
-    assert "HTTP / raw" in text and "## Load" in text
+    assert "HTTP / raw" in text and "## Load" in text and "memory while serving" in text
     assert json.loads(results.read_text())["name"] == r["name"]
