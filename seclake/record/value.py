@@ -81,7 +81,9 @@ def keyword_terms(value: object) -> set[str]:
 def as_ip(value: object) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     if not isinstance(value, str) or not value or len(value) > 45:
         return None
-    if not (value[0].isdigit() or ":" in value):
+    # IPv4 needs a leading digit and dots, IPv6 colons: most values (words,
+    # ports, counters) are turned away before the parser and its exception.
+    if not ((value[0].isdigit() and "." in value) or ":" in value):
         return None
     try:
         return ipaddress.ip_address(value)

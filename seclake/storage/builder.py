@@ -9,12 +9,13 @@ commit interval) stay in-process, where a round trip would cost more.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 import orjson
 
@@ -26,24 +27,44 @@ from seclake.storage.split import Split, SplitMeta, StoredRecord, write_split
 WORKER_THRESHOLD = 5000
 
 
+def _records(payload: Iterable[tuple[int, bytes]]) -> Iterator[StoredRecord]:
+    # Parsed one at a time as the split is written: only documents are held.
+    for docid, body in payload:
+        yield StoredRecord(docid, orjson.loads(body), body)
+
+
 def _build(dataset: str, payload: list[tuple[int, bytes]], dest: str, split_id: str) -> SplitMeta:
-    records = [StoredRecord(docid, orjson.loads(body), body) for docid, body in payload]
     try:
-        return write_split(records, DATASETS[dataset], Path(dest), split_id)
+        return write_split(_records(payload), DATASETS[dataset], Path(dest), split_id)
     finally:
         memory.release()
 
 
 def _merge(dataset: str, sources: list[str], dest: str, split_id: str) -> SplitMeta:
-    records: list[StoredRecord] = []
+    payload: list[tuple[int, bytes]] = []
     for path in sources:
-        records.extend(Split(Path(path)).all_records())
-    records.sort(key=lambda r: r.docid)
+        payload.extend(Split(Path(path)).bodies())
+    payload.sort(key=lambda item: item[0])
     try:
-        return write_split(records, DATASETS[dataset], Path(dest), split_id)
+        return write_split(_records(payload), DATASETS[dataset], Path(dest), split_id)
     finally:
-        del records
+        del payload
         memory.release()
+
+
+def _worker_start() -> None:
+    # A build makes millions of short-lived containers and no reference
+    # cycles; the cyclic collector kept walking the split's documents and
+    # took a third of the build's time (measured: 60 -> 37 µs per record).
+    # The worker runs builds only, so it collects once after each one.
+    gc.disable()
+
+
+def _job(fn, *args) -> SplitMeta:
+    try:
+        return fn(*args)
+    finally:
+        gc.collect()
 
 
 class SplitBuilder:
@@ -57,10 +78,12 @@ class SplitBuilder:
         with self._lock:
             if self._pool is None:
                 # spawn, not fork: the server process has threads (tantivy's too).
-                self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+                self._pool = ProcessPoolExecutor(
+                    1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start
+                )
             pool = self._pool
         try:
-            return pool.submit(fn, *args).result()
+            return pool.submit(_job, fn, *args).result()
         except BrokenProcessPool:
             # The worker died (killed, out of memory): start a new one next time.
             with self._lock:

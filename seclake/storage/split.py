@@ -21,9 +21,8 @@ import orjson
 import tantivy
 
 from seclake.record.dataset import Dataset
-from seclake.record.flatten import leaves
-from seclake.record.value import as_ip, as_number, keyword, keyword_terms, scalar_text
-from seclake.storage.fieldmap import SEP, TOKENIZER, FieldMap, cut
+from seclake.storage.document import Documents
+from seclake.storage.fieldmap import TOKENIZER, FieldMap
 
 FORMAT_VERSION = 1
 META_FILE = "split.json"
@@ -111,116 +110,6 @@ def build_schema(fields: FieldMap) -> tantivy.Schema:
     return sb.build()
 
 
-class _Leaves:
-    """What each (path, value) leaf contributes to the index, computed once.
-
-    Values repeat a lot in logs (hosts, users, ports, actions), so the
-    analysis of a leaf is cached for the duration of one split write.
-    """
-
-    CACHE_LIMIT = 200_000
-
-    def __init__(self, dataset: Dataset):
-        self.dataset = dataset
-        self._cache: dict[tuple, tuple] = {}
-        self._paths: dict[str, tuple] = {}
-
-    def path_info(self, path: str) -> tuple:
-        """(exists terms, is_time, is_text, is_date) of a path."""
-        info = self._paths.get(path)
-        if info is None:
-            parts = path.split(".")
-            ex = tuple(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-            ds = self.dataset
-            info = (ex, path == ds.time_field, ds.is_text(path), ds.is_date(path))
-            self._paths[path] = info
-        return info
-
-    def entry(self, path: str, value: Any) -> tuple:
-        """(keyword terms, facet key, spelling, number, ip) of a keyword leaf."""
-        key = (path, value.__class__, value)
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        prefix = path + SEP
-        spelling = scalar_text(value)
-        ip = as_ip(value) if isinstance(value, str) else None
-        hit = (
-            tuple({cut(prefix + t) for t in keyword_terms(value)}),
-            cut(prefix + keyword(value)),
-            spelling,
-            as_number(value),
-            str(ip) if ip is not None else None,
-        )
-        if len(self._cache) >= self.CACHE_LIMIT:
-            self._cache.clear()
-        self._cache[key] = hit
-        return hit
-
-
-def _field_map(records: Iterable[StoredRecord], analysis: _Leaves) -> FieldMap:
-    fields = FieldMap()
-    for rec in records:
-        for path, value in leaves(rec.source):
-            _ex, is_time, is_text, _is_date = analysis.path_info(path)
-            if is_time:
-                continue  # held by the fixed ``ts`` field
-            if is_text:
-                fields.add_text(path)
-                continue
-            _terms, _fk, _spelling, number, ip = analysis.entry(path, value)
-            if number is not None and path not in fields.numbers:
-                fields.add_number(path)
-            if ip is not None and path not in fields.ips:
-                fields.add_ip(path)
-    return fields
-
-
-def _document(rec: StoredRecord, analysis: _Leaves, fields: FieldMap, ts: int) -> dict[str, Any]:
-    kw: set[str] = set()
-    fr: dict[str, str] = {}
-    ex: set[str] = set()
-    all_text: list[str] = []
-    typed: dict[str, list] = {}
-    for path, value in leaves(rec.source):
-        ex_terms, is_time, is_text, is_date = analysis.path_info(path)
-        ex.update(ex_terms)
-        if is_time:
-            continue  # held by the fixed ``ts`` field
-        if is_text:
-            text = scalar_text(value)
-            all_text.append(text)
-            name = fields.texts.get(path)
-            if name is not None:
-                typed.setdefault(name, []).append(text)
-            continue
-        terms, facet_key, spelling, number, ip = analysis.entry(path, value)
-        kw.update(terms)
-        # One spelling per (path, keyword) and record: facet counts stay exact.
-        fr.setdefault(facet_key, spelling)
-        if number is not None:
-            name = fields.numbers.get(path)
-            if name is not None:
-                typed.setdefault(name, []).append(number)
-        if ip is not None:
-            name = fields.ips.get(path)
-            if name is not None:
-                typed.setdefault(name, []).append(ip)
-        if not is_date:
-            all_text.append(spelling)
-    doc: dict[str, Any] = {
-        "docid": rec.docid,
-        "ts": ts,
-        "src": rec.body if rec.body is not None else orjson.dumps(rec.source),
-        "kw": list(kw),
-        "fr": [k + SEP + spelling for k, spelling in fr.items()],
-        "ex": list(ex),
-        "all": all_text,
-    }
-    doc.update(typed)
-    return doc
-
-
 def time_of(source: dict[str, Any], dataset: Dataset) -> int:
     value = source.get(dataset.time_field)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -228,34 +117,42 @@ def time_of(source: dict[str, Any], dataset: Dataset) -> int:
     return int(value)
 
 
-def write_split(records: Sequence[StoredRecord], dataset: Dataset, dest: Path, split_id: str) -> SplitMeta:
-    """Write records as a split at ``dest`` (which must not exist) and return its meta."""
-    if not records:
-        raise ValueError("a split needs at least one record")
+def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, split_id: str) -> SplitMeta:
+    """Write records as a split at ``dest`` (which must not exist) and return its meta.
+
+    ``records`` is read once, so a generator that parses records as they are
+    needed keeps only their documents in memory, not every parsed record.
+    """
     staging = dest.with_name(dest.name + ".staging")
+    # Every document is built before the index is made: the schema holds the
+    # split's typed fields, known only once every record has been seen.
+    documents = Documents(dataset)
+    docs: list[dict[str, Any]] = []
+    for rec in records:
+        body = rec.body if rec.body is not None else orjson.dumps(rec.source)
+        docs.append(documents.document(rec.source, rec.docid, time_of(rec.source, dataset), body))
+    if not docs:
+        raise ValueError("a split needs at least one record")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    analysis = _Leaves(dataset)
-    fields = _field_map(records, analysis)
+    fields = documents.fields
     schema = build_schema(fields)
     index = tantivy.Index(schema, path=str(staging))
     index.register_tokenizer(TOKENIZER, _analyzer())
     writer = index.writer(WRITER_HEAP_BYTES, 1)
-    times = []
-    for rec in records:
-        ts = time_of(rec.source, dataset)
-        times.append(ts)
-        writer.add_document(tantivy.Document.from_dict(_document(rec, analysis, fields, ts), schema))
+    from_dict, add = tantivy.Document.from_dict, writer.add_document
+    for doc in docs:
+        add(from_dict(doc, schema))
     writer.commit()
     writer.wait_merging_threads()
     meta = SplitMeta(
         split_id=split_id,
         dataset=dataset.name,
-        time_min=min(times),
-        time_max=max(times),
-        num_records=len(records),
-        seq_min=min(r.docid for r in records),
-        seq_max=max(r.docid for r in records),
+        time_min=min(d["ts"] for d in docs),
+        time_max=max(d["ts"] for d in docs),
+        num_records=len(docs),
+        seq_min=min(d["docid"] for d in docs),
+        seq_max=max(d["docid"] for d in docs),
         fields=fields,
     )
     meta.size_bytes = sum(p.stat().st_size for p in staging.iterdir() if p.is_file())
@@ -300,15 +197,17 @@ class Split:
     def sources(self, docids_by_address: Sequence[tantivy.DocAddress]) -> list[dict[str, Any]]:
         return [orjson.loads(self.searcher.doc(a).get_first("src")) for a in docids_by_address]
 
-    def all_records(self) -> Iterable[StoredRecord]:
-        """Every record of the split (for merging), in docid order."""
+    def bodies(self) -> list[tuple[int, bytes]]:
+        """(docId, record as stored JSON) of every record, in docid order."""
         n = self.searcher.num_docs
         if n == 0:
             return []
         result = self.searcher.search(
             tantivy.Query.all_query(), limit=n, order_by_field="docid", order=tantivy.Order.Asc
         )
-        return [
-            StoredRecord(int(docid), orjson.loads(self.searcher.doc(addr).get_first("src")))
-            for docid, addr in result.hits
-        ]
+        doc = self.searcher.doc
+        return [(int(docid), doc(addr).get_first("src")) for docid, addr in result.hits]
+
+    def all_records(self) -> Iterable[StoredRecord]:
+        """Every record of the split, in docid order."""
+        return [StoredRecord(docid, orjson.loads(body), body) for docid, body in self.bodies()]

@@ -1,0 +1,233 @@
+"""Records as index documents: what each leaf of a record adds to which field.
+
+The fields are described in ``fieldmap.py``. A record's document is the
+union of what its (path, value) leaves contribute (``record/flatten.py``
+defines the leaves): keyword terms, one facet term per distinct keyword,
+existence terms for the path and its parents, default-field text, and typed
+values (numbers, IP addresses, text) under the split's per-path fields.
+
+This runs for every record indexed and every record merged, so it is built
+for speed without changing what it computes:
+
+- the walk over a record follows a tree of ``_Path`` nodes (one per path met
+  while writing the split), so a path's string, existence terms and kind
+  are made once, not per record;
+- a keyword leaf's whole contribution is computed once per (path, value)
+  and cached on the path node: logs repeat hosts, users, ports and actions;
+- typed fields are registered in the field map the first time a path shows
+  a number, an IP address or text (in record order, the order a separate
+  pass would give), so one walk both decides the split's fields and builds
+  every document.
+
+The plain definition, leaf by leaf, is in ``tests/storage/test_document.py``;
+the test checks that both give the same documents.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seclake.record.dataset import Dataset
+from seclake.record.flatten import MAX_DEPTH
+from seclake.record.value import as_ip, as_number, keyword, keyword_terms, scalar_text
+from seclake.storage.fieldmap import SEP, FieldMap, cut
+
+# What a path is, by its name alone (the dataset decides).
+TIME, TEXT, DATE, KEYWORD = range(4)
+_SCALARS = (str, int, float, bool)
+_UNSET = object()
+
+
+class _Path:
+    """One record path: its existence terms, its kind, its analyzed values."""
+
+    __slots__ = ("path", "ex", "kind", "children", "values", "text_field")
+
+    def __init__(self, path: str, dataset: Dataset):
+        self.path = path
+        parts = path.split(".")
+        self.ex = tuple(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        if path == dataset.time_field:
+            self.kind = TIME  # held by the fixed ``ts`` field
+        elif dataset.is_text(path):
+            self.kind = TEXT
+        elif dataset.is_date(path):
+            self.kind = DATE  # a keyword, but not default-field text
+        else:
+            self.kind = KEYWORD
+        # Keys of objects below this path -> their nodes.
+        self.children: dict[str, _Path] = {}
+        # Value -> entry; strings and ints by themselves, other scalars by
+        # (class, value): True == 1 == 1.0, but they index differently.
+        self.values: dict[Any, tuple] = {}
+        self.text_field: Any = _UNSET
+
+
+class Documents:
+    """Builds the documents of one split and decides its field map as it goes."""
+
+    # Cached (path, value) entries before the caches start over: bounds the
+    # memory of splits with many distinct values.
+    CACHE_LIMIT = 200_000
+
+    def __init__(self, dataset: Dataset):
+        self.dataset = dataset
+        self.fields = FieldMap()
+        self._root: dict[str, _Path] = {}
+        self._nodes: list[_Path] = []
+        self._cached = 0
+
+    def document(self, source: dict[str, Any], docid: int, ts: int, body: bytes) -> dict[str, Any]:
+        """The document of one record (as ``tantivy.Document.from_dict`` takes it)."""
+        kw: set[str] = set()
+        fr: dict[str, str] = {}
+        ex: set[str] = set()
+        text: list[str] = []
+        doc: dict[str, Any] = {}
+        self._walk(source, self._root, "", 0, kw, fr, ex, text, doc)
+        doc["docid"] = docid
+        doc["ts"] = ts
+        doc["src"] = body
+        doc["kw"] = list(kw)
+        doc["fr"] = list(fr.values())
+        doc["ex"] = list(ex)
+        doc["all"] = text
+        return doc
+
+    def _walk(self, node: dict, children: dict, prefix: str, depth: int,
+              kw: set, fr: dict, ex: set, text: list, doc: dict) -> None:
+        for key, value in node.items():
+            p = children.get(key)
+            if p is None:
+                p = children[key] = _Path(prefix + key, self.dataset)
+                self._nodes.append(p)
+            cls = value.__class__
+            # Fast path: a string or integer keyword, most leaves of a log
+            # record (the general case, _leaf, computes the same).
+            if (cls is str or cls is int) and p.kind is KEYWORD:
+                e = p.values.get(value)
+                if e is None:
+                    e = self._entry(p, value, value)
+                ex.update(p.ex)
+                kw.update(e[0])
+                if e[1] not in fr:
+                    fr[e[1]] = e[2]
+                if e[3]:
+                    for name, v in e[3]:
+                        if name in doc:
+                            doc[name].append(v)
+                        else:
+                            doc[name] = [v]
+                text.append(e[4])
+            else:
+                self._leaf(p, value, depth, kw, fr, ex, text, doc)
+
+    def _leaf(self, p: _Path, value: Any, depth: int,
+              kw: set, fr: dict, ex: set, text: list, doc: dict) -> None:
+        # The cases and depth rules of record.flatten.leaves, on path nodes.
+        if value is None:
+            return
+        cls = value.__class__
+        if cls is dict:
+            if depth < MAX_DEPTH:
+                self._walk(value, p.children, p.path + ".", depth + 1, kw, fr, ex, text, doc)
+            return
+        if cls is list or cls is tuple:
+            if depth < MAX_DEPTH:
+                for item in value:
+                    self._leaf(p, item, depth + 1, kw, fr, ex, text, doc)
+            return
+        if not (cls is str or cls is int or cls is float or cls is bool):
+            if isinstance(value, dict):
+                if depth < MAX_DEPTH:
+                    self._walk(value, p.children, p.path + ".", depth + 1, kw, fr, ex, text, doc)
+                return
+            if isinstance(value, (list, tuple)):
+                if depth < MAX_DEPTH:
+                    for item in value:
+                        self._leaf(p, item, depth + 1, kw, fr, ex, text, doc)
+                return
+            if not isinstance(value, _SCALARS):
+                return
+        ex.update(p.ex)
+        kind = p.kind
+        if kind is TIME:
+            return
+        if kind is TEXT:
+            name = p.text_field
+            if name is _UNSET:
+                self.fields.add_text(p.path)
+                name = p.text_field = self.fields.texts.get(p.path)
+            spelled = scalar_text(value)
+            text.append(spelled)
+            if name is not None:
+                if name in doc:
+                    doc[name].append(spelled)
+                else:
+                    doc[name] = [spelled]
+            return
+        vkey = value if cls is str or cls is int else (cls, value)
+        e = p.values.get(vkey)
+        if e is None:
+            e = self._entry(p, value, vkey)
+        kw.update(e[0])
+        if e[1] not in fr:
+            fr[e[1]] = e[2]
+        for name, v in e[3]:
+            if name in doc:
+                doc[name].append(v)
+            else:
+                doc[name] = [v]
+        if kind is KEYWORD:
+            text.append(e[4])
+
+    def _entry(self, p: _Path, value: Any, vkey: Any) -> tuple:
+        """(keyword terms, facet key, facet term, typed values, spelling) of a keyword leaf.
+
+        One spelling per (path, keyword) and record goes to ``fr``, so facet
+        counts stay exact; the facet term is ``key \\0 spelling``.
+        """
+        path = p.path
+        prefix = path + SEP
+        cls = value.__class__
+        # keyword_terms(value) is {keyword(value), scalar_text(value).lower()};
+        # for the common classes it is spelled out, normalizing only once.
+        if cls is int:
+            spelling = norm = str(value)  # an int's text, canonical number and keyword
+            terms: set[str] | tuple[str] = (norm,)
+        elif cls is str:
+            spelling = value
+            norm = keyword(value)
+            terms = {norm, value.lower()}
+        else:
+            spelling = scalar_text(value)
+            norm = keyword(value)
+            terms = keyword_terms(value)
+        facet_key = cut(prefix + norm)
+        typed = []
+        number = as_number(value)
+        if number is not None:
+            self.fields.add_number(path)
+            name = self.fields.numbers.get(path)
+            if name is not None:
+                typed.append((name, number))
+        ip = as_ip(value) if cls is not int else None
+        if ip is not None:
+            self.fields.add_ip(path)
+            name = self.fields.ips.get(path)
+            if name is not None:
+                typed.append((name, str(ip)))
+        entry = (
+            tuple({cut(prefix + t) for t in terms}),
+            facet_key,
+            facet_key + SEP + spelling,
+            tuple(typed),
+            spelling,
+        )
+        if self._cached >= self.CACHE_LIMIT:
+            for node in self._nodes:
+                node.values.clear()
+            self._cached = 0
+        self._cached += 1
+        p.values[vkey] = entry
+        return entry

@@ -1,0 +1,159 @@
+"""Documents: the fast builder gives exactly the documents of the plain definition.
+
+``reference`` below is the definition written leaf by leaf, the way a reader
+checks it against fieldmap.py: flatten the record, and for each (path, value)
+add its existence terms, its keyword and facet terms, its default-field text
+and its typed values; a first pass over all records decides the typed fields.
+storage/document.py computes the same in one cached walk; these tests
+compare the two on demo records and on random records full of traps (dotted
+keys, arrays of objects, nesting past the depth limit, booleans beside 1 and
+1.0, numbers as strings, IPs, nulls, the time, text and date fields).
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seclake.demo import generate
+from seclake.ingest.parser import parse_line
+from seclake.record.dataset import EVENTS, FLOWS, SUMMARIES, Dataset
+from seclake.record.flatten import MAX_DEPTH, leaves
+from seclake.record.value import as_ip, as_number, keyword, keyword_terms, scalar_text
+from seclake.storage import document
+from seclake.storage.document import Documents
+from seclake.storage.fieldmap import SEP, FieldMap, cut
+from seclake.storage.split import time_of
+
+
+def reference(sources: list[dict], dataset: Dataset) -> tuple[FieldMap, list[dict]]:
+    fields = FieldMap()
+    for source in sources:
+        for path, value in leaves(source):
+            if path == dataset.time_field:
+                continue
+            if dataset.is_text(path):
+                fields.add_text(path)
+                continue
+            if as_number(value) is not None:
+                fields.add_number(path)
+            if as_ip(value) is not None:
+                fields.add_ip(path)
+    docs = []
+    for i, source in enumerate(sources):
+        kw, fr, ex, text, typed = set(), {}, set(), [], {}
+        for path, value in leaves(source):
+            parts = path.split(".")
+            ex.update(".".join(parts[:j]) for j in range(1, len(parts) + 1))
+            if path == dataset.time_field:
+                continue
+            if dataset.is_text(path):
+                text.append(scalar_text(value))
+                if path in fields.texts:
+                    typed.setdefault(fields.texts[path], []).append(scalar_text(value))
+                continue
+            kw.update(cut(path + SEP + t) for t in keyword_terms(value))
+            fr.setdefault(cut(path + SEP + keyword(value)), scalar_text(value))
+            number, ip = as_number(value), as_ip(value)
+            if number is not None and path in fields.numbers:
+                typed.setdefault(fields.numbers[path], []).append(number)
+            if ip is not None and path in fields.ips:
+                typed.setdefault(fields.ips[path], []).append(str(ip))
+            if not dataset.is_date(path):
+                text.append(scalar_text(value))
+        docs.append({
+            "docid": i, "ts": time_of(source, dataset), "src": b"", "kw": kw,
+            "fr": {k + SEP + s for k, s in fr.items()}, "ex": ex, "all": text, **typed,
+        })
+    return fields, docs
+
+
+def built(sources: list[dict], dataset: Dataset) -> tuple[FieldMap, list[dict]]:
+    documents = Documents(dataset)
+    docs = [documents.document(s, i, time_of(s, dataset), b"") for i, s in enumerate(sources)]
+    # Term fields are sets to the index (no positions); text and typed values keep their order.
+    for d in docs:
+        d["kw"], d["fr"], d["ex"] = set(d["kw"]), set(d["fr"]), set(d["ex"])
+    return documents.fields, docs
+
+
+def _same(a, b) -> bool:
+    """Equal, and of the same types all the way down (1 and 1.0 index differently)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def assert_same(sources: list[dict], dataset: Dataset) -> None:
+    want_fields, want = reference(sources, dataset)
+    got_fields, got = built(sources, dataset)
+    assert got_fields.to_json() == want_fields.to_json()
+    # Field names are given in order of first sight: the same names, the same order.
+    assert list(got_fields.numbers.items()) == list(want_fields.numbers.items())
+    for g, w in zip(got, want):
+        assert _same(g, w), (g, w)
+
+
+def test_demo_records_give_the_same_documents():
+    sources = {"event": [], "flow": []}
+    for line in generate(days=2, end_ms=1_793_491_200_000, events_per_day=1500, seed=3):
+        parsed = parse_line(line.line, vendor=line.vendor, dataset=line.dataset, received_ms=0, customer=line.customer)
+        if parsed is not None:
+            sources[line.dataset].append(parsed[0])
+    assert len(sources["event"]) > 1000 and len(sources["flow"]) > 300
+    assert_same(sources["event"], EVENTS)
+    assert_same(sources["flow"], FLOWS)
+
+
+# Stored records are JSON: no NaN or infinity among their numbers.
+SCALARS = st.one_of(
+    st.sampled_from(["deny", "Deny", "", "443", "007", "7", "x443", "1e3", "10.0.0.1", "2001:db8::1",
+                     "::ffff:10.9.9.9", "1.2.3", "12:30", "true", "Ünïcode", "a.b"]),
+    st.sampled_from([0, 1, 7, 443, -5, 2**70, 1.0, 0.5, 443.0, 1e300, -0.0, True, False]),
+    st.text(max_size=6),
+    st.integers(),
+    st.floats(allow_nan=False),
+)
+KEYS = st.sampled_from(["a", "b", "a.b", "@timestamp", "@message", "from", "to", "comments", "createdOn",
+                        "comments.createdOn", "x"])
+VALUES = st.recursive(
+    st.one_of(st.none(), SCALARS),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)),
+    max_leaves=12,
+)
+RECORDS = st.dictionaries(KEYS, VALUES, max_size=5)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(RECORDS, min_size=1, max_size=6), st.sampled_from([EVENTS, SUMMARIES]))
+def test_random_records_give_the_same_documents(sources, dataset):
+    assert_same(sources, dataset)
+
+
+def test_summary_records_with_date_fields_give_the_same_documents():
+    sources = [
+        {"from": 1_700_000_000_000 + i, "to": [1_700_000_000_000, "2023"], "riskScore": i * 1.5,
+         "comments": [{"createdOn": 1_700_000_000_000 + i, "text": "Looks OK"}, {"createdOn": None}],
+         "comments.createdOn": i, "behaviors": ["brute", "Brute", i % 2 == 0]}
+        for i in range(6)
+    ]
+    assert_same(sources, SUMMARIES)
+
+
+def _deep(depth: int) -> dict:
+    node: dict = {"leaf": "v", "n": 1}
+    for _ in range(depth):
+        node = {"k": node, "l": [[node]]}
+    return node
+
+
+def test_nesting_past_the_depth_limit_is_cut_the_same_way():
+    assert_same([_deep(MAX_DEPTH - 2), _deep(MAX_DEPTH), _deep(MAX_DEPTH + 2)], EVENTS)
+
+
+def test_the_same_documents_after_the_value_cache_starts_over(monkeypatch):
+    monkeypatch.setattr(document.Documents, "CACHE_LIMIT", 5)
+    sources = [{"@fields": {"port": i % 9, "ip": f"10.0.0.{i % 7}", "tag": ["x", i % 3]}} for i in range(40)]
+    assert_same(sources, EVENTS)
