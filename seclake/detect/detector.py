@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, insert, select, tuple_
 
 from seclake.db.database import Database
 from seclake.detect.behavior import MAX_KEY, make_behavior
@@ -33,6 +33,8 @@ from seclake.record.dataset import DATASETS
 log = logging.getLogger("seclake.detect")
 
 SOURCE_DATASETS = ("event", "flow")
+# Bound parameters per statement stay well under every database's limit.
+SAVE_CHUNK = 400
 
 
 class Detector:
@@ -123,6 +125,24 @@ class Detector:
 
     # -- state ----------------------------------------------------------
 
+    def _save_windows(self, s) -> None:
+        """Replace the saved rows of the changed windows: one DELETE and one
+        INSERT per chunk rather than a lookup per key (a port scan dirties
+        thousands of keys between two saves)."""
+        dirty = list(self._dirty)
+        rows = []
+        for rule_name, key in dirty:
+            window = self.windows.get((rule_name, key))
+            if window is None or window.is_empty():
+                self.windows.pop((rule_name, key), None)
+            else:
+                rows.append({"rule": rule_name, "key": key, "state": json.dumps(window.to_json())})
+        for i in range(0, len(dirty), SAVE_CHUNK):
+            chunk = dirty[i : i + SAVE_CHUNK]
+            s.execute(delete(SignalState).where(tuple_(SignalState.rule, SignalState.key).in_(chunk)))
+        for i in range(0, len(rows), SAVE_CHUNK):
+            s.execute(insert(SignalState), rows[i : i + SAVE_CHUNK])
+
     def resync(self, lake) -> None:
         """After a failed log append: back to the saved state plus what the log holds."""
         with self.lock:
@@ -171,17 +191,7 @@ class Detector:
             try:
                 with self.db.session(write=True) as s:
                     History.save(s, new)
-                    for rule_name, key in self._dirty:
-                        window = self.windows.get((rule_name, key))
-                        existing = s.get(SignalState, (rule_name, key))
-                        if window is None or window.is_empty():
-                            if existing is not None:
-                                s.delete(existing)
-                            self.windows.pop((rule_name, key), None)
-                        elif existing is None:
-                            s.add(SignalState(rule=rule_name, key=key, state=json.dumps(window.to_json())))
-                        else:
-                            existing.state = json.dumps(window.to_json())
+                    self._save_windows(s)
                     if self.summaries is not None and self._unsaved_behaviors:
                         self.summaries.apply(s, self._unsaved_behaviors, now_ms)
                     progress = s.get(DetectorProgress, "detector")

@@ -44,7 +44,7 @@ def compile_matcher(node: ast.Node, dataset: Dataset) -> Matcher:
 class RecordView:
     """One record with the views the query reads, each computed at most once."""
 
-    __slots__ = ("data", "dataset", "_values", "_lowered", "_tokens")
+    __slots__ = ("data", "dataset", "_values", "_lowered", "_tokens", "_keywords")
 
     def __init__(self, data: dict, dataset: Dataset):
         self.data = data
@@ -52,6 +52,7 @@ class RecordView:
         self._values: dict[str, list] | None = None
         self._lowered: dict[str | None, list[str]] = {}
         self._tokens: dict[str, list[str]] = {}
+        self._keywords: dict[str, frozenset[str]] = {}
 
     def values(self, path: str) -> list:
         flat = self._values
@@ -66,6 +67,18 @@ class RecordView:
                 else:
                     got.append(value)
         return flat.get(path, _NONE)
+
+    def keywords(self, path: str) -> frozenset[str]:
+        """Every spelling a keyword term matches a value of ``path`` by: its
+        normalized keyword and its lowercased text. Several rules often test
+        the same field of a record (its action, its sender)."""
+        got = self._keywords.get(path)
+        if got is None:
+            values = self.values(path)
+            got = self._keywords[path] = frozenset(
+                [keyword(v) for v in values] + [scalar_text(v).lower() for v in values]
+            )
+        return got
 
     def lowered(self, path: str | None) -> list[str]:
         """Lowercased text of each value of a text field, or of the default field (None)."""
@@ -126,7 +139,7 @@ class _Compiler:
                 needle in low and _has_phrase(rec.tokens(low), query) for low in rec.lowered(path)
             )
         kw = keyword(node.value)
-        return lambda rec: any(kw == keyword(v) or kw == scalar_text(v).lower() for v in rec.values(path))
+        return lambda rec: kw in rec.keywords(path)
 
     def _Wildcard(self, node: ast.Wildcard) -> Test:
         return self._pattern(node.path, _wildcard_test(node))
