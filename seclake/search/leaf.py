@@ -8,7 +8,8 @@ those ties are fetched again ordered by docId: pages never repeat or skip.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,10 +78,37 @@ class LeafTask:
     max_expansions: int = 10000
 
 
+_COMPILED: OrderedDict[tuple[str, ast.Node, int], Query] = OrderedDict()
+_COMPILED_MAX = 512
+_COMPILED_LOCK = threading.Lock()
+
+
+def _compiled(split: Split, task: LeafTask) -> Query:
+    """The task's query compiled for this split, kept for the next request.
+
+    Paging sends the same query again with another offset, and dashboards
+    repeat theirs; a wildcard or regex costs most of a millisecond per split
+    to compile (its automaton), as much as searching a small split. Splits
+    never change, so (split id, query tree) names the compiled query.
+    """
+    key = (split.meta.split_id, task.query, task.max_expansions)
+    with _COMPILED_LOCK:
+        query = _COMPILED.get(key)
+        if query is not None:
+            _COMPILED.move_to_end(key)
+            return query
+    query = compile_for_split(task.query, split, DATASETS[task.dataset], max_expansions=task.max_expansions)
+    with _COMPILED_LOCK:
+        _COMPILED[key] = query
+        while len(_COMPILED) > _COMPILED_MAX:
+            _COMPILED.popitem(last=False)
+    return query
+
+
 def run_leaf(split: Split, task: LeafTask) -> LeafResult:
     """Search one split for one task: the leaf work of embedded and cluster mode alike."""
     dataset = DATASETS[task.dataset]
-    query = compile_for_split(task.query, split, dataset, max_expansions=task.max_expansions)
+    query = _compiled(split, task)
     leaf = Leaf(split, query)
     sort_field = "ts" if task.sort_path == dataset.time_field else split.fields.numbers.get(task.sort_path)
     total, hits = leaf.top(sort_field, task.sort_path, task.descending, task.k)
