@@ -109,6 +109,31 @@ class Settings(BaseSettings):
         2000, ge=1, description="Splits one searcher keeps open; the least recently used are closed past this."
     )
 
+    # splits on S3-compatible object storage (docs/deploy-cluster.md)
+    split_store_url: str | None = Field(
+        None,
+        description="Object storage of the splits, s3://bucket/prefix (needs the s3 extra); unset keeps them on the shared filesystem only.",
+    )
+    split_store_endpoint: str | None = Field(
+        None, description="S3-compatible endpoint URL (MinIO, Ceph...); unset: AWS_ENDPOINT_URL, else AWS S3."
+    )
+    split_store_region: str | None = Field(None, description="Region of the split store; unset: AWS_REGION / AWS_DEFAULT_REGION.")
+    split_store_access_key_id: str | None = Field(
+        None, description="Access key id of the split store; unset: AWS_ACCESS_KEY_ID, else the instance's role."
+    )
+    split_store_secret_access_key: SecretStr | None = Field(
+        None, description="Secret access key of the split store; unset: AWS_SECRET_ACCESS_KEY."
+    )
+    split_cache_dir: Path | None = Field(
+        None,
+        description="Searchers' local copies of stored splits (with split_store_url); default split-cache in the data dir.",
+    )
+    split_cache_bytes: int = Field(
+        10 * 1024**3,
+        ge=1024 * 1024,
+        description="Disk one searcher's local split copies may use; least recently used removed first (splits in use excepted).",
+    )
+
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Server log level.")
 
     @field_validator("score_bands", mode="after")
@@ -118,6 +143,14 @@ class Settings(BaseSettings):
         from seclake.detect.scorelevel import check_bands
 
         return list(check_bands(v))
+
+    @field_validator("split_store_url", "split_store_endpoint", mode="after")
+    @classmethod
+    def _store_url(cls, v: str | None, info) -> str | None:
+        # Checked here so a typo stops the start, not the first upload.
+        from seclake.storage.splitstore import check_url
+
+        return check_url(info.field_name, v) if v else None
 
     @field_validator("data_dir", mode="after")
     @classmethod
@@ -138,6 +171,10 @@ class Settings(BaseSettings):
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)
+
+    @property
+    def effective_split_cache_dir(self) -> Path:
+        return (self.split_cache_dir or self.data_dir / "split-cache").expanduser().resolve()
 
     @property
     def effective_database_url(self) -> str:

@@ -74,26 +74,36 @@ class Catalog:
             row = s.get(CheckpointRow, "wal")
             return row.seq if row else 0
 
-    def publish(self, metas: Sequence[SplitMeta], *, checkpoint: int | None = None, replaces: Iterable[str] = ()) -> None:
+    def stage(self, metas: Sequence[SplitMeta]) -> None:
+        """Record splits being uploaded to a split store, not yet visible to searches.
+
+        A row still staged at start is what a crash mid-upload left: the lake
+        deletes its objects and forgets it.
+        """
+        self._add(metas, STAGED)
+
+    def publish(
+        self,
+        metas: Sequence[SplitMeta],
+        *,
+        checkpoint: int | None = None,
+        replaces: Iterable[str] = (),
+        staged: bool = False,
+    ) -> None:
+        """Publish splits (``staged``: rows ``stage`` added), mark those they replace, move the checkpoint: one transaction."""
         now = datetime.now(UTC)
         with self.db.session(write=True) as s:
-            for m in metas:
-                s.add(
-                    SplitRow(
-                        split_id=m.split_id,
-                        dataset=m.dataset,
-                        time_min=m.time_min,
-                        time_max=m.time_max,
-                        num_records=m.num_records,
-                        size_bytes=m.size_bytes,
-                        seq_min=m.seq_min,
-                        seq_max=m.seq_max,
-                        format_version=m.format_version,
-                        state=PUBLISHED,
-                        created_at=now,
-                        updated_at=now,
-                    )
+            if staged and metas:
+                ids = [m.split_id for m in metas]
+                done = s.execute(
+                    update(SplitRow)
+                    .where(SplitRow.split_id.in_(ids), SplitRow.state == STAGED)
+                    .values(state=PUBLISHED, updated_at=now)
                 )
+                if done.rowcount != len(ids):
+                    raise RuntimeError(f"publishing splits {ids}: only {done.rowcount} were staged")
+            else:
+                self._insert(s, metas, PUBLISHED, now)
             replaced = list(replaces)
             if replaced:
                 s.execute(
@@ -107,6 +117,30 @@ class Catalog:
                     s.add(CheckpointRow(name="wal", seq=checkpoint))
                 elif checkpoint > row.seq:
                     row.seq = checkpoint
+
+    def _add(self, metas: Sequence[SplitMeta], state: str) -> None:
+        with self.db.session(write=True) as s:
+            self._insert(s, metas, state, datetime.now(UTC))
+
+    @staticmethod
+    def _insert(s, metas: Sequence[SplitMeta], state: str, now: datetime) -> None:
+        for m in metas:
+            s.add(
+                SplitRow(
+                    split_id=m.split_id,
+                    dataset=m.dataset,
+                    time_min=m.time_min,
+                    time_max=m.time_max,
+                    num_records=m.num_records,
+                    size_bytes=m.size_bytes,
+                    seq_min=m.seq_min,
+                    seq_max=m.seq_max,
+                    format_version=m.format_version,
+                    state=state,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
 
     def mark(self, split_ids: Iterable[str]) -> None:
         self.publish([], replaces=split_ids)

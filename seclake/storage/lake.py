@@ -25,12 +25,13 @@ import orjson
 
 from seclake.db.database import Database
 from seclake.record.dataset import DATASETS
-from seclake.storage.catalog import MARKED, PUBLISHED, Catalog
+from seclake.storage.catalog import MARKED, PUBLISHED, STAGED, Catalog
 from seclake.storage import memory
 from seclake.storage.layout import Layout
 from seclake.storage.builder import SplitBuilder
 from seclake.storage.merge import DAY_MS, day_of, merge_candidates
-from seclake.storage.split import Split, time_of
+from seclake.storage.split import Split, SplitMeta, time_of
+from seclake.storage.splitstore import SplitStore, SplitStoreError
 from seclake.storage.wal import WriteAheadLog
 
 log = logging.getLogger("seclake.lake")
@@ -52,8 +53,13 @@ RETIRE_GRACE = 120.0
 
 
 class Lake:
-    def __init__(self, data_dir: Path, db: Database, *, commit_interval: float = 1.0):
+    def __init__(
+        self, data_dir: Path, db: Database, *, commit_interval: float = 1.0, store: SplitStore | None = None
+    ):
         self.layout = Layout(data_dir)
+        # Object storage the splits are uploaded to before they are published
+        # (setting split_store_url); None: the shared filesystem only.
+        self.store = store
         self.catalog = Catalog(db)
         self.commit_interval = commit_interval
         self.wal = WriteAheadLog(self.layout.wal)
@@ -156,9 +162,14 @@ class Lake:
     def _open_published(self) -> None:
         published = {e.split_id: e for e in self.catalog.entries(PUBLISHED)}
         for entry in published.values():
-            self._splits[entry.split_id] = Split(self.layout.split_dir(entry.dataset, entry.split_id))
-        marked = self.catalog.entries(MARKED)
-        self._delete([(e.dataset, e.split_id) for e in marked])
+            path = self.layout.split_dir(entry.dataset, entry.split_id)
+            if self.store is not None and not path.exists():
+                # This node's disk lost it (a new machine): the store has it.
+                self.store.download(entry.dataset, entry.split_id, path)
+            self._splits[entry.split_id] = Split(path)
+        # Staged: a crash mid-upload; marked: retired before a restart.
+        gone = self.catalog.entries(STAGED) + self.catalog.entries(MARKED)
+        self._delete([(e.dataset, e.split_id) for e in gone])
         # Anything on disk the catalog does not publish is a leftover of a crash.
         for dataset_dir in self.layout.splits.iterdir() if self.layout.splits.exists() else []:
             for d in dataset_dir.iterdir():
@@ -240,10 +251,30 @@ class Lake:
             path.parent.mkdir(parents=True, exist_ok=True)
             metas.append(self.builder.build(dataset, payload, path, split_id))
             opened.append(Split(path))
-        self.catalog.publish(metas, checkpoint=batch[-1][0])
+        self._publish(metas, checkpoint=batch[-1][0])
         with self._splits_lock:
             for s in opened:
                 self._splits[s.meta.split_id] = s
+
+    def _publish(self, metas: list[SplitMeta], **publish: Any) -> None:
+        """Publish new splits; with a split store, only once every file of each is uploaded.
+
+        The rows are staged first, so a crash mid-upload is cleaned up at
+        the next start. A failed upload publishes nothing and moves no
+        checkpoint: the records stay pending (and in the log), and the next
+        flush builds and uploads them again.
+        """
+        if self.store is None:
+            self.catalog.publish(metas, **publish)
+            return
+        self.catalog.stage(metas)
+        try:
+            for m in metas:
+                self.store.upload(m.dataset, m.split_id, self.layout.split_dir(m.dataset, m.split_id))
+        except Exception:
+            self._delete([(m.dataset, m.split_id) for m in metas])
+            raise
+        self.catalog.publish(metas, staged=True, **publish)
 
     @staticmethod
     def _new_split_id(dataset: str, time_ms: int) -> str:
@@ -267,7 +298,7 @@ class Lake:
                 path = self.layout.split_dir(dataset, split_id)
                 meta = self.builder.merge(dataset, sources, path, split_id)
                 new = Split(path)
-                self.catalog.publish([meta], replaces=[s.meta.split_id for s in sources])
+                self._publish([meta], replaces=[s.meta.split_id for s in sources])
                 with self._splits_lock:
                     self._splits[split_id] = new
                     for s in sources:
@@ -319,9 +350,21 @@ class Lake:
     def _delete(self, splits: Sequence[tuple[str, str]]) -> None:
         # Searches already running keep their open split (its files stay
         # mapped until closed); new searches no longer see it.
+        gone = []
         for dataset, split_id in splits:
             shutil.rmtree(self.layout.split_dir(dataset, split_id), ignore_errors=True)
-        self.catalog.forget([sid for _, sid in splits])
+            if self.store is not None:
+                # The catalog row goes only once the objects are gone, so a
+                # store that fails now is asked again (later, or at start).
+                try:
+                    self.store.delete(dataset, split_id)
+                except SplitStoreError as e:
+                    log.warning("%s; will retry", e)
+                    with self._splits_lock:
+                        self._retiring.append((time.monotonic() + self.retire_grace, dataset, split_id))
+                    continue
+            gone.append(split_id)
+        self.catalog.forget(gone)
 
     # -- reading --------------------------------------------------------
 
