@@ -63,7 +63,7 @@ async def _clients(url: str, token: str, clients: int, seconds: float, seed: int
             "errors": len(errors), "error_samples": errors[:10]}
 
 
-def run_load(url: str, token: str, import_data: DataSet, *, clients: int, seconds: float, seed: int = 7) -> dict[str, Any]:
+def run_load(url: str, token: str, import_data: DataSet | None, *, clients: int, seconds: float, seed: int = 7) -> dict[str, Any]:
     stop = threading.Event()
     imported = {"lines": 0, "requests": 0, "errors": 0, "error_samples": []}
 
@@ -85,16 +85,20 @@ def run_load(url: str, token: str, import_data: DataSet, *, clients: int, second
                     imported["errors"] += 1
                     imported["error_samples"].append(f"{type(e).__name__} {e}")
 
+    # No import data: searches only (the cluster stage's API node does not ingest).
     thread = threading.Thread(target=importer, name="bench-load-import", daemon=True)
-    thread.start()
+    if import_data is not None:
+        thread.start()
     try:
         result = asyncio.run(_clients(url, token, clients, seconds, seed))
     finally:
         stop.set()
-        thread.join(timeout=120)
+        if import_data is not None:
+            thread.join(timeout=120)
     result["clients"] = clients
     result["seconds"] = seconds
-    result["import"] = imported
-    result["import_ran_throughout"] = thread.is_alive() or imported["lines"] < import_data.lines
+    result["import"] = imported if import_data is not None else None
+    result["import_ran_throughout"] = (thread.is_alive() or imported["lines"] < import_data.lines
+                                       if import_data is not None else None)
     result["mix"] = [qc.name for qc in CLASSES]
     return result

@@ -205,6 +205,9 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         add(f"Mix: every class's requests ({', '.join(ld['mix'])}), drawn uniformly with a fixed seed.")
     add("")
 
+    from seclake.bench.cluster import section  # issue 8: cluster mode beside embedded
+
+    lines += section(r.get("cluster"))
     # -- stages ------------------------------------------------------------------
     add("## Stages of this run")
     add("")

@@ -46,6 +46,7 @@ class BenchOptions:
     cli_events: int | None = 200_000  # lines of the CLI ingest sample (None: all)
     peers: bool = True
     keep_data: bool = False
+    cluster: bool = False  # also serve the 1x lake in cluster mode (seclake/bench/cluster.py; needs Ray)
     classes: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in CLASSES))
 
     def run_name(self) -> str:
@@ -267,6 +268,15 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
             shutil.rmtree(sdir / "batches", ignore_errors=True)
             shutil.rmtree(sdir / "load-batches", ignore_errors=True)
 
+    if opts.cluster and 1 in opts.scales:
+        from seclake.bench.cluster import available, run_cluster
+
+        why = available()
+        with log.stage("1x: cluster mode beside embedded"):
+            results["cluster"] = {"skipped": why} if why else run_cluster(
+                root / "1x" / "lake", root / "1x", classes, reps=opts.reps, load_seconds=opts.load_seconds,
+                clients=opts.clients, echo=echo)
+        failures += results["cluster"].get("failures", [])
     results["agreement"] = {"checks": agreement.checks, "mismatches": agreement.mismatches, "ok": agreement.ok}
     if not agreement.ok:
         failures.append(f"{len(agreement.mismatches)} disagreements between engines")

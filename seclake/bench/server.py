@@ -51,7 +51,9 @@ def status_kb(pid: int, key: str) -> int | None:
 
 
 class Server:
-    def __init__(self, data_dir: Path, log_path: Path):
+    def __init__(self, data_dir: Path, log_path: Path, args: tuple[str, ...] = (), env: dict[str, str] | None = None):
+        # args/env: extra `seclake serve` options and settings (the cluster stage's API node).
+        self.args, self.env = args, env or {}
         self.data_dir = data_dir
         self.log_path = log_path
         self.port = free_port()
@@ -66,8 +68,8 @@ class Server:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "seclake", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--data-dir", str(self.data_dir)],
-            env=bench_env(self.data_dir), stdout=log, stderr=subprocess.STDOUT,
+             "--data-dir", str(self.data_dir), *self.args],
+            env={**bench_env(self.data_dir), **self.env}, stdout=log, stderr=subprocess.STDOUT,
         )
         log.close()
         deadline = time.monotonic() + timeout

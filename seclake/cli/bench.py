@@ -24,6 +24,7 @@ def bench(
     cli_events: Annotated[int, typer.Option(min=0, help="Lines `seclake import` is timed on (a sample of the data; 0: all).")] = 200_000,
     peers: Annotated[bool, typer.Option(help="Load and time DuckDB and SQLite FTS5.")] = True,
     keep_data: Annotated[bool, typer.Option(help="Keep the generated batch files.")] = False,
+    cluster: Annotated[bool, typer.Option(help="Also serve the 1x lake in cluster mode (local Ray head, 1 then 2 searchers) beside embedded; needs the cluster extra.")] = False,
     only: Annotated[str | None, typer.Option(help="Comma-separated classes to run (default: all).", show_default=False)] = None,
     report_only: Annotated[Path | None, typer.Option(help="Rewrite --out from this results JSON; run nothing.", exists=True, dir_okay=False, show_default=False)] = None,
 ) -> None:
@@ -56,9 +57,16 @@ def bench(
         except ImportError:
             typer.echo('error: DuckDB is missing: pip install -e ".[bench]" (or pass --no-peers)', err=True)
             raise typer.Exit(2) from None
+    if cluster:
+        from seclake.bench.cluster import available
+
+        if (why := available()) is not None:
+            typer.echo(f"error: --cluster: {why}", err=True)
+            raise typer.Exit(2)
     opts = BenchOptions(events=events, days=days, scales=scales, reps=reps, reps_scaled=reps_scaled,
                         load_seconds=load_seconds, clients=clients, out=out, results=results, data_dir=data_dir,
-                        name=name, cli_ingest=cli_ingest, cli_events=cli_events or None, peers=peers, keep_data=keep_data, classes=chosen)
+                        name=name, cli_ingest=cli_ingest, cli_events=cli_events or None, peers=peers, keep_data=keep_data, classes=chosen,
+                        cluster=cluster)
     try:
         run(opts, echo=lambda s: typer.echo(s, err=True))
     except BenchFailed as e:
