@@ -292,7 +292,8 @@ STATIC = """## How it works
 `make bench` installs `.[bench]` (DuckDB) and runs `seclake bench`; options: `--events N` (default
 2,000,000), `--days 30`, `--scale 1` or `1,10`, `--reps 5`, `--load-seconds 60`, `--clients 16`,
 `--out docs/benchmarks.md`, `--data-dir bench-data` (git-ignored; the lakes, peer databases and
-logs of a run stay there). It exits non-zero when engines disagree or the load test has errors.
+logs of a run stay there), `--cluster` (cluster mode beside embedded on the 1x lake; needs the cluster
+extra, off by default). It exits non-zero when engines disagree or the load test has errors.
 
 **Data.** The seeded demo generator (`seclake.demo`, seed 7, window ending 2026-11-01T00:00Z):
 FortiGate, BIND, Squid, sshd, Windows logons, Suricata CEF, EDR and NetFlow from three tenants;
