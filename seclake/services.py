@@ -33,6 +33,7 @@ from seclake.settings import Settings
 from seclake.storage.catalog import Catalog
 from seclake.storage.lake import Lake
 from seclake.storage.layout import Layout
+from seclake.storage.splitstore import SplitStore, StoreConfig
 
 log = logging.getLogger("seclake")
 
@@ -65,8 +66,13 @@ class Services:
         # The lake: durable appends, background indexing, searches over splits.
         # An API node that does not ingest (cluster mode, docs/deploy-cluster.md)
         # reads the splits other nodes write from the shared catalog instead.
+        # Splits on object storage (split_store_url), or None: the shared filesystem.
+        store_config = StoreConfig.from_settings(settings)
+        self.split_store = SplitStore(store_config) if store_config is not None else None
         if settings.ingest:
-            self.lake = Lake(settings.data_dir, self.db, commit_interval=settings.commit_interval_seconds)
+            self.lake = Lake(
+                settings.data_dir, self.db, commit_interval=settings.commit_interval_seconds, store=self.split_store
+            )
         else:
             from seclake.cluster.catalogview import CatalogView
 
@@ -117,7 +123,13 @@ class Services:
             # No lake of our own: open the catalog's splits from shared storage here.
             from seclake.cluster.splitcache import SplitCache
 
-            cache = SplitCache(Layout(settings.data_dir).splits, settings.searcher_max_open_splits)
+            cache = SplitCache(
+                Layout(settings.data_dir).splits,
+                settings.searcher_max_open_splits,
+                store=self.split_store,
+                cache_dir=settings.effective_split_cache_dir,
+                max_bytes=settings.split_cache_bytes,
+            )
             return InProcessLeaves(self.search_pool, lambda entry: cache.get(entry.dataset, entry.split_id))
         return self.search_pool
 

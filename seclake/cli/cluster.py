@@ -42,6 +42,7 @@ def searcher(
         raise typer.Exit(1) from None
     from seclake.cluster.searcher import start_searchers, stop_searchers
     from seclake.storage.layout import Layout
+    from seclake.storage.splitstore import StoreConfig
 
     settings = load_settings(ray_address=ray_address, data_dir=data_dir, config=config, searchers_per_node=count)
     if not settings.ray_address:
@@ -56,6 +57,9 @@ def searcher(
         max_open=settings.searcher_max_open_splits,
         concurrency=settings.searcher_concurrency,
         namespace=settings.ray_namespace,
+        store=StoreConfig.from_settings(settings),
+        cache_dir=settings.effective_split_cache_dir,
+        cache_bytes=settings.split_cache_bytes,
     )
     names = [i["name"] for i in infos]
     if stop:
@@ -63,8 +67,11 @@ def searcher(
         typer.echo(f"stopped {', '.join(names)}")
         return
     for info in infos:
-        where = "" if info["splits_dir_exists"] else " (the directory does not exist yet)"
-        typer.echo(f"searcher {info['name']} up (pid {info['pid']}) reading {info['splits_dir']}{where}")
+        if info.get("split_store"):
+            where = f"{info['split_store']} through copies in {info['cache_dir']}"
+        else:
+            where = info["splits_dir"] + ("" if info["splits_dir_exists"] else " (the directory does not exist yet)")
+        typer.echo(f"searcher {info['name']} up (pid {info['pid']}) reading {where}")
     if detach:
         return
     done = threading.Event()

@@ -2,7 +2,8 @@
 
 A searcher needs no database: the root names each split (dataset, id) and
 the searcher opens ``<splits dir>/<dataset>/<id>`` itself, keeping it open
-(``SplitCache``). What it returns is plain data (``LeafResult.portable``,
+(``SplitCache``); with a split store (object storage) it opens a local copy
+it downloads into its cache directory, kept under a byte budget. What it returns is plain data (``LeafResult.portable``,
 records as dicts). ``start_searchers`` places searchers on one node of the
 cluster (pinned: a node's searchers read that node's view of storage and
 keep that node's cache), detached and restarted by Ray when their process
@@ -17,18 +18,33 @@ from pathlib import Path
 from typing import Any
 
 from seclake.cluster import NAMESPACE, SEARCHER_PREFIX
-from seclake.cluster.splitcache import SplitCache
+from seclake.cluster.splitcache import DEFAULT_MAX_BYTES, SplitCache
 from seclake.cluster.transport import pack
 from seclake.errors import SeclakeError
 from seclake.search.leaf import LeafTask, fetch_sources, run_leaf
+from seclake.storage.splitstore import SplitStore, StoreConfig
 
 
 class Searcher:
     """Made a Ray actor by ``start_searchers``; a plain class, so tests can call it directly."""
 
-    def __init__(self, splits_dir: str, max_open: int = 2000):
+    def __init__(
+        self,
+        splits_dir: str,
+        max_open: int = 2000,
+        store: StoreConfig | None = None,
+        cache_dir: str | None = None,
+        cache_bytes: int = DEFAULT_MAX_BYTES,
+    ):
         self.splits_dir = splits_dir
-        self.cache = SplitCache(Path(splits_dir), max_open)
+        self.store = store
+        self.cache = SplitCache(
+            Path(splits_dir),
+            max_open,
+            store=SplitStore(store) if store is not None else None,
+            cache_dir=Path(cache_dir) if cache_dir else None,
+            max_bytes=cache_bytes,
+        )
 
     def info(self) -> dict[str, Any]:
         node = None
@@ -46,17 +62,24 @@ class Searcher:
             "splits_dir_exists": Path(self.splits_dir).is_dir(),
             "open_splits": len(self.cache),
             "opened": self.cache.opened,
+            "split_store": self.store.url if self.store is not None else None,
+            "cache_dir": str(self.cache.cache_dir) if self.cache.cache_dir is not None else None,
+            "cached_bytes": self.cache.cached_bytes,
+            "downloaded": self.cache.downloaded,
+            "evicted": self.cache.evicted,
         }
 
     def search(self, dataset: str, split_id: str, task: LeafTask) -> tuple[str, Any]:
         try:
-            return ("ok", run_leaf(self.cache.get(dataset, split_id), task).portable())
+            with self.cache.use(dataset, split_id) as split:
+                return ("ok", run_leaf(split, task).portable())
         except SeclakeError as e:
             return ("error", pack(e))
 
     def fetch(self, dataset: str, split_id: str, docids: list[int]) -> tuple[str, Any]:
         try:
-            return ("ok", fetch_sources(self.cache.get(dataset, split_id), docids))
+            with self.cache.use(dataset, split_id) as split:
+                return ("ok", fetch_sources(split, docids))
         except SeclakeError as e:
             return ("error", pack(e))
 
@@ -77,13 +100,19 @@ def start_searchers(
     node_id: str | None = None,
     max_open: int = 2000,
     concurrency: int = 4,
+    store: StoreConfig | None = None,
+    cache_dir: Path | None = None,
+    cache_bytes: int = DEFAULT_MAX_BYTES,
     namespace: str = NAMESPACE,
     ready_timeout: float = 120.0,
 ) -> list[dict[str, Any]]:
     """Start (or find running) ``count`` searchers pinned to a node; return their info.
 
     ``node_id`` (a hex prefix is enough) picks the node; by default the node
-    this process joined through, i.e. this machine's.
+    this process joined through, i.e. this machine's. With ``store`` the
+    searchers read splits from object storage through local copies in
+    ``cache_dir`` (on the searcher's node), at most ``cache_bytes`` each.
+    With several searchers on a node each gets its own subdirectory.
     """
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -116,7 +145,7 @@ def start_searchers(
                 # CPUs stay schedulable for other work.
                 num_cpus=0,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
-            ).remote(str(splits_dir), max_open)
+            ).remote(str(splits_dir), max_open, store, str(cache_dir / name) if cache_dir else None, cache_bytes)
         )
     infos = ray.get([h.info.remote() for h in handles], timeout=ready_timeout)
     names = [f"{SEARCHER_PREFIX}{node[:12]}-{i}" for i in range(count)]

@@ -140,7 +140,11 @@ class SplitStore:
         """
         import obstore
 
-        files = sorted((p for p in local.iterdir() if p.is_file()), key=lambda p: (p.name == META_FILE, p.name))
+        # tantivy's lock files are not part of the index (a reader makes its own).
+        files = sorted(
+            (p for p in local.iterdir() if p.is_file() and not p.name.endswith(".lock")),
+            key=lambda p: (p.name == META_FILE, p.name),
+        )
         if not any(p.name == META_FILE for p in files):
             raise SplitStoreError(f"{local} is not a split (no {META_FILE})")
         sent = 0

@@ -20,17 +20,21 @@ from seclake.record.flatten import leaves
 from seclake.search.plan import FacetSpec, SearchPlan
 from seclake.search.root import SearchResult
 from seclake.storage.lake import Lake
+from seclake.storage.splitstore import SplitStore
 from tests.query.fixtures import load_match_cases
 
 CASES = load_match_cases()
 CHUNKS = 3
 
 
-def build_lake(base: Path) -> tuple[Lake, Database, dict[str, dict[int, str]]]:
-    """A started lake (no background threads) under ``base/data`` holding every case's records."""
+def build_lake(base: Path, store: SplitStore | None = None) -> tuple[Lake, Database, dict[str, dict[int, str]]]:
+    """A started lake (no background threads) under ``base/data`` holding every case's records.
+
+    With ``store``, each split is also uploaded there before it is published.
+    """
     db = Database(f"sqlite:///{base / 'meta.db'}")
     db.migrate()
-    lake = Lake(base / "data", db)
+    lake = Lake(base / "data", db, store=store)
     lake.start(background=False)
     ids: dict[str, dict[int, str]] = {}
     for case in CASES:
