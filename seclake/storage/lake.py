@@ -21,8 +21,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from seclake.db.database import Database
 from seclake.record.dataset import DATASETS
 from seclake.storage.catalog import MARKED, PUBLISHED, STAGED, Catalog
@@ -32,7 +30,7 @@ from seclake.storage.builder import SplitBuilder
 from seclake.storage.merge import DAY_MS, day_of, merge_candidates
 from seclake.storage.split import Split, SplitMeta, time_of
 from seclake.storage.splitstore import SplitStore, SplitStoreError
-from seclake.storage.wal import WriteAheadLog
+from seclake.storage.wal import WriteAheadLog, encoded
 
 log = logging.getLogger("seclake.lake")
 
@@ -99,7 +97,7 @@ class Lake:
         replayed = list(self.wal.replay(checkpoint))
         if replayed:
             log.info("replaying %d records from the write-ahead log", len(replayed))
-            self._enqueue([(seq, ds, rec, orjson.dumps(rec)) for seq, ds, rec in replayed])
+            self._enqueue([(seq, ds, rec, encoded(rec)) for seq, ds, rec in replayed])
         if background:
             self._threads = [
                 threading.Thread(target=self._run, args=(self.flush, self.commit_interval), name="seclake-indexer", daemon=True),
