@@ -133,6 +133,51 @@ def biggest_case():
     return max(CASES, key=lambda c: len(c.ids))
 
 
+def test_searchers_on_a_split_store_answer_from_their_node_copies(cluster):
+    """Searcher actors reading splits from object storage (no shared directory) answer as embedded mode.
+
+    The store is moto's S3 server in this test process on 127.0.0.1, a local
+    stand-in that speaks the S3 HTTP protocol (no real S3 is reachable
+    here); the searchers run in their own Ray namespace on node b, with a
+    data dir that holds nothing.
+    """
+    from seclake.cluster.leaves import RayLeaves, SearcherDirectory
+    from seclake.search.root import Root
+    from seclake.storage.catalog import PUBLISHED
+    from seclake.storage.splitstore import SplitStore
+    from tests.storage.s3server import s3_stand_in
+
+    base, namespace = cluster["base"], "seclake-s3"
+    lake_splits = cluster["embedded"].splits_for
+    with s3_stand_in() as s3:
+        bucket = s3.bucket()
+        store = SplitStore(s3.config(bucket), max_retries=0)
+        # The lake of this module was built without a store: upload its splits as the ingest node would.
+        from seclake.db.database import Database
+        from seclake.storage.catalog import Catalog
+        from seclake.storage.layout import Layout
+
+        db = Database(f"sqlite:///{base / 'meta.db'}")
+        entries = Catalog(db).entries(PUBLISHED)
+        db.dispose()
+        for e in entries:
+            store.upload(e.dataset, e.split_id, Layout(base / "data").split_dir(e.dataset, e.split_id))
+        settings = {f"SECLAKE_{k.upper()}": v for k, v in s3.settings(bucket).items()}
+        settings.update(SECLAKE_RAY_NAMESPACE=namespace, SECLAKE_SPLIT_CACHE_DIR=str(base / "node-b-cache"))
+        args = ["searcher", "--ray-address", cluster["rc"].address, "--data-dir", str(base / "empty"), "--node-id", cluster["nodes"]["b"]]
+        out = seclake(*args, "--detach", settings=settings)
+        assert f"s3://{bucket}/lake through copies in" in out, out
+        try:
+            root = Root(lake_splits, RayLeaves(SearcherDirectory(namespace, refresh=0.5), timeout=60))
+            for case in CASES[::5]:
+                for plan in plans(case):
+                    assert answer(root.search(plan)) == answer(cluster["embedded"].search(plan)), case.name
+            copies = {p.name for d in (base / "node-b-cache").glob("*/*") for p in d.iterdir()}
+            assert copies and copies <= {e.split_id for e in entries}
+        finally:
+            seclake(*args, "--stop", settings=settings)
+
+
 def test_a_searcher_killed_mid_query_never_gives_a_silently_wrong_answer(cluster):
     plan = plans(biggest_case())[1]
     want = answer(cluster["embedded"].search(plan))
