@@ -56,6 +56,26 @@ def _searcher(address: str, data_dir: Path, node_id: str, env: dict[str, str], l
         raise RuntimeError(f"seclake searcher exited with {done.returncode}; see {log}")
 
 
+def splits_per_class(data_dir: Path, classes: list[QueryClass]) -> dict[str, int]:
+    """Published splits in each class's time range: the leaves a search fans out to (summaries: none,
+    they are read from the database by the API node itself)."""
+    from seclake.db.database import Database
+    from seclake.settings import load_settings
+    from seclake.storage.catalog import PUBLISHED, Catalog
+
+    db = Database(load_settings(data_dir=data_dir).effective_database_url)
+    try:
+        entries = Catalog(db).entries(PUBLISHED)
+    finally:
+        db.dispose()
+    out = {}
+    for qc in classes:
+        dataset = {"timeline": "behavior", "summary": None}.get(qc.kind, "event")
+        lo, hi = qc.window()
+        out[qc.name] = sum(1 for e in entries if e.dataset == dataset and e.time_max >= lo and e.time_min <= hi)
+    return out
+
+
 def run_cluster(lake_dir: Path, log_dir: Path, classes: list[QueryClass], *, reps: int, load_seconds: float,
                 clients: int, echo=print) -> dict[str, Any]:
     """The cluster stage over the data dir ``lake_dir`` (a lake at rest); its results (JSON-ready)."""
@@ -90,6 +110,9 @@ def run_cluster(lake_dir: Path, log_dir: Path, classes: list[QueryClass], *, rep
         # The lake as the 1x stages left it, the load test's import included, at rest.
         embedded.start()
         out["settle_seconds"] = wait_quiet(lake_dir)
+        out["splits"] = splits_per_class(lake_dir, classes)
+        # Other work on this machine skews every figure: say how busy it was.
+        out["load_average_at_start"] = os.getloadavg()[0]
         t = time.perf_counter()
         ids = nodes.start()
         nodes.disconnect()
@@ -133,6 +156,7 @@ def run_cluster(lake_dir: Path, log_dir: Path, classes: list[QueryClass], *, rep
             api.stop()
         nodes.stop()  # every Ray process: head, raylets, workers, searcher actors
         embedded.stop()
+    out["load_average_at_end"] = os.getloadavg()[0]
     out["agreement"] = {"checks": agreement.checks, "mismatches": agreement.mismatches, "ok": agreement.ok}
     failures = []
     if not agreement.ok:
@@ -143,6 +167,14 @@ def run_cluster(lake_dir: Path, log_dir: Path, classes: list[QueryClass], *, rep
     out["failures"] = failures
     out["seconds"] = time.perf_counter() - started
     return out
+
+
+def overhead(cluster: float | None, embedded: float | None) -> str:
+    from seclake.bench.report import ratio
+
+    if cluster is None or embedded is None:
+        return "–"
+    return f"{(cluster - embedded) * 1000:+.1f} ms ({ratio(cluster, embedded)})"
 
 
 def section(c: dict[str, Any] | None) -> list[str]:
@@ -163,18 +195,25 @@ def section(c: dict[str, Any] | None) -> list[str]:
         f"Ray head, worker nodes, searchers and both API nodes are separate processes **on this one "
         f"{c['cpus']}-core machine**: a second searcher adds concurrency and a second split cache, not CPU, so "
         f"the figures show the cost of the fan-out and what concurrency gains here, not what a second machine "
-        f"would give. Warm medians over HTTP of {c['reps']} rounds, embedded and cluster requests interleaved.")
+        f"would give. Warm medians over HTTP of {c['reps']} rounds, embedded and cluster requests interleaved; "
+        f"a class's splits are the leaves its searches fan out to (one Ray call per split, plus one fetch per "
+        f"split holding a returned hit; summaries are read from the database by the API node, no fan-out).")
+    if "load_average_at_start" in c:
+        add("")
+        add(f"Machine load average (1 min) at the start of this stage: {c['load_average_at_start']:.1f}, at its end: "
+            f"{c['load_average_at_end']:.1f} (2 would mean both cores busy before the benchmark added anything).")
     add("")
-    add("| class | total | embedded HTTP ms | cluster, 1 searcher ms | overhead | cluster, 2 searchers ms | overhead |")
-    add("|---|---:|---:|---:|---:|---:|---:|")
+    add("| class | total | splits | embedded HTTP ms | cluster, 1 searcher ms | overhead | cluster, 2 searchers ms "
+        "| overhead |")
+    add("|---|---:|---:|---:|---:|---:|---:|---:|")
     for cname, q in c["queries"].items():
         emb = q.get("http", {}).get("median")
         one = q.get("cluster-1", {}).get("median")
         two = q.get("cluster-2", {}).get("median")
         total = q.get("total")
-        add(f"| {cname} | {'–' if total is None else f'{total:,}'} | {ms(emb)} | {ms(one)} | "
-            f"{'–' if one is None or emb is None else f'+{(one - emb) * 1000:.1f} ms ({ratio(one, emb)})'} | "
-            f"{ms(two)} | {'–' if two is None or emb is None else f'+{(two - emb) * 1000:.1f} ms ({ratio(two, emb)})'} |")
+        splits = c.get("splits", {}).get(cname)
+        add(f"| {cname} | {'–' if total is None else f'{total:,}'} | {'–' if splits is None else splits} | "
+            f"{ms(emb)} | {ms(one)} | {overhead(one, emb)} | {ms(two)} | {overhead(two, emb)} |")
     add("")
     agree = c["agreement"]
     add(f"Answers (counts, top ids at each offset, facet and histogram buckets) checked against the embedded node's: "

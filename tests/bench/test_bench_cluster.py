@@ -62,6 +62,8 @@ def test_cluster_stage_reports_cluster_mode_beside_embedded_with_agreeing_answer
         for engine in ("http", "cluster-1", "cluster-2"):
             t = c["queries"][qc.name][engine]
             assert t["n"] >= 5 and t["median"] > 0
+    # The fan-out each class pays for: 30 days touch at least the splits 7 days do; summaries none.
+    assert c["splits"]["Q8"] >= c["splits"]["Q1"] > 0 and c["splits"]["SUMM"] == 0
     for name in ("embedded", "cluster-1", "cluster-2"):
         assert c["load"][name]["errors"] == 0 and c["load"][name]["requests"] > 0
         assert c["load"][name]["import"] is None  # searches only, and labelled so
