@@ -9,7 +9,7 @@ those ties are fetched again ordered by docId: pages never repeat or skip.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict, defaultdict
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,8 +41,24 @@ class LeafHit:
 
 @dataclass
 class FacetCounts:
-    # keyword -> [records, {spelling: records}]
-    buckets: dict[str, list] = field(default_factory=dict)
+    """Records per keyword, and the spellings that differ from the keyword.
+
+    Most values are spelled as their keyword (addresses, lowercase words),
+    so only the other spellings are counted apart: merging thousands of
+    buckets then adds integers instead of copying a dict per bucket.
+    """
+
+    counts: dict[str, int] = field(default_factory=dict)
+    # keyword -> {spelling: records}, for spellings other than the keyword itself
+    odd: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add(self, norm: str, spelling: str, records: int) -> None:
+        self.counts[norm] = self.counts.get(norm, 0) + records
+        if spelling != norm:
+            spellings = self.odd.get(norm)
+            if spellings is None:
+                spellings = self.odd[norm] = {}
+            spellings[spelling] = spellings.get(spelling, 0) + records
 
 
 @dataclass
@@ -55,7 +71,7 @@ class LeafResult:
     def portable(self) -> "LeafResult":
         """The same result as plain data (no tantivy objects), to send to another process."""
         hits = [LeafHit(h.key, h.sort_value, h.docid, None, h.split_id) for h in self.hits]
-        facets = {p: FacetCounts({k: [v[0], dict(v[1])] for k, v in f.buckets.items()}) for p, f in self.facets.items()}
+        facets = {p: FacetCounts(dict(f.counts), {k: dict(v) for k, v in f.odd.items()}) for p, f in self.facets.items()}
         return LeafResult(self.total, hits, facets, dict(self.histograms))
 
 
@@ -197,11 +213,7 @@ class Leaf:
             if n <= 0:
                 continue
             norm, _, spelling = term[len(prefix):].partition(SEP)
-            bucket = counts.buckets.get(norm)
-            if bucket is None:
-                bucket = counts.buckets[norm] = [0, defaultdict(int)]
-            bucket[0] += n
-            bucket[1][spelling] += n
+            counts.add(norm, spelling, n)
         return counts
 
     def histogram(self, starts: tuple[int, ...], end: int) -> list[int]:

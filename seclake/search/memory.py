@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,11 +97,7 @@ def _facet_counts(records: list[dict[str, Any]], path: str, dataset: Dataset) ->
         for value in values_at(rec, path):
             seen.setdefault(keyword(value)[:room], scalar_text(value))
         for norm, spelling in seen.items():
-            bucket = counts.buckets.get(norm)
-            if bucket is None:
-                bucket = counts.buckets[norm] = [0, defaultdict(int)]
-            bucket[0] += 1
-            bucket[1][spelling] += 1
+            counts.add(norm, spelling, 1)
     return counts
 
 

@@ -15,6 +15,7 @@ or missed the deadline twice); the result then names them in ``failed``.
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
@@ -68,26 +69,32 @@ class SearchResult:
         return self.splits - len(self.failed)
 
 
-def _spelling(spellings: dict[str, int]) -> str:
-    # The most frequent spelling as ingested; ties go to the smallest code point order.
+def _spelling(norm: str, records: int, parts: list[FacetCounts]) -> str:
+    """The most frequent spelling of a keyword as ingested; ties go to the
+    smallest in code point order. Records not counted under another
+    spelling were spelled as the keyword itself."""
+    spellings: dict[str, int] = {}
+    for part in parts:
+        for spelling, n in part.odd.get(norm, {}).items():
+            spellings[spelling] = spellings.get(spelling, 0) + n
+    own = records - sum(spellings.values())
+    if own > 0:
+        spellings[norm] = own
     return min(spellings.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
 def merge_facet(parts: list[FacetCounts], size: int) -> FacetResult:
-    combined: dict[str, list] = {}
-    for part in parts:
-        for norm, (count, spellings) in part.buckets.items():
-            slot = combined.get(norm)
-            if slot is None:
-                combined[norm] = [count, dict(spellings)]
-            else:
-                slot[0] += count
-                for s, n in spellings.items():
-                    slot[1][s] = slot[1].get(s, 0) + n
-    ranked = sorted(combined.items(), key=lambda kv: (-kv[1][0], kv[0]))
-    top = ranked[:size]
-    rest = sum(v[0] for _, v in ranked[size:])
-    return FacetResult([Bucket(_spelling(v[1]), v[0]) for _, v in top], rest)
+    if len(parts) == 1:
+        combined = parts[0].counts
+    else:
+        combined = {}
+        for part in parts:
+            for norm, n in part.counts.items():
+                combined[norm] = combined.get(norm, 0) + n
+    # Only the top buckets need ranking and a spelling.
+    top = heapq.nsmallest(size, combined.items(), key=lambda kv: (-kv[1], kv[0])) if size > 0 else []
+    rest = sum(combined.values()) - sum(n for _, n in top)
+    return FacetResult([Bucket(_spelling(norm, n, parts), n) for norm, n in top], rest)
 
 
 def split_id_of(split: Any) -> str:
