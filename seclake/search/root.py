@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import heapq
 import time
+from itertools import islice
+from operator import attrgetter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -67,6 +69,9 @@ class SearchResult:
     @property
     def successful(self) -> int:
         return self.splits - len(self.failed)
+
+
+_HIT_KEY = attrgetter("key")
 
 
 def _spelling(norm: str, records: int, parts: list[FacetCounts]) -> str:
@@ -206,9 +211,10 @@ class Root:
         # Results in plan order, so merging does not depend on arrival order.
         results = [answered[sid] for sid in by_id if sid in answered]
         total = sum(r.total for r in results)
-        all_hits: list[LeafHit] = [h for r in results for h in r.hits]
-        all_hits.sort(key=lambda h: h.key)
-        page = all_hits[plan.offset : k]
+        # Each leaf's hits come sorted (sorting them again is linear): merge
+        # the lists and stop at k rather than sorting every split's k hits.
+        ordered = [sorted(r.hits, key=_HIT_KEY) for r in results]
+        page: list[LeafHit] = list(islice(heapq.merge(*ordered, key=_HIT_KEY), plan.offset, k))
         sources, fetch_failed = self.leaves.fetch(by_id, page) if page else ({}, [])
         hits = [
             Hit(h.split_id, h.docid, h.sort_value, sources[(h.split_id, h.docid)])
