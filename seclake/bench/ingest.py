@@ -170,7 +170,7 @@ def wait_quiet(data_dir: Path, timeout: float = 900.0) -> float:
         while True:
             entries = catalog.entries(PUBLISHED)
             ids = {e.split_id for e in entries}
-            stable = stable + 1 if ids == last and not merge_candidates(entries) else 0
+            stable = stable + 1 if ids == last and not merge_candidates(entries, now_ms=int(time.time() * 1000)) else 0
             last = ids
             if stable >= 3:
                 return time.perf_counter() - started

@@ -57,11 +57,14 @@ class CatalogEntry:
     num_records: int
     size_bytes: int
     state: str
+    # When the split was staged, in epoch milliseconds (merges wait for quiet days).
+    created_ms: int = 0
 
 
 def _entry(row: SplitRow) -> CatalogEntry:
     return CatalogEntry(
-        row.split_id, row.dataset, row.time_min, row.time_max, row.num_records, row.size_bytes, row.state
+        row.split_id, row.dataset, row.time_min, row.time_max, row.num_records, row.size_bytes, row.state,
+        int(row.created_at.timestamp() * 1000),
     )
 
 

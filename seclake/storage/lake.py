@@ -286,7 +286,7 @@ class Lake:
         merged = 0
         self.reap()
         with self._merge_lock:
-            for group in merge_candidates(self.catalog.entries(PUBLISHED)):
+            for group in merge_candidates(self.catalog.entries(PUBLISHED), now_ms=int(time.time() * 1000)):
                 with self._splits_lock:
                     sources = [self._splits[e.split_id] for e in group if e.split_id in self._splits]
                 if len(sources) < 2:

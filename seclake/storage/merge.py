@@ -1,9 +1,16 @@
-"""Which splits to merge: a tiered policy per dataset and UTC day.
+"""Which splits to merge: a tiered policy per dataset and UTC day, then one
+split per day once the day is quiet.
 
 Streaming ingestion publishes a small split every commit interval. Splits of
 the same dataset and day are merged when ``factor`` of them sit in the same
 size tier (powers of ten records), so each record is rewritten about
 log10(records per day) times in all, and a day ends up in a few splits.
+
+Every split a search touches costs a fixed amount (open searcher, query per
+split, facet scan), so a day that has received nothing for ``SETTLE_MS``
+is merged into one split. Records arriving late for an old day make a small
+split that joins the day's split once the day is quiet again: one rewrite
+of that day per quiet period, not per commit interval.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from seclake.storage.catalog import CatalogEntry
 
 DAY_MS = 86_400_000
 MAX_MERGED_RECORDS = 10_000_000
+SETTLE_MS = 30_000
 
 
 def day_of(ms: int) -> int:
@@ -26,15 +34,29 @@ def tier(num_records: int) -> int:
     return int(math.log10(max(num_records, 1)))
 
 
-def merge_candidates(entries: Iterable[CatalogEntry], factor: int = 8) -> list[list[CatalogEntry]]:
-    groups: dict[tuple[str, int, int], list[CatalogEntry]] = defaultdict(list)
+def merge_candidates(
+    entries: Iterable[CatalogEntry], factor: int = 8, now_ms: int | None = None, settle_ms: int | None = None
+) -> list[list[CatalogEntry]]:
+    """Groups of splits to merge, each into one split.
+
+    ``now_ms`` None leaves out the merging of quiet days (callers that only
+    want the tiered policy).
+    """
+    settle_ms = SETTLE_MS if settle_ms is None else settle_ms
+    days: dict[tuple[str, int], list[CatalogEntry]] = defaultdict(list)
     for e in entries:
         if e.num_records >= MAX_MERGED_RECORDS or day_of(e.time_min) != day_of(e.time_max):
             continue
-        groups[(e.dataset, day_of(e.time_min), tier(e.num_records))].append(e)
+        days[(e.dataset, day_of(e.time_min))].append(e)
     out = []
-    for members in groups.values():
-        if len(members) >= factor:
-            members.sort(key=lambda e: e.split_id)
+    for members in days.values():
+        members.sort(key=lambda e: e.split_id)
+        quiet = now_ms is not None and now_ms - max(e.created_ms for e in members) >= settle_ms
+        if len(members) >= 2 and quiet and sum(e.num_records for e in members) < MAX_MERGED_RECORDS:
             out.append(members)
+            continue
+        tiers: dict[int, list[CatalogEntry]] = defaultdict(list)
+        for e in members:
+            tiers[tier(e.num_records)].append(e)
+        out.extend(group for group in tiers.values() if len(group) >= factor)
     return out

@@ -6,6 +6,7 @@ import pytest
 
 from seclake.storage.catalog import PUBLISHED
 from seclake.storage.lake import LakeBusy
+from seclake.storage import merge
 from seclake.storage.merge import DAY_MS
 
 DAY0 = 1_763_683_200_000  # 2025-11-21T00:00:00Z
@@ -71,6 +72,18 @@ def test_merges_keep_every_record_and_reduce_splits(lake_factory):
     again = lake_factory()
     assert _docids(again) == list(range(1, 91))
     assert len(list((lake.layout.splits / "event").iterdir())) == 1
+
+
+def test_a_quiet_day_is_merged_into_one_split(lake_factory, monkeypatch):
+    lake = lake_factory()
+    lake.append([("event", _event(i)) for i in range(1, 4)])
+    lake.flush()
+    lake.append([("event", _event(i)) for i in range(4, 40)])
+    lake.flush()
+    assert len(lake.splits("event")) == 2 and lake.merge() == 0  # different tiers, day not quiet yet
+    monkeypatch.setattr(merge, "SETTLE_MS", 0)
+    assert lake.merge() == 1
+    assert len(lake.splits("event")) == 1 and _docids(lake) == list(range(1, 40))
 
 
 def test_unpublished_split_directories_are_removed_at_start(lake_factory):
