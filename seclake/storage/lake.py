@@ -242,13 +242,14 @@ class Lake:
         groups: dict[tuple[str, int], list[tuple[int, bytes]]] = defaultdict(list)
         for seq, dataset, day, body in batch:
             groups[(dataset, day)].append((seq, body))
-        metas, opened = [], []
+        jobs = []
         for (dataset, day), payload in sorted(groups.items()):
             split_id = self._new_split_id(dataset, day * DAY_MS)
             path = self.layout.split_dir(dataset, split_id)
             path.parent.mkdir(parents=True, exist_ok=True)
-            metas.append(self.builder.build(dataset, payload, path, split_id))
-            opened.append(Split(path))
+            jobs.append((dataset, payload, path, split_id))
+        metas = self.builder.build_all(jobs)
+        opened = [Split(path) for _dataset, _payload, path, _split_id in jobs]
         self._publish(metas, checkpoint=batch[-1][0])
         with self._splits_lock:
             for s in opened:
