@@ -232,20 +232,22 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _split_rss(ing: dict) -> str:
-    anon, mapped = ing.get("server_rss_anon_kb_serving"), ing.get("server_rss_file_kb_serving")
+def _resident(figures: dict, anon_key: str, file_key: str, when: str) -> str:
+    """Resident memory split into anonymous memory and mapped split files, if measured."""
+    anon, mapped = figures.get(anon_key), figures.get(file_key)
     if anon is None or mapped is None:
         return ""
-    return (f" Resident while serving at rest: {anon / 1024:.0f} MB anonymous, {mapped / 1024:.0f} MB of mapped "
-            "files (split indexes are mmapped).")
+    return (f" {when}: {anon / 1024:.0f} MB anonymous, {mapped / 1024:.0f} MB of mapped split files "
+            "(split indexes are mmapped: page cache the kernel can take back).")
+
+
+def _split_rss(ing: dict) -> str:
+    return _resident(ing, "server_rss_anon_kb_serving", "server_rss_file_kb_serving", "Resident at rest after the ingest")
 
 
 def _after_queries(one: dict) -> str:
-    anon, mapped = one.get("server_rss_anon_kb_after_queries"), one.get("server_rss_file_kb_after_queries")
-    if anon is None or mapped is None:
-        return ""
-    return (f" After the query rounds: {anon / 1024:.0f} MB anonymous, {mapped / 1024:.0f} MB of mapped split "
-            "files (page cache the kernel can take back).")
+    return _resident(one, "server_rss_anon_kb_after_queries", "server_rss_file_kb_after_queries",
+                     "After the query rounds")
 
 
 def _eta(lines: int, one: dict) -> float:
