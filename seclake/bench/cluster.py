@@ -82,9 +82,9 @@ def run_cluster(lake_dir: Path, log_dir: Path, classes: list[QueryClass], *, rep
     from seclake.bench.engines import HttpEngine
     from seclake.bench.ingest import wait_quiet
     from seclake.bench.load import run_load
-    from seclake.bench.raynodes import RayNodes
     from seclake.bench.runner import stats
     from seclake.bench.server import Server, bench_env
+    from seclake.cluster.localray import LocalRayCluster
 
     out: dict[str, Any] = {"searcher_counts": [1, 2], "reps": reps, "queries": {c.name: {} for c in classes},
                            "load": {}, "cpus": len(os.sched_getaffinity(0))}
@@ -103,7 +103,7 @@ def run_cluster(lake_dir: Path, log_dir: Path, classes: list[QueryClass], *, rep
                     samples.setdefault((qc.name, name), []).append(dt)
 
     embedded = Server(lake_dir, log_dir / "cluster-embedded.log")
-    nodes = RayNodes(("b", "c"), log_dir)
+    nodes = LocalRayCluster(("b", "c"), log_dir)
     api: Server | None = None
     engines: dict[str, HttpEngine] = {}
     try:

@@ -8,6 +8,7 @@
     catalogview.py  the splits and time bounds an API node that does not write the lake reads
     ingestor.py     the ingest node's mailbox actor, through which other nodes' imports reach the lake
     remoteingestion.py  a read-only API node's imports: parsed there, stored by the ingestor
+    localray.py     a Ray cluster of separate processes on this machine (benchmark, tests)
 
 Ray is an optional dependency (``pip install "seclake[cluster]"``); only
 ``searcher.py``, ``leaves.py``, ``ingestor.py`` and ``remoteingestion.py``

@@ -1,11 +1,11 @@
-"""A local Ray cluster for the benchmark's cluster stage: a head and worker nodes on 127.0.0.1.
+"""A Ray cluster of separate processes on this machine: a head and worker nodes on 127.0.0.1.
 
-Each node is ``ray start --block`` in its own session (process group), so
-that stopping it ends exactly the processes that node started (its raylet,
-its workers, the searcher actors placed on it) and nothing else on the
-machine. Each worker node carries a custom resource ``node_<name>`` so the
-benchmark can pin one searcher to each node. Same approach as the cluster
-tests (tests/cluster/raycluster.py); the benchmark cannot import tests.
+For the benchmark's cluster stage and the cluster tests (a real cluster,
+not Ray's in-process simulation). Each node is ``ray start --block`` in its
+own session (process group), so that stopping it ends exactly the
+processes that node started (its raylet, its workers, the actors placed on
+it) and nothing else on the machine. Each worker node carries a custom
+resource ``node_<name>`` so callers can pin a searcher to each node.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from seclake.bench.server import free_port
 
 BIN = Path(sys.executable).parent
 # One CPU and a small object store per node: searches move little data
@@ -30,6 +30,12 @@ COMMON = ["--num-cpus", "1", "--object-store-memory", "100000000", "--disable-us
 # between nodes on one machine: every node gets its own.
 PORT_OPTIONS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
                 "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def ray_env() -> dict[str, str]:
@@ -54,11 +60,11 @@ def session_pids(sid: int) -> list[int]:
     return out
 
 
-class RayNodes:
-    def __init__(self, workers: tuple[str, ...], log_dir: Path):
+class LocalRayCluster:
+    def __init__(self, workers: tuple[str, ...] = ("b", "c"), log_dir: Path | None = None):
         # Short: Ray puts unix sockets under it (108-byte path limit).
-        self.temp = Path(tempfile.mkdtemp(prefix="slbench-", dir="/tmp"))
-        self.log_dir = log_dir
+        self.temp = Path(tempfile.mkdtemp(prefix="slray-", dir="/tmp"))
+        self.log_dir = log_dir if log_dir is not None else self.temp
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.workers = workers
@@ -96,7 +102,14 @@ class RayNodes:
     def _check_alive(self) -> None:
         for name, p in self.procs.items():
             if p.poll() is not None:
-                raise RuntimeError(f"ray node {name} exited with {p.returncode}; see {self.log_dir}/ray-{name}.log")
+                raise RuntimeError(f"ray node {name} exited with {p.returncode}:\n{self.log(name)}")
+
+    def log(self, name: str) -> str:
+        """The end of a node's log (errors quote it: the temp dir goes at stop)."""
+        try:
+            return (self.log_dir / f"ray-{name}.log").read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
 
     def nodes(self) -> dict[str, str]:
         """Node name -> Ray node id of the live nodes (this process asks as a Ray driver)."""
