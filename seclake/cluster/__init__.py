@@ -22,3 +22,12 @@ NAMESPACE = "seclake"
 SEARCHER_PREFIX = "searcher-"
 # The one ingestor of a deployment (hosted by its ingest API node).
 INGESTOR = "ingestor"
+
+
+def current_node_id() -> str | None:
+    """The Ray node this process runs on; None outside a Ray cluster."""
+    try:
+        import ray
+    except ImportError:  # pragma: no cover - plain use in tests
+        return None
+    return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None

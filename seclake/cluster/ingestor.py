@@ -34,7 +34,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from seclake.cluster import INGESTOR, NAMESPACE
+from seclake.cluster import INGESTOR, NAMESPACE, current_node_id
 from seclake.cluster.transport import pack
 from seclake.errors import SeclakeError, Unavailable
 
@@ -127,17 +127,9 @@ class Ingestor:
             batch.done.set_result(outcome)
 
     async def info(self) -> dict[str, Any]:
-        node = None
-        try:
-            import ray
-
-            if ray.is_initialized():
-                node = ray.get_runtime_context().get_node_id()
-        except ImportError:  # pragma: no cover - plain use in tests
-            pass
         return {
             "pid": os.getpid(),
-            "node_id": node,
+            "node_id": current_node_id(),
             "waiting": len(self._waiting),
             "taken": len(self._taken),
             "appended": self.appended,

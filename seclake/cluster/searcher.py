@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from seclake.cluster import NAMESPACE, SEARCHER_PREFIX
+from seclake.cluster import NAMESPACE, SEARCHER_PREFIX, current_node_id
 from seclake.cluster.splitcache import DEFAULT_MAX_BYTES, SplitCache
 from seclake.cluster.transport import pack
 from seclake.errors import SeclakeError
@@ -47,17 +47,9 @@ class Searcher:
         )
 
     def info(self) -> dict[str, Any]:
-        node = None
-        try:
-            import ray
-
-            if ray.is_initialized():
-                node = ray.get_runtime_context().get_node_id()
-        except ImportError:  # pragma: no cover - plain use in tests
-            pass
         return {
             "pid": os.getpid(),
-            "node_id": node,
+            "node_id": current_node_id(),
             "splits_dir": self.splits_dir,
             "splits_dir_exists": Path(self.splits_dir).is_dir(),
             "open_splits": len(self.cache),
