@@ -181,7 +181,7 @@ def section(c: dict[str, Any] | None) -> list[str]:
     """The "Cluster mode" section of docs/benchmarks.md (no lines when the stage did not run)."""
     if not c:
         return []
-    from seclake.bench.report import ms, ratio
+    from seclake.bench.report import ms
 
     lines = ["## Cluster mode beside embedded mode", ""]
     add = lines.append
@@ -216,7 +216,7 @@ def section(c: dict[str, Any] | None) -> list[str]:
             f"{ms(emb)} | {ms(one)} | {overhead(one, emb)} | {ms(two)} | {overhead(two, emb)} |")
     add("")
     agree = c["agreement"]
-    add(f"Answers (counts, top ids at each offset, facet and histogram buckets) checked against the embedded node's: "
+    add("Answers (counts, top ids at each offset, facet and histogram buckets) checked against the embedded node's: "
         + (f"**{agree['checks']} checks, all agree**." if agree["ok"] else
            f"**{len(agree['mismatches'])} DISAGREEMENTS** in {agree['checks']} checks: "
            + "; ".join(agree["mismatches"][:5])))

@@ -18,7 +18,6 @@ Skipped without Ray (failing under CI=true, as test_ray_cluster.py).
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import threading
@@ -26,22 +25,9 @@ import time
 
 import pytest
 
-try:
-    import ray  # noqa: F401
+from tests.cluster.raycluster import NEEDS_RAY
 
-    HAVE_RAY = True
-except ImportError:  # pragma: no cover - depends on the environment
-    HAVE_RAY = False
-    if os.environ.get("CI") == "true":
-        raise RuntimeError('Ray is not installed: CI runs the cluster tests (pip install -e ".[cluster]")') from None
-
-pytestmark = [
-    pytest.mark.cluster,
-    pytest.mark.slow,
-    pytest.mark.postgres,
-    pytest.mark.timeout(900),
-    pytest.mark.skipif(not HAVE_RAY, reason='Ray is not installed: pip install -e ".[cluster]" to run the cluster tests'),
-]
+pytestmark = NEEDS_RAY + [pytest.mark.postgres]
 
 WORKERS = ("b", "c")
 BATCHES = 12  # per API node

@@ -26,22 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.cluster.lakedata import CASES, answer, build_lake, plans
+from tests.cluster.raycluster import NEEDS_RAY
 
-try:
-    import ray  # noqa: F401
-
-    HAVE_RAY = True
-except ImportError:  # pragma: no cover - depends on the environment
-    HAVE_RAY = False
-    if os.environ.get("CI") == "true":
-        raise RuntimeError('Ray is not installed: CI runs the cluster tests (pip install -e ".[cluster]")') from None
-
-pytestmark = [
-    pytest.mark.cluster,
-    pytest.mark.slow,
-    pytest.mark.timeout(900),
-    pytest.mark.skipif(not HAVE_RAY, reason='Ray is not installed: pip install -e ".[cluster]" to run the cluster tests'),
-]
+pytestmark = NEEDS_RAY
 
 WORKERS = ("b", "c")
 
