@@ -71,8 +71,22 @@ def batch_lines(node: str, batch: int, now: int, tag: str = "restart") -> list[s
     ]
 
 
+
+def start_api_nodes(tmp_path, settings: dict, rc, nodes: list, suffix: str = ""):
+    """The ingest node and a read-only node on the cluster, both logged in (as admin)."""
+    from tests.cluster.apinodes import ApiNode
+
+    api1 = ApiNode(f"api1{suffix}", tmp_path, settings, "--ray-address", rc.address)
+    nodes.append(api1)
+    api1.wait()
+    api2 = ApiNode(f"api2{suffix}", tmp_path, settings, "--ray-address", rc.address, "--no-ingest")
+    nodes.append(api2)
+    api2.wait()
+    api2.token = api1.login()
+    return api1, api2
+
 def test_restart_everything_keeps_every_acknowledged_record_exactly_once(pg_database_url, tmp_path):
-    from tests.cluster.apinodes import ApiNode, wait_for
+    from tests.cluster.apinodes import wait_for
 
     data = tmp_path / "shared-data"
     settings = {
@@ -89,14 +103,7 @@ def test_restart_everything_keeps_every_acknowledged_record_exactly_once(pg_data
     nodes: list = []
     rc = start_cluster(data, settings)
     try:
-        api1 = ApiNode("api1", tmp_path, first, "--ray-address", rc.address)
-        nodes.append(api1)
-        api1.wait()
-        api2 = ApiNode("api2", tmp_path, first, "--ray-address", rc.address, "--no-ingest")
-        nodes.append(api2)
-        api2.wait()
-        token = api1.login()
-        api2.token = token
+        api1, api2 = start_api_nodes(tmp_path, first, rc, nodes)
         api2.ok("ds/eventwatch_bucket_dao", {"action": "add", "bucket": RULE})
 
         acked: dict[str, list[str]] = {"api1": [], "api2": []}
@@ -132,14 +139,7 @@ def test_restart_everything_keeps_every_acknowledged_record_exactly_once(pg_data
     rc = start_cluster(data, settings)
     nodes = []
     try:
-        api1 = ApiNode("api1-again", tmp_path, again, "--ray-address", rc.address)
-        nodes.append(api1)
-        api1.wait()
-        api2 = ApiNode("api2-again", tmp_path, again, "--ray-address", rc.address, "--no-ingest")
-        nodes.append(api2)
-        api2.wait()
-        api1.login()
-        api2.token = api1.token
+        api1, api2 = start_api_nodes(tmp_path, again, rc, nodes, suffix="-again")
         want = sorted(acked["api1"] + acked["api2"])
         marked_rids = [rid for rid in want if int(rid.rsplit("-", 1)[1]) % 2 == 0]
         wait_for(
