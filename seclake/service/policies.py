@@ -13,7 +13,7 @@ What the rights mean is ``seclake.service.access``'s business.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqlalchemy import select
@@ -55,7 +55,7 @@ def check_name(value: object, where: str, what: str) -> str:
         raise ValidationFailed(where, f"must be the name of a {what} (a string), not {json_kind(value)}")
     if not NAME.fullmatch(value):
         raise ValidationFailed(
-            where, f"must be 1-64 characters: letters, digits and . _ -, starting with a letter or digit"
+            where, "must be 1-64 characters: letters, digits and . _ -, starting with a letter or digit"
         )
     return value
 
@@ -268,12 +268,7 @@ class Policies:
         if not values:
             raise ValidationFailed(where, "nothing to change: send description or filters")
         with self.db.session(write=True) as s:
-            policy = _policy(s, name, for_update=True)
-            before = policy_record(policy)
-            for key, value in values.items():
-                setattr(policy, key, value)
-            policy.updated_on = self.clock()
-            return before, policy_record(policy)
+            return self._changed(_policy(s, name, for_update=True), values, policy_record)
 
     def delete_policy(self, name: object) -> dict[str, Any]:
         name = check_name(name, "name", "data policy")
@@ -293,6 +288,16 @@ class Policies:
             record = policy_record(policy)
             s.delete(policy)
             return record
+
+    def _changed(
+        self, row: Any, values: dict[str, Any], record: Callable[[Any], dict[str, Any]]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Apply ``values`` to a policy or role row; its record (before, after)."""
+        before = record(row)
+        for key, value in values.items():
+            setattr(row, key, value)
+        row.updated_on = self.clock()
+        return before, record(row)
 
     # -- roles -------------------------------------------------------------------
 
@@ -332,12 +337,7 @@ class Policies:
             values = self._role_values(s, fields, where, new=False)
             if not values:
                 raise ValidationFailed(where, "nothing to change: send description, permissions, APIPolicies or dataPolicies")
-            role = _role(s, name, for_update=True)
-            before = role_record(role)
-            for key, value in values.items():
-                setattr(role, key, value)
-            role.updated_on = self.clock()
-            return before, role_record(role)
+            return self._changed(_role(s, name, for_update=True), values, role_record)
 
     def delete_role(self, name: object) -> dict[str, Any]:
         name = check_name(name, "name", "role")
