@@ -2,10 +2,11 @@
 
 ``RayLeaves`` is the ``LeafExecutor`` of cluster mode: the root plans and
 merges exactly as in embedded mode, and this runs each split's leaf on the
-searcher rendezvous hashing gives it (``fanout.fan_out``: per-request
-deadline, one retry elsewhere, failed splits named). Hits are fetched in a
-second fan-out by (split id, docId), from the same searchers, so only the
-winning records travel.
+searcher rendezvous hashing gives it, one Ray call per searcher carrying
+all of its splits (``fanout.fan_out``: per-request deadline, one retry
+elsewhere, failed splits named). Hits are fetched in a second fan-out by
+(split id, docId), from the same searchers, so only the winning records
+travel.
 """
 
 from __future__ import annotations
@@ -37,22 +38,33 @@ def dataset_of(split: Any) -> str:
 
 
 def unwrapped(inner: Future) -> Future:
-    """A future of a searcher's answer unwrapped; seclake errors raised as themselves."""
+    """A future of a searcher's per-split answers as the fan-out takes them:
+    split id -> answer, or the exception that split raised there (seclake
+    errors as themselves, so the fan-out lets them through)."""
     out: Future = Future()
 
     def done(f: Future) -> None:
         try:
-            status, value = f.result()
+            answers = f.result()
         except BaseException as e:  # noqa: BLE001 - the searcher's failure, reported to the fan-out
             out.set_exception(e)
             return
-        if status == "ok":
-            out.set_result(value)
-        else:
-            out.set_exception(unpack(value))
+        out.set_result({split_id: _answer(status, value) for split_id, (status, value) in answers.items()})
 
     inner.add_done_callback(done)
     return out
+
+
+def _answer(status: str, value: Any) -> Any:
+    if status == "ok":
+        return value
+    if status == "error":
+        return unpack(value)
+    return SplitFailed(value)
+
+
+class SplitFailed(RuntimeError):
+    """A searcher answered the call but could not search this one split."""
 
 
 class SearcherDirectory:
@@ -116,8 +128,8 @@ class RayLeaves:
         datasets = {split_id_of(s): dataset_of(s) for s in splits}
         handles = self.directory.live()
 
-        def call(split_id: str, searcher: str) -> Future:
-            return self._submit(handles[searcher], "search", datasets[split_id], split_id, task)
+        def call(split_ids: list[str], searcher: str) -> Future:
+            return self._submit(handles[searcher], "search", [(datasets[s], s) for s in split_ids], task)
 
         outcome = self._run(list(datasets), handles, call, self.timeout)
         return outcome.results, outcome.failed
@@ -130,9 +142,9 @@ class RayLeaves:
         left = max(MIN_FETCH_SECONDS, started + self.timeout - time.monotonic())
         handles = self.directory.live()
 
-        def call(split_id: str, searcher: str) -> Future:
-            ds = dataset_of(splits[split_id])
-            return self._submit(handles[searcher], "fetch", ds, split_id, wanted[split_id])
+        def call(split_ids: list[str], searcher: str) -> Future:
+            triples = [(dataset_of(splits[s]), s, wanted[s]) for s in split_ids]
+            return self._submit(handles[searcher], "fetch", triples)
 
         outcome = self._run(list(wanted), handles, call, left)
         out: dict[tuple[str, int], dict] = {}

@@ -3,8 +3,11 @@
 A searcher needs no database: the root names each split (dataset, id) and
 the searcher opens ``<splits dir>/<dataset>/<id>`` itself, keeping it open
 (``SplitCache``); with a split store (object storage) it opens a local copy
-it downloads into its cache directory, kept under a byte budget. What it returns is plain data (``LeafResult.portable``,
-records as dicts). ``start_searchers`` places searchers on one node of the
+it downloads into its cache directory, kept under a byte budget. One call
+carries all the splits the root gives this searcher for one request; they
+run side by side on the searcher's own threads and are answered split by
+split, so one split it cannot open fails alone. What it returns is plain
+data (``LeafResult.portable``, records as dicts). ``start_searchers`` places searchers on one node of the
 cluster (pinned: a node's searchers read that node's view of storage and
 keep that node's cache), detached and restarted by Ray when their process
 dies, under names every root finds (``SEARCHER_PREFIX`` in the deployment's
@@ -14,6 +17,8 @@ Ray namespace, setting ``ray_namespace``).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,11 @@ from seclake.cluster.splitcache import DEFAULT_MAX_BYTES, SplitCache
 from seclake.cluster.transport import pack
 from seclake.errors import SeclakeError
 from seclake.search.leaf import LeafTask, fetch_sources, run_leaf
+from seclake.storage.split import Split
 from seclake.storage.splitstore import SplitStore, StoreConfig
+
+# Threads running one call's splits side by side (tantivy releases the GIL).
+LEAF_THREADS = 4
 
 
 class Searcher:
@@ -35,8 +44,10 @@ class Searcher:
         store: StoreConfig | None = None,
         cache_dir: str | None = None,
         cache_bytes: int = DEFAULT_MAX_BYTES,
+        threads: int = LEAF_THREADS,
     ):
         self.splits_dir = splits_dir
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="leaf")
         self.store = store
         self.cache = SplitCache(
             Path(splits_dir),
@@ -61,19 +72,35 @@ class Searcher:
             "evicted": self.cache.evicted,
         }
 
-    def search(self, dataset: str, split_id: str, task: LeafTask) -> tuple[str, Any]:
-        try:
-            with self.cache.use(dataset, split_id) as split:
-                return ("ok", run_leaf(split, task).portable())
-        except SeclakeError as e:
-            return ("error", pack(e))
+    def search(self, splits: list[tuple[str, str]], task: LeafTask) -> dict[str, tuple[str, Any]]:
+        """The leaves of ``task`` on (dataset, split id) pairs, side by side on this searcher's threads."""
+        return self._each(splits, lambda _split_id, split: run_leaf(split, task).portable())
 
-    def fetch(self, dataset: str, split_id: str, docids: list[int]) -> tuple[str, Any]:
-        try:
-            with self.cache.use(dataset, split_id) as split:
-                return ("ok", fetch_sources(split, docids))
-        except SeclakeError as e:
-            return ("error", pack(e))
+    def fetch(self, wanted: list[tuple[str, str, list[int]]]) -> dict[str, tuple[str, Any]]:
+        """Records by docId of (dataset, split id, docIds) triples."""
+        docids = {split_id: ids for _dataset, split_id, ids in wanted}
+        return self._each(
+            [(dataset, split_id) for dataset, split_id, _ids in wanted],
+            lambda split_id, split: fetch_sources(split, docids[split_id]),
+        )
+
+    def _each(self, splits: list[tuple[str, str]], work: Callable[[str, Split], Any]) -> dict[str, tuple[str, Any]]:
+        """``work`` on each split: split id -> ("ok", answer), ("error", a seclake
+        error for the caller) or ("failed", why: this split, not the call,
+        failed here; the root retries it on another searcher)."""
+
+        def one(pair: tuple[str, str]) -> tuple[str, Any]:
+            dataset, split_id = pair
+            try:
+                with self.cache.use(dataset, split_id) as split:
+                    return ("ok", work(split_id, split))
+            except SeclakeError as e:
+                return ("error", pack(e))
+            except Exception as e:  # noqa: BLE001 - reported per split, so the others still answer
+                return ("failed", f"{type(e).__name__}: {e}"[:500])
+
+        answers = list(self._pool.map(one, splits)) if len(splits) > 1 else [one(p) for p in splits]
+        return {split_id: a for (_dataset, split_id), a in zip(splits, answers)}
 
 
 def connect(address: str, namespace: str = NAMESPACE) -> None:

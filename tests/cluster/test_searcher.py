@@ -38,8 +38,10 @@ class ThreadLeaves(RayLeaves):
     def __init__(self, searchers: dict, pool: ThreadPoolExecutor, timeout: float = 10):
         super().__init__(Directory(searchers), timeout=timeout)
         self.pool = pool
+        self.calls: list[tuple[str, int]] = []  # (method, splits carried)
 
     def _submit(self, handle, method, *args) -> Future:
+        self.calls.append((method, len(args[0])))
         args = pickle.loads(pickle.dumps(args))
 
         def run():
@@ -81,6 +83,19 @@ def test_splits_are_spread_over_searchers_and_kept_open(modes):
     # Each split is opened once, by the searcher that owns it, whatever the number of searches.
     total_open = sum(len(s.cache) for s in searchers.values())
     assert sum(opened.values()) == total_open
+
+
+def test_each_searcher_gets_one_call_per_phase_carrying_its_splits(modes):
+    embedded, cluster, *_ = modes
+    plan = plans(CASES[0])[0]
+    splits = embedded.splits_for(plan.dataset, None, None)
+    assert len(splits) > 3  # more splits than searchers, or the check says nothing
+    cluster.leaves.calls.clear()
+    result = cluster.search(plan)
+    searches = [n for method, n in cluster.leaves.calls if method == "search"]
+    fetches = [n for method, n in cluster.leaves.calls if method == "fetch"]
+    assert len(searches) <= 3 and sum(searches) == len(splits) == result.splits
+    assert len(fetches) <= 3 and sum(fetches) == len({h.split_id for h in result.hits})
 
 
 def test_a_searcher_that_cannot_read_storage_is_retried_elsewhere(modes, tmp_path):
