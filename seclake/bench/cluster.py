@@ -196,8 +196,9 @@ def section(c: dict[str, Any] | None) -> list[str]:
         f"{c['cpus']}-core machine**: a second searcher adds concurrency and a second split cache, not CPU, so "
         f"the figures show the cost of the fan-out and what concurrency gains here, not what a second machine "
         f"would give. Warm medians over HTTP of {c['reps']} rounds, embedded and cluster requests interleaved; "
-        f"a class's splits are the leaves its searches fan out to (one Ray call per split, plus one fetch per "
-        f"split holding a returned hit; summaries are read from the database by the API node, no fan-out).")
+        f"a class's splits are the leaves its searches fan out to (one Ray call per searcher carrying its splits, "
+        f"plus one fetch call per searcher holding a returned hit; summaries are read from the database by the "
+        f"API node, no fan-out).")
     if "load_average_at_start" in c:
         add("")
         add(f"Machine load average (1 min) at the start of this stage: {c['load_average_at_start']:.1f}, at its end: "

@@ -30,7 +30,8 @@ from seclake.search.leaf import LeafTask, fetch_sources, run_leaf
 from seclake.storage.split import Split
 from seclake.storage.splitstore import SplitStore, StoreConfig
 
-# Threads running one call's splits side by side (tantivy releases the GIL).
+# Threads running the splits of a searcher's calls side by side (tantivy
+# releases the GIL); ``start_searchers`` gives its ``concurrency``.
 LEAF_THREADS = 4
 
 
@@ -164,7 +165,9 @@ def start_searchers(
                 # CPUs stay schedulable for other work.
                 num_cpus=0,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
-            ).remote(str(splits_dir), max_open, store, str(cache_dir / name) if cache_dir else None, cache_bytes)
+            ).remote(
+                str(splits_dir), max_open, store, str(cache_dir / name) if cache_dir else None, cache_bytes, concurrency
+            )
         )
     infos = ray.get([h.info.remote() for h in handles], timeout=ready_timeout)
     names = [f"{SEARCHER_PREFIX}{node[:12]}-{i}" for i in range(count)]
