@@ -12,11 +12,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, Integer, String, select, update
+from sqlalchemy import JSON, BigInteger, Integer, String, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
 from seclake.db.base import Base, UTCDateTime
 from seclake.db.database import Database
+from seclake.storage.customers import Customers, from_stored
 from seclake.storage.split import SplitMeta
 
 STAGED, PUBLISHED, MARKED = "staged", "published", "marked"
@@ -37,6 +38,10 @@ class SplitRow(Base):
     state: Mapped[str] = mapped_column(String(16), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # The split's customer signatures (storage/customers.py), so a node that
+    # lists splits from the catalog prunes them as the lake's owner does;
+    # NULL: unknown.
+    customers: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
 
 
 class CheckpointRow(Base):
@@ -59,12 +64,13 @@ class CatalogEntry:
     state: str
     # When the split was staged, in epoch milliseconds (merges wait for quiet days).
     created_ms: int = 0
+    customers: Customers = None
 
 
 def _entry(row: SplitRow) -> CatalogEntry:
     return CatalogEntry(
         row.split_id, row.dataset, row.time_min, row.time_max, row.num_records, row.size_bytes, row.state,
-        int(row.created_at.timestamp() * 1000),
+        int(row.created_at.timestamp() * 1000), from_stored(row.customers),
     )
 
 
@@ -142,6 +148,7 @@ class Catalog:
                     state=state,
                     created_at=now,
                     updated_at=now,
+                    customers=None if m.customers is None else list(m.customers),
                 )
             )
 

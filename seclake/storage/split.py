@@ -1,7 +1,7 @@
 """Writing and opening one immutable split.
 
 A split directory holds a tantivy index and ``split.json`` (format version,
-time bounds, record count, the field map). It is built in a staging
+time bounds, record count, the field map, the customers: ``customers.py``). It is built in a staging
 directory and renamed into place only when complete, so a reader never sees
 half a split; the catalog publishes it afterwards.
 """
@@ -21,6 +21,7 @@ import orjson
 import tantivy
 
 from seclake.record.dataset import Dataset
+from seclake.storage.customers import CustomerSet, Customers, from_stored
 from seclake.storage.document import Documents
 from seclake.storage.fieldmap import TOKENIZER, FieldMap
 
@@ -53,6 +54,9 @@ class SplitMeta:
     fields: FieldMap
     size_bytes: int = 0
     format_version: int = FORMAT_VERSION
+    # Signatures of the records' @customer values; None: unknown (past the
+    # cap, or a split written before splits recorded them).
+    customers: Customers = None
 
     def to_json(self) -> dict:
         return {
@@ -66,6 +70,7 @@ class SplitMeta:
             "seq_max": self.seq_max,
             "size_bytes": self.size_bytes,
             "fields": self.fields.to_json(),
+            "customers": None if self.customers is None else list(self.customers),
         }
 
     @classmethod
@@ -82,6 +87,7 @@ class SplitMeta:
             seq_max=data["seq_max"],
             size_bytes=data.get("size_bytes", 0),
             fields=FieldMap.from_json(data["fields"]),
+            customers=from_stored(data.get("customers")),
         )
 
 
@@ -127,9 +133,11 @@ def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, s
     # Every document is built before the index is made: the schema holds the
     # split's typed fields, known only once every record has been seen.
     documents = Documents(dataset)
+    customers = CustomerSet()
     docs: list[dict[str, Any]] = []
     for rec in records:
         body = rec.body if rec.body is not None else orjson.dumps(rec.source)
+        customers.add(rec.source)
         docs.append(documents.document(rec.source, rec.docid, time_of(rec.source, dataset), body))
     if not docs:
         raise ValueError("a split needs at least one record")
@@ -154,6 +162,7 @@ def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, s
         seq_min=min(d["docid"] for d in docs),
         seq_max=max(d["docid"] for d in docs),
         fields=fields,
+        customers=customers.customers,
     )
     meta.size_bytes = sum(p.stat().st_size for p in staging.iterdir() if p.is_file())
     (staging / META_FILE).write_text(json.dumps(meta.to_json()))
