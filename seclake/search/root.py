@@ -1,5 +1,8 @@
 """The root of a search: plan the splits, fan out to leaves, merge exactly.
 
+The splits are those of the dataset overlapping the time range, less those
+whose customers the query cannot match (``pruning.py``).
+
 Totals add up; hits are merged by (sort value, docId) across splits, so any
 offset gives the same page as one big index would; facet counts are exact
 per split (every keyword of the split is counted), so their sum is exact and
@@ -30,6 +33,7 @@ from seclake.query import ast
 from seclake.record.dataset import DATASETS
 from seclake.search.leaf import FacetCounts, LeafHit, LeafResult, LeafTask, fetch_sources, run_leaf
 from seclake.search.plan import SearchPlan
+from seclake.search.pruning import prune
 from seclake.storage.split import Split
 
 
@@ -191,9 +195,12 @@ class Root:
             )
             node = ast.And(children=(bound, node))
         if range_path == dataset.time_field:
-            splits = self.splits_for(plan.dataset, plan.range_from, plan.range_to)
+            listed = self.splits_for(plan.dataset, plan.range_from, plan.range_to)
         else:
-            splits = self.splits_for(plan.dataset, None, None)
+            listed = self.splits_for(plan.dataset, None, None)
+        # Splits whose customers the query (data policies included) excludes
+        # are not searched, nor counted as searched.
+        splits = prune(listed, node, dataset)
         sort_path = plan.sort_path or dataset.default_sort
         k = plan.offset + plan.limit
         task = LeafTask(
