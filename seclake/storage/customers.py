@@ -34,12 +34,12 @@ _BELOW = PATH + "."
 Customers = tuple[str, ...] | None
 
 
-class _Unknown(Exception):
-    pass
+class Unknown(Exception):
+    """No signature says exactly what the matcher sees of this record at ``@customer``."""
 
 
 def signature(source: dict[str, Any]) -> str:
-    """The record's signature; raises ``_Unknown`` when no signature says it exactly."""
+    """The record's signature, or ``Unknown``."""
     value = source.get(PATH)
     if value is None:
         sig = NONE
@@ -48,13 +48,13 @@ def signature(source: dict[str, Any]) -> str:
     else:
         found = leaves({PATH: value})
         if any(path != PATH for path, _ in found):
-            raise _Unknown
+            raise Unknown
         texts = sorted({orjson.dumps(v).decode() for _, v in found})
         if any(len(t) > MAX_VALUE_CHARS + 2 for t in texts):
-            raise _Unknown
+            raise Unknown
         sig = "[" + ",".join(texts) + "]"
     if any(key.startswith(_BELOW) for key in source):
-        raise _Unknown
+        raise Unknown
     return sig
 
 
@@ -76,7 +76,7 @@ class CustomerSet:
             return
         try:
             seen.add(signature(source))
-        except _Unknown:
+        except Unknown:
             self._seen = None
             return
         if len(seen) > MAX_CUSTOMERS:

@@ -1,10 +1,11 @@
 """The lake: durable appends, background indexing into splits, merges, retention.
 
 ``append`` returns only after the records are fsynced in the write-ahead
-log. An indexer thread turns what was appended into one split per dataset
-and UTC day every commit interval, publishes them with the new log
-checkpoint in one catalog transaction, then merges small splits. Searches
-take the open splits overlapping their time range from ``splits``.
+log. An indexer thread turns what was appended into one split per dataset,
+UTC day and customer partition (``partition.py``) every commit interval,
+publishes them with the new log checkpoint in one catalog transaction, then
+merges small splits. Searches take the open splits overlapping their time
+range from ``splits``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from seclake.storage import memory
 from seclake.storage.layout import Layout
 from seclake.storage.builder import SplitBuilder
 from seclake.storage.merge import DAY_MS, day_of, merge_candidates
+from seclake.storage import partition
 from seclake.storage.split import Split, SplitMeta, time_of
 from seclake.storage.splitstore import SplitStore, SplitStoreError
 from seclake.storage.wal import WriteAheadLog, encoded
@@ -66,8 +68,8 @@ class Lake:
         self._retiring: list[tuple[float, str, str]] = []
         self._splits: dict[str, Split] = {}
         self._splits_lock = threading.Lock()
-        # (docId, dataset, UTC day, record as JSON): compact until indexed.
-        self._pending: list[tuple[int, str, int, bytes]] = []
+        # (docId, dataset, UTC day, record as JSON, partition): compact until indexed.
+        self._pending: list[tuple[int, str, int, bytes, str]] = []
         self._pending_bytes = 0
         self._cond = threading.Condition()
         self._indexed_seq = 0
@@ -189,7 +191,9 @@ class Lake:
         return self.wal.append(items, on_assigned=self._enqueue)
 
     def _enqueue(self, assigned) -> None:
-        rows = [(seq, ds, day_of(time_of(rec, DATASETS[ds])), body) for seq, ds, rec, body in assigned]
+        rows = [
+            (seq, ds, day_of(time_of(rec, DATASETS[ds])), body, partition.key_of(rec)) for seq, ds, rec, body in assigned
+        ]
         with self._cond:
             self._pending.extend(rows)
             self._pending_bytes += sum(len(r[3]) for r in rows)
@@ -238,12 +242,16 @@ class Lake:
                 floor = self._indexed_seq if self.wal_floor is None else min(self._indexed_seq, self.wal_floor())
                 self.wal.trim(floor)
 
-    def _index_batch(self, batch: list[tuple[int, str, int, bytes]]) -> None:
-        groups: dict[tuple[str, int], list[tuple[int, bytes]]] = defaultdict(list)
-        for seq, dataset, day, body in batch:
-            groups[(dataset, day)].append((seq, body))
+    def _index_batch(self, batch: list[tuple[int, str, int, bytes, str]]) -> None:
+        days: dict[tuple[str, int], list[tuple[int, bytes, str]]] = defaultdict(list)
+        for seq, dataset, day, body, key in batch:
+            days[(dataset, day)].append((seq, body, key))
+        groups: dict[tuple[str, int, str], list[tuple[int, bytes]]] = defaultdict(list)
+        for (dataset, day), rows in days.items():
+            for (seq, body, _), key in zip(rows, partition.capped([r[2] for r in rows])):
+                groups[(dataset, day, key)].append((seq, body))
         jobs = []
-        for (dataset, day), payload in sorted(groups.items()):
+        for (dataset, day, _key), payload in sorted(groups.items()):
             split_id = self._new_split_id(dataset, day * DAY_MS)
             path = self.layout.split_dir(dataset, split_id)
             path.parent.mkdir(parents=True, exist_ok=True)

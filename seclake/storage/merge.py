@@ -1,5 +1,5 @@
-"""Which splits to merge: a tiered policy per dataset and UTC day, then one
-split per day once the day is quiet.
+"""Which splits to merge: a tiered policy per dataset, UTC day and customer
+partition, then one split per day and partition once the day is quiet.
 
 Streaming ingestion publishes a small split every commit interval. Splits of
 the same dataset and day are merged when ``factor`` of them sit in the same
@@ -11,6 +11,9 @@ split, facet scan), so a day that has received nothing for ``SETTLE_MS``
 is merged into one split. Records arriving late for an old day make a small
 split that joins the day's split once the day is quiet again: one rewrite
 of that day per quiet period, not per commit interval.
+
+Only splits of one partition (``partition.py``) merge, so a customer's
+split stays prunable for searches restricted to other customers.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from seclake.storage.catalog import CatalogEntry
+from seclake.storage.partition import of_customers
 
 DAY_MS = 86_400_000
 MAX_MERGED_RECORDS = 10_000_000
@@ -43,11 +47,11 @@ def merge_candidates(
     want the tiered policy).
     """
     settle_ms = SETTLE_MS if settle_ms is None else settle_ms
-    days: dict[tuple[str, int], list[CatalogEntry]] = defaultdict(list)
+    days: dict[tuple[str, int, str], list[CatalogEntry]] = defaultdict(list)
     for e in entries:
         if e.num_records >= MAX_MERGED_RECORDS or day_of(e.time_min) != day_of(e.time_max):
             continue
-        days[(e.dataset, day_of(e.time_min))].append(e)
+        days[(e.dataset, day_of(e.time_min), of_customers(e.customers))].append(e)
     out = []
     for members in days.values():
         members.sort(key=lambda e: e.split_id)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from seclake.storage import customers as cust
-from seclake.storage import merge
+from seclake.storage import merge, partition
 from seclake.storage.catalog import PUBLISHED
 from seclake.storage.customers import CustomerSet, signature
 from seclake.storage.split import META_FILE, Split
@@ -67,7 +67,8 @@ def _event(i, customer=None):
     return rec
 
 
-def test_splits_and_catalog_entries_carry_the_set_across_a_restart(lake_factory):
+def test_splits_and_catalog_entries_carry_the_set_across_a_restart(lake_factory, monkeypatch):
+    monkeypatch.setattr(partition, "MAX_PARTITIONS", 1)  # one split of mixed customers
     lake = lake_factory()
     lake.append([("event", _event(1, "acme")), ("event", _event(2, ["ACME", "globex"])), ("event", _event(3))])
     lake.flush()
@@ -92,9 +93,10 @@ def test_a_split_written_before_customers_were_recorded_is_unknown(lake_factory)
 
 def test_merged_splits_carry_the_union_or_unknown_past_the_cap(lake_factory, monkeypatch):
     monkeypatch.setattr(merge, "SETTLE_MS", 0)  # the day is quiet at once: merged into one split
+    monkeypatch.setattr(partition, "MAX_PARTITIONS", 1)  # splits of mixed customers, which merge
     lake = lake_factory()
-    for customer in ("acme", None, ["acme", "initech"]):
-        lake.append([("event", _event(1, customer))])
+    for customers in (("acme", None), (["acme", "initech"], "acme")):
+        lake.append([("event", _event(1, c)) for c in customers])
         lake.flush()
     assert lake.merge() == 1
     (split,) = lake.splits("event")
@@ -107,6 +109,6 @@ def test_merged_splits_carry_the_union_or_unknown_past_the_cap(lake_factory, mon
         lake.flush()
     lake.merge()
     (merged,) = lake.splits("event")
-    assert merged.meta.num_records == 3 + 2 * half
+    assert merged.meta.num_records == 4 + 2 * half
     assert merged.meta.customers is None
     assert lake.catalog.entries(PUBLISHED, "event")[0].customers is None

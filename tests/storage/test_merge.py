@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from seclake.storage.catalog import PUBLISHED, CatalogEntry
 from seclake.storage.merge import DAY_MS, SETTLE_MS, merge_candidates
 
@@ -33,3 +35,17 @@ def test_without_a_clock_only_the_tiers_count():
     quiet = [_split(1, 100, 0), _split(2, 100, 0)]
     assert merge_candidates(quiet) == []
     assert len(merge_candidates(quiet, now_ms=NOW)) == 1
+
+
+def test_only_splits_of_one_customer_partition_merge():
+    def of(n: int, customers) -> CatalogEntry:
+        return dataclasses.replace(_split(n, 100, NOW - SETTLE_MS), customers=customers)
+
+    acme = [of(1, ('["acme"]',)), of(2, ('["acme"]',))]
+    globex = [of(3, ('["globex"]',)), of(4, ('["globex"]',))]
+    # Several customers, unknown ones, and splits from before partitions share one partition.
+    mixed = [of(5, ('["acme"]', '["globex"]')), of(6, None)]
+    groups = merge_candidates(acme + globex + mixed + [of(7, ("[]",))], now_ms=NOW)
+    assert sorted([e.split_id for e in g] for g in groups) == [
+        ["event-0001", "event-0002"], ["event-0003", "event-0004"], ["event-0005", "event-0006"]
+    ]
