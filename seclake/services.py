@@ -104,6 +104,13 @@ class Services:
             RetentionSchedule(self.lake, settings.retention_days, settings.retention_interval_minutes)
         )
         if settings.ray_address:
+            from seclake.cluster import INDEXER_PREFIX
+            from seclake.cluster.indexer import RayIndexers
+            from seclake.cluster.placement import ActorDirectory
+
+            # Large batches and merges are built by the cluster's indexer
+            # actors when there are any (here otherwise).
+            self.lake.builder.indexers = RayIndexers(ActorDirectory(INDEXER_PREFIX, settings.ray_namespace))
             # Last: other API nodes' imports arrive once the log is replayed.
             from seclake.cluster.ingestor import IngestorHost
 

@@ -104,7 +104,12 @@ class Settings(BaseSettings):
         30.0, gt=0, le=600, description="Cluster mode: deadline of one search; a split not answered by then counts as failed."
     )
     searchers_per_node: int = Field(1, ge=1, le=64, description="`seclake searcher`: searcher actors started on the node.")
-    searcher_concurrency: int = Field(4, ge=1, le=256, description="Leaves one searcher actor runs at a time.")
+    searcher_concurrency: int = Field(
+        4, ge=1, le=256, description="Calls one searcher actor takes at once, and threads running their splits."
+    )
+    indexers_per_node: int = Field(
+        1, ge=0, le=64, description="`seclake searcher`: indexer actors (split building for the ingest node) started on the node."
+    )
     searcher_max_open_splits: int = Field(
         2000, ge=1, description="Splits one searcher keeps open; the least recently used are closed past this."
     )

@@ -3,16 +3,17 @@
     rendezvous.py   which searcher serves which split (highest random weight)
     fanout.py       one search over many searchers: deadline, one retry, failures
     splitcache.py   the splits a searcher keeps open
+    placement.py    starting seclake's actors pinned to a node, and listing them by name
     searcher.py     the searcher actor, and starting them on a node
+    indexer.py      indexer actors: split building for the ingest node on any node
     leaves.py       the root's side: live searchers, the Ray leaf executor
     catalogview.py  the splits and time bounds an API node that does not write the lake reads
     ingestor.py     the ingest node's mailbox actor, through which other nodes' imports reach the lake
     remoteingestion.py  a read-only API node's imports: parsed there, stored by the ingestor
     localray.py     a Ray cluster of separate processes on this machine (benchmark, tests)
 
-Ray is an optional dependency (``pip install "seclake[cluster]"``); only
-``searcher.py``, ``leaves.py``, ``ingestor.py`` and ``remoteingestion.py``
-import it, and only when cluster mode is used.
+Ray is an optional dependency (``pip install "seclake[cluster]"``); it is
+imported only inside the functions that use it, when cluster mode is used.
 See docs/deploy-cluster.md.
 """
 
@@ -20,6 +21,8 @@ See docs/deploy-cluster.md.
 # ``searcher-<node id prefix>-<n>`` so any driver can list them.
 NAMESPACE = "seclake"
 SEARCHER_PREFIX = "searcher-"
+# Indexer actors: ``indexer-<node id prefix>-<n>``.
+INDEXER_PREFIX = "indexer-"
 # The one ingestor of a deployment (hosted by its ingest API node).
 INGESTOR = "ingestor"
 

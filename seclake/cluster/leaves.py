@@ -20,7 +20,7 @@ from typing import Any
 
 from seclake.cluster import NAMESPACE, SEARCHER_PREFIX
 from seclake.cluster.fanout import fan_out
-from seclake.cluster.searcher import connect
+from seclake.cluster.placement import ActorDirectory, connect
 from seclake.cluster.transport import unpack
 from seclake.errors import SeclakeError
 from seclake.search.leaf import LeafHit, LeafResult, LeafTask
@@ -67,47 +67,11 @@ class SplitFailed(RuntimeError):
     """A searcher answered the call but could not search this one split."""
 
 
-class SearcherDirectory:
-    """The named searcher actors of the cluster, listed again every ``refresh`` seconds.
-
-    A searcher Ray is restarting stays listed (calls to it fail or wait,
-    and the fan-out retries elsewhere); one killed for good disappears.
-    """
+class SearcherDirectory(ActorDirectory):
+    """The searchers of the cluster (see ``ActorDirectory``)."""
 
     def __init__(self, namespace: str = NAMESPACE, refresh: float = 2.0):
-        self.namespace = namespace
-        self.refresh = refresh
-        self._lock = threading.Lock()
-        self._handles: dict[str, Any] = {}
-        self._listed_at = float("-inf")
-
-    def live(self) -> dict[str, Any]:
-        import ray
-
-        with self._lock:
-            if time.monotonic() - self._listed_at < self.refresh:
-                return dict(self._handles)
-            names = sorted(
-                a["name"]
-                for a in ray.util.list_named_actors(all_namespaces=True)
-                if a["namespace"] == self.namespace and a["name"].startswith(SEARCHER_PREFIX)
-            )
-            handles = {}
-            for name in names:
-                handle = self._handles.get(name)
-                if handle is None:
-                    try:
-                        handle = ray.get_actor(name, namespace=self.namespace)
-                    except ValueError:  # gone between listing and lookup
-                        continue
-                handles[name] = handle
-            self._handles = handles
-            self._listed_at = time.monotonic()
-            return dict(handles)
-
-    def forget(self) -> None:
-        with self._lock:
-            self._listed_at = float("-inf")
+        super().__init__(SEARCHER_PREFIX, namespace, refresh)
 
 
 class RayLeaves:

@@ -115,7 +115,7 @@ class LocalRayCluster:
         """Node name -> Ray node id of the live nodes (this process asks as a Ray driver)."""
         import ray
 
-        from seclake.cluster.searcher import connect
+        from seclake.cluster.placement import connect
 
         connect(self.address)
         out = {}

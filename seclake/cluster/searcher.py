@@ -8,10 +8,8 @@ carries all the splits the root gives this searcher for one request; they
 run side by side on the searcher's own threads and are answered split by
 split, so one split it cannot open fails alone. What it returns is plain
 data (``LeafResult.portable``, records as dicts). ``start_searchers`` places searchers on one node of the
-cluster (pinned: a node's searchers read that node's view of storage and
-keep that node's cache), detached and restarted by Ray when their process
-dies, under names every root finds (``SEARCHER_PREFIX`` in the deployment's
-Ray namespace, setting ``ray_namespace``).
+cluster (``placement``: pinned, detached, restarted by Ray, named
+``SEARCHER_PREFIX...`` so every root finds them).
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from seclake.cluster import NAMESPACE, SEARCHER_PREFIX, current_node_id
+from seclake.cluster.placement import start_pinned
 from seclake.cluster.splitcache import DEFAULT_MAX_BYTES, SplitCache
 from seclake.cluster.transport import pack
 from seclake.errors import SeclakeError
@@ -104,14 +103,6 @@ class Searcher:
         return {split_id: a for (_dataset, split_id), a in zip(splits, answers)}
 
 
-def connect(address: str, namespace: str = NAMESPACE) -> None:
-    """Join the Ray cluster at ``address`` as a driver (once per process)."""
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=address, namespace=namespace, log_to_driver=False, configure_logging=False)
-
-
 def start_searchers(
     address: str,
     splits_dir: Path,
@@ -128,58 +119,19 @@ def start_searchers(
 ) -> list[dict[str, Any]]:
     """Start (or find running) ``count`` searchers pinned to a node; return their info.
 
-    ``node_id`` (a hex prefix is enough) picks the node; by default the node
-    this process joined through, i.e. this machine's. With ``store`` the
-    searchers read splits from object storage through local copies in
-    ``cache_dir`` (on the searcher's node), at most ``cache_bytes`` each.
-    With several searchers on a node each gets its own subdirectory.
+    ``node_id`` (a hex prefix is enough) picks the node; by default this
+    machine's. With ``store`` the searchers read splits from object storage
+    through local copies in ``cache_dir`` (on the searcher's node), at most
+    ``cache_bytes`` each. With several searchers on a node each gets its
+    own subdirectory. ``concurrency``: calls a searcher takes at once, and
+    the threads it runs their splits on.
     """
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    connect(address, namespace)
-    alive = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
-    if node_id is None:
-        node = ray.get_runtime_context().get_node_id()
-    else:
-        matches = [n for n in alive if n.startswith(node_id)]
-        if len(matches) != 1:
-            raise ValueError(f"node id {node_id!r} matches {len(matches)} live nodes of the cluster")
-        node = matches[0]
-    actor = ray.remote(Searcher)
-    handles = []
-    for i in range(count):
-        name = f"{SEARCHER_PREFIX}{node[:12]}-{i}"
-        handles.append(
-            actor.options(
-                name=name,
-                namespace=namespace,
-                lifetime="detached",
-                get_if_exists=True,
-                # Ray restarts a searcher whose process dies, without end;
-                # calls in flight then fail (the root retries them elsewhere).
-                max_restarts=-1,
-                max_task_retries=0,
-                max_concurrency=concurrency,
-                # Searchers reserve no CPU: leaves are short, and a node's
-                # CPUs stay schedulable for other work.
-                num_cpus=0,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=False),
-            ).remote(
-                str(splits_dir), max_open, store, str(cache_dir / name) if cache_dir else None, cache_bytes, concurrency
-            )
-        )
-    infos = ray.get([h.info.remote() for h in handles], timeout=ready_timeout)
-    names = [f"{SEARCHER_PREFIX}{node[:12]}-{i}" for i in range(count)]
-    return [dict(info, name=name) for name, info in zip(names, infos)]
+    def args(name: str) -> tuple:
+        cache = str(cache_dir / name) if cache_dir else None
+        return (str(splits_dir), max_open, store, cache, cache_bytes, concurrency)
 
-
-def stop_searchers(names: list[str], namespace: str = NAMESPACE) -> None:
-    """Kill searchers for good (no restart); the roots stop assigning to them."""
-    import ray
-
-    for name in names:
-        try:
-            ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
-        except ValueError:
-            pass
+    return start_pinned(
+        address, Searcher, SEARCHER_PREFIX, args,
+        count=count, node_id=node_id, concurrency=concurrency, namespace=namespace, ready_timeout=ready_timeout,
+    )

@@ -3,25 +3,37 @@
 Turning records into a split is mostly Python work (flattening, keyword
 normalization) that holds the GIL; in the server's process it competes with
 parsing, rule evaluation and searches. Large batches and merges are built in
-one spawned worker process instead; small batches (a few records every
+spawned worker processes instead; small batches (a few records every
 commit interval) stay in-process, where a round trip would cost more.
+
+In cluster mode the large ones go to indexer actors on other nodes
+(``Indexers``, seclake/cluster/indexer.py) when any is live: the records
+travel to the indexer, the split's files come back and are sealed here, so
+the lake publishes and uploads them as if built here. An indexer that fails
+or is gone costs nothing but time: the job is built here instead (the
+records are still pending and in the log meanwhile).
 """
 
 from __future__ import annotations
 
 import gc
+import logging
 import multiprocessing
+import shutil
+import tempfile
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Protocol, Sequence
 
 import orjson
 
 from seclake.record.dataset import DATASETS
 from seclake.storage import memory
-from seclake.storage.split import Split, SplitMeta, StoredRecord, write_split
+from seclake.storage.split import Split, SplitMeta, StoredRecord, seal, write_split
+
+log = logging.getLogger("seclake.lake")
 
 # Batches smaller than this are written in-process: a round trip to an idle
 # worker costs milliseconds, while building in the server holds its GIL
@@ -48,16 +60,60 @@ def _build(dataset: str, payload: list[tuple[int, bytes]], dest: str, split_id: 
         memory.release()
 
 
-def _merge(dataset: str, sources: list[str], dest: str, split_id: str) -> SplitMeta:
+def _bodies(sources: Iterable[str]) -> list[tuple[int, bytes]]:
+    """Every (docId, body) of the splits at ``sources``, in docId order: a merge's input."""
     payload: list[tuple[int, bytes]] = []
     for path in sources:
         payload.extend(Split(Path(path)).bodies())
     payload.sort(key=lambda item: item[0])
+    return payload
+
+
+def _merge(dataset: str, sources: list[str], dest: str, split_id: str) -> SplitMeta:
+    payload = _bodies(sources)
     try:
         return write_split(_records(payload), DATASETS[dataset], Path(dest), split_id)
     finally:
         del payload
         memory.release()
+
+
+def split_files(dataset: str, payload: list[tuple[int, bytes]], split_id: str, scratch: str | None = None) -> tuple[SplitMeta, dict[str, bytes]]:
+    """Build a split in a scratch directory and return its meta and files (an indexer's job)."""
+    # The collector is off during the build, as in the worker processes
+    # (``_worker_start``), and runs once after it.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with tempfile.TemporaryDirectory(prefix="seclake-index-", dir=scratch) as tmp:
+            dest = Path(tmp) / split_id
+            meta = _job(_build, dataset, payload, str(dest), split_id)
+            return meta, {p.name: p.read_bytes() for p in dest.iterdir() if p.is_file()}
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def install(files: dict[str, bytes], dest: Path) -> Split:
+    """Write a split's files built elsewhere at ``dest``, atomically as ``write_split`` does."""
+    for name in files:
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"split file name {name!r} is not a plain file name")
+    staging = dest.with_name(dest.name + ".staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name, data in files.items():
+        (staging / name).write_bytes(data)
+    seal(staging, dest)
+    return Split(dest)
+
+
+class Indexers(Protocol):
+    """Builders on other machines (cluster mode's indexer actors)."""
+
+    def submit(self, dataset: str, payload: list[tuple[int, bytes]], split_id: str) -> Future | None:
+        """A future of ``split_files``' answer, or None when no indexer is live."""
+        ...
 
 
 def _worker_start() -> None:
@@ -76,12 +132,23 @@ def _job(fn, *args) -> SplitMeta:
 
 
 class SplitBuilder:
-    """Builds splits in up to ``workers`` spawned processes (large batches and merges)."""
+    """Builds splits in up to ``workers`` spawned processes (large batches and
+    merges), or on ``indexers`` when there are some."""
 
-    def __init__(self, use_worker: bool = True, threshold: int = WORKER_THRESHOLD, workers: int = WORKERS):
+    def __init__(
+        self,
+        use_worker: bool = True,
+        threshold: int = WORKER_THRESHOLD,
+        workers: int = WORKERS,
+        indexers: Indexers | None = None,
+    ):
         self.use_worker = use_worker
         self.threshold = threshold
         self.workers = workers
+        self.indexers = indexers
+        # Splits built by indexers / built here after an indexer failed (for stats and tests).
+        self.remote_built = 0
+        self.remote_failed = 0
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -108,6 +175,28 @@ class SplitBuilder:
     def _run(self, fn, *args) -> SplitMeta:
         return self._result(*self._submit(fn, *args))
 
+    def _remote(self, dataset: str, payload: list[tuple[int, bytes]], split_id: str) -> Future | None:
+        if self.indexers is None:
+            return None
+        try:
+            return self.indexers.submit(dataset, payload, split_id)
+        except Exception as e:  # noqa: BLE001 - no indexer to take it: build here
+            log.warning("indexers unavailable, building %s here: %s", split_id, e)
+            return None
+
+    def _installed(self, sent: Future, dest: Path, fallback) -> SplitMeta:
+        """The split an indexer built, sealed at ``dest``; ``fallback()`` if it failed."""
+        try:
+            meta, files = sent.result()
+            install(files, dest)
+        except Exception as e:  # noqa: BLE001 - the records are still pending: build them here
+            self.remote_failed += 1
+            log.warning("indexer failed on %s, building it here: %s", dest.name, e)
+            shutil.rmtree(dest, ignore_errors=True)
+            return fallback()
+        self.remote_built += 1
+        return meta
+
     def build(self, dataset: str, payload: Sequence[tuple[int, bytes]], dest: Path, split_id: str) -> SplitMeta:
         """A split of (docId, record as JSON) items: large ones in a worker process."""
         return self.build_all([(dataset, payload, dest, split_id)])[0]
@@ -115,25 +204,40 @@ class SplitBuilder:
     def build_all(self, jobs: Sequence[tuple[str, Sequence[tuple[int, bytes]], Path, str]]) -> list[SplitMeta]:
         """Several splits (dataset, payload, dest, split id) at once, their metas in order.
 
-        Large ones go to the worker processes together, so a batch spanning
-        days or datasets builds its splits side by side; small ones are
-        built here meanwhile.
+        Large ones go to the indexers or worker processes together, so a
+        batch spanning days or datasets builds its splits side by side;
+        small ones are built here meanwhile.
         """
-        pending = [
-            self._submit(_build, dataset, list(payload), str(dest), split_id)
-            if self.use_worker and len(payload) >= self.threshold else None
-            for dataset, payload, dest, split_id in jobs
+        large = [self.use_worker and len(payload) >= self.threshold for _d, payload, _p, _s in jobs]
+        remote = [
+            self._remote(dataset, list(payload), split_id) if big else None
+            for (dataset, payload, _dest, split_id), big in zip(jobs, large)
+        ]
+        local = [
+            self._submit(_build, dataset, list(payload), str(dest), split_id) if big and sent is None else None
+            for (dataset, payload, dest, split_id), big, sent in zip(jobs, large, remote)
         ]
         metas = [
-            _build(dataset, list(payload), str(dest), split_id) if sent is None else None
-            for (dataset, payload, dest, split_id), sent in zip(jobs, pending)
+            _build(dataset, list(payload), str(dest), split_id) if not big else None
+            for (dataset, payload, dest, split_id), big in zip(jobs, large)
         ]
-        return [meta if sent is None else self._result(*sent) for meta, sent in zip(metas, pending)]
+        out = []
+        for (dataset, payload, dest, split_id), meta, sent, here in zip(jobs, metas, remote, local):
+            if sent is not None:
+                meta = self._installed(sent, dest, lambda: self._run(_build, dataset, list(payload), str(dest), split_id))
+            elif here is not None:
+                meta = self._result(*here)
+            out.append(meta)
+        return out
 
     def merge(self, dataset: str, sources: Sequence[Split], dest: Path, split_id: str) -> SplitMeta:
+        paths = [str(s.path) for s in sources]
         if not self.use_worker or sum(s.meta.num_records for s in sources) < self.threshold:
-            return _merge(dataset, [str(s.path) for s in sources], str(dest), split_id)
-        return self._run(_merge, dataset, [str(s.path) for s in sources], str(dest), split_id)
+            return _merge(dataset, paths, str(dest), split_id)
+        sent = self._remote(dataset, _bodies(paths), split_id) if self.indexers is not None else None
+        if sent is not None:
+            return self._installed(sent, dest, lambda: self._run(_merge, dataset, paths, str(dest), split_id))
+        return self._run(_merge, dataset, paths, str(dest), split_id)
 
     def close(self) -> None:
         with self._lock:

@@ -166,10 +166,15 @@ def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, s
     )
     meta.size_bytes = sum(p.stat().st_size for p in staging.iterdir() if p.is_file())
     (staging / META_FILE).write_text(json.dumps(meta.to_json()))
+    seal(staging, dest)
+    return meta
+
+
+def seal(staging: Path, dest: Path) -> None:
+    """Make a complete split in ``staging`` durable and move it to ``dest`` in one rename."""
     _fsync_dir_files(staging)
     os.rename(staging, dest)
     _fsync(dest.parent)
-    return meta
 
 
 def _fsync(path: Path) -> None:

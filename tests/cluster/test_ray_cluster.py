@@ -17,6 +17,7 @@ under CI=true.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -114,6 +115,63 @@ def test_each_worker_node_runs_a_pinned_searcher_that_served_splits(cluster):
     # Each split is opened by one searcher only (rendezvous), however many searches ran.
     splits = sum(len(cluster["embedded"].splits_for(ds, None, None)) for ds in {c.dataset for c in CASES})
     assert sum(info["opened"] for info in infos.values()) == splits
+
+
+def test_indexers_on_the_worker_nodes_build_splits_and_a_killed_one_costs_only_time(cluster, tmp_path):
+    """`seclake searcher` started one indexer per worker node (the fixture); a builder
+    using them (as the ingest node's does in cluster mode) gets the same splits
+    as a local build. Indexers SIGKILLed: the next builds still give whole splits."""
+    import orjson
+    import ray
+
+    from seclake.cluster import INDEXER_PREFIX
+    from seclake.cluster.indexer import RayIndexers
+    from seclake.cluster.placement import ActorDirectory
+    from seclake.storage.builder import SplitBuilder
+    from seclake.storage.split import Split
+
+    def payload(first: int, n: int) -> list[tuple[int, bytes]]:
+        return [(i, orjson.dumps({"@timestamp": 1_763_683_200_000 + i, "@message": f"login failed {i}",
+                                  "@fields": {"host": f"h{i % 7}", "n": i}})) for i in range(first, first + n)]
+
+    directory = ActorDirectory(INDEXER_PREFIX, refresh=0)
+    remote = SplitBuilder(threshold=100, indexers=RayIndexers(directory))
+    local = SplitBuilder(use_worker=False)
+
+    def indexers() -> dict[str, dict]:
+        return {name: ray.get(h.info.remote(), timeout=60) for name, h in directory.live().items()}
+
+    try:
+        before = indexers()
+        assert {i["node_id"] for i in before.values()} == {cluster["nodes"][w] for w in WORKERS}, before
+        jobs = [("event", payload(1 + 300 * k, 300), f"s{k}") for k in range(4)]
+        got = remote.build_all([(ds, p, tmp_path / "r" / sid, sid) for ds, p, sid in jobs])
+        want = local.build_all([(ds, p, tmp_path / "l" / sid, sid) for ds, p, sid in jobs])
+        assert remote.remote_built == 4 and remote.remote_failed == 0
+        assert [m.to_json() for m in got] == [m.to_json() for m in want]
+        assert all(Split(tmp_path / "r" / sid).bodies() == p for _ds, p, sid in jobs)
+        after = indexers()
+        # Spread over both worker nodes' indexers, one build at a time each.
+        assert all(after[n]["built"] - before[n]["built"] == 2 for n in after), (before, after)
+
+        for info in after.values():
+            os.kill(info["pid"], signal.SIGKILL)
+        again = remote.build("event", payload(5000, 300), tmp_path / "r" / "k", "k")
+        assert again.num_records == 300 and Split(tmp_path / "r" / "k").bodies() == payload(5000, 300)
+        # Ray restarts them; the builds after that are theirs again.
+        deadline = time.monotonic() + 120
+        while True:
+            built = remote.remote_built
+            remote.build("event", payload(6000, 300), tmp_path / "r" / "x", "x")
+            if remote.remote_built > built:
+                break
+            assert time.monotonic() < deadline, "the indexers never came back"
+            shutil.rmtree(tmp_path / "r" / "x")
+            time.sleep(1)
+        assert Split(tmp_path / "r" / "x").bodies() == payload(6000, 300)
+    finally:
+        remote.close()
+        local.close()
 
 
 def biggest_case():

@@ -40,3 +40,74 @@ def test_a_merge_in_a_worker_keeps_every_record_and_its_stored_json(tmp_path):
         builder.close()
     assert (meta.num_records, meta.seq_min, meta.seq_max) == (6, 1, 6)
     assert Split(tmp_path / "m").bodies() == _payload(1, 6)
+
+
+class ThreadIndexers:
+    """``Indexers`` over real ``Indexer`` objects, with Ray's transport replaced by
+    a thread and pickling (what crosses the wire in cluster mode); the same
+    path over a real Ray cluster is in tests/cluster/test_ray_cluster.py."""
+
+    def __init__(self, indexer, fail: bool = False):
+        import concurrent.futures
+
+        self.indexer = indexer
+        self.fail = fail
+        self.pool = concurrent.futures.ThreadPoolExecutor(1)
+
+    def submit(self, dataset, payload, split_id):
+        import pickle
+
+        def run():
+            if self.fail:
+                raise ConnectionError("indexer died")
+            return pickle.loads(pickle.dumps(self.indexer.build(*pickle.loads(pickle.dumps((dataset, payload, split_id))))))
+
+        return self.pool.submit(run)
+
+
+def test_large_batches_and_merges_go_to_an_indexer_and_equal_a_local_build(tmp_path):
+    from seclake.cluster.indexer import Indexer
+
+    indexer = Indexer(str(tmp_path / "scratch"))
+    remote = SplitBuilder(threshold=4, indexers=ThreadIndexers(indexer))
+    local = SplitBuilder(threshold=4)
+    try:
+        jobs = [("event", _payload(1, 6), "a"), ("event", _payload(7, 2), "b"), ("event", _payload(9, 5), "c")]
+        got = remote.build_all([(ds, p, tmp_path / "r" / sid, sid) for ds, p, sid in jobs])
+        want = local.build_all([(ds, p, tmp_path / "l" / sid, sid) for ds, p, sid in jobs])
+        merged = remote.merge("event", [Split(tmp_path / "r" / "c"), Split(tmp_path / "r" / "a")], tmp_path / "r" / "m", "m")
+    finally:
+        remote.close()
+        local.close()
+    # The two large ones and the merge were built by the indexer, the small one here.
+    assert (indexer.built, indexer.records, remote.remote_built) == (3, 6 + 5 + 11, 3)
+    assert [m.to_json() for m in got] == [m.to_json() for m in want]
+    for _ds, payload, sid in jobs:
+        assert Split(tmp_path / "r" / sid).bodies() == payload
+    assert (merged.num_records, merged.seq_min, merged.seq_max) == (11, 1, 13)
+    assert Split(tmp_path / "r" / "m").bodies() == sorted(_payload(1, 6) + _payload(9, 5))
+    # Nothing left behind: no staging directories, no scratch builds.
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["a", "b", "c", "m"]
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_a_failed_indexer_build_is_built_here_instead(tmp_path):
+    from seclake.cluster.indexer import Indexer
+
+    builder = SplitBuilder(threshold=4, indexers=ThreadIndexers(Indexer(), fail=True))
+    try:
+        meta = builder.build("event", _payload(1, 6), tmp_path / "a", "a")
+    finally:
+        builder.close()
+    assert (builder.remote_built, builder.remote_failed) == (0, 1)
+    assert meta.num_records == 6 and Split(tmp_path / "a").bodies() == _payload(1, 6)
+
+
+def test_split_files_from_elsewhere_must_be_plain_file_names(tmp_path):
+    import pytest
+
+    from seclake.storage.builder import install
+
+    with pytest.raises(ValueError, match="plain file name"):
+        install({"../escape": b"x"}, tmp_path / "s")
+    assert list(tmp_path.iterdir()) == []
