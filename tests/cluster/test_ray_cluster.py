@@ -373,6 +373,15 @@ def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, 
         wait_for("forwarded records searchable on node 2", lambda: api2.events("tag:fwd", since=since)["hits"]["total"] == 30, 20)
         assert time.monotonic() - acked < 10
         assert api1.events("tag:fwd", since=since)["hits"]["total"] == 30
+        # A large import is turned into splits by the indexer actor `seclake searcher` started on
+        # node b (1,100 records: at least one day's batch is past the builder's worker threshold).
+        r = api2.import_lines(fw_lines(now, 1100, tag="bulk"))
+        assert r.status_code == 200 and r.json()["response"]["accepted"] == 1100, r.text
+        wait_for("bulk import searchable", lambda: api2.events("tag:bulk", since=since)["hits"]["total"] == 1100, 60)
+        import ray
+
+        indexer = ray.get_actor(f"indexer-{cluster['nodes']['b'][:12]}-0", namespace=namespace)
+        assert ray.get(indexer.info.remote(), timeout=60)["built"] >= 1
         # One behavior per record, detected once (on the ingest node), seen from both nodes.
         wait_for("behaviors searchable", lambda: api2.behaviors("behaviorRule:cluster-forwarded", since=since)["hits"]["total"] >= 30, 20)
         time.sleep(1.0)  # a second detection would have landed by now
