@@ -19,6 +19,7 @@ it), or anything under ``@customer`` other than scalars (an object, a key
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import orjson
@@ -41,18 +42,21 @@ class Unknown(Exception):
 def signature(source: dict[str, Any]) -> str:
     """The record's signature, or ``Unknown``."""
     value = source.get(PATH)
-    if value is None:
-        sig = NONE
-    elif value.__class__ is str and len(value) <= MAX_VALUE_CHARS:
-        sig = orjson.dumps([value]).decode()  # the common case, no walk
-    else:
-        found = leaves({PATH: value})
-        if any(path != PATH for path, _ in found):
-            raise Unknown
-        texts = sorted({orjson.dumps(v).decode() for _, v in found})
-        if any(len(t) > MAX_VALUE_CHARS + 2 for t in texts):
-            raise Unknown
-        sig = "[" + ",".join(texts) + "]"
+    try:
+        if value is None:
+            sig = NONE
+        elif value.__class__ is str and len(value) <= MAX_VALUE_CHARS:
+            sig = orjson.dumps([value]).decode()  # the common case, no walk
+        else:
+            found = leaves({PATH: value})
+            if any(path != PATH or (v.__class__ is float and not math.isfinite(v)) for path, v in found):
+                raise Unknown  # JSON has no inf or NaN: its text would say null
+            texts = sorted({orjson.dumps(v).decode() for _, v in found})
+            if any(len(t) > MAX_VALUE_CHARS + 2 for t in texts):
+                raise Unknown
+            sig = "[" + ",".join(texts) + "]"
+    except TypeError:
+        raise Unknown from None  # what JSON cannot hold: integers past 64 bits, lone surrogates
     if any(key.startswith(_BELOW) for key in source):
         raise Unknown
     return sig

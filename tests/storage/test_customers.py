@@ -49,6 +49,9 @@ def test_true_and_one_and_one_point_oh_stay_apart():
         {"@customer.name": "acme"},  # a dotted key: the same path
         {"@customer": "x" * (cust.MAX_VALUE_CHARS + 1)},
         {"@customer": ["x" * (cust.MAX_VALUE_CHARS + 1)]},
+        {"@customer": 2**70},  # past what JSON text of the set can hold
+        {"@customer": float("inf")},
+        {"@customer": "\ud800"},
     ],
 )
 def test_what_a_signature_cannot_say_makes_the_set_unknown(record):
