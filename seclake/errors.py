@@ -16,6 +16,7 @@ HTTP status) in one place, so nothing below the API knows about HTTP.
     ├── Conflict                  conflict           (409)
     ├── PayloadTooLarge           too_large          (413)
     ├── UnsupportedMediaType      unsupported_media  (415)
+    ├── Unprocessable             unprocessable      (422)  well-formed, but contradicts an earlier request
     ├── TooManyAttempts           too_many_attempts  (429)
     └── Unavailable               unavailable        (503)  a part the call needs is not reachable
 
@@ -98,6 +99,12 @@ class MethodNotAllowed(SeclakeError):
 
 class Conflict(SeclakeError):
     code = "conflict"
+
+
+class Unprocessable(SeclakeError):
+    """A well-formed request that contradicts an earlier one (an idempotency key reused for another import)."""
+
+    code = "unprocessable"
 
 
 class PayloadTooLarge(SeclakeError):

@@ -21,6 +21,7 @@ from seclake.service.audit import Audit
 from seclake.service.authentication import Authentication
 from seclake.service.clock import Clock, utc_now
 from seclake.service.detection import Detection
+from seclake.service.idempotency import Idempotency
 from seclake.service.ingestion import Ingestion
 from seclake.service.login import Login
 from seclake.service.password import PasswordHasher
@@ -96,12 +97,18 @@ class Services:
 
                 self.ingestion = NoIngestion()
             return
-        self.ingestion = Ingestion(self.lake, self.detector)
-        # Order matters: the detector catches up with the log the lake opened.
+        # Imports' idempotency keys, decided here where the lake is written.
+        self.idempotency = Idempotency(self.db, self.lake, settings.idempotency_key_hours)
+        self.ingestion = Ingestion(self.lake, self.detector, self.idempotency)
+        # Order matters: the detector catches up with the log the lake opened,
+        # and the keys the log holds are recorded before any import arrives.
         self.components.append(self.lake)
         self.components.append(Detection(self.detector, self.lake, settings.commit_interval_seconds))
+        self.components.append(self.idempotency)
         self.components.append(
-            RetentionSchedule(self.lake, settings.retention_days, settings.retention_interval_minutes)
+            RetentionSchedule(
+                self.lake, settings.retention_days, settings.retention_interval_minutes, self.idempotency
+            )
         )
         if settings.ray_address:
             from seclake.cluster import INDEXER_PREFIX

@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     )
     retention_days: int = Field(90, ge=0, description="Splits older than this many days are deleted; 0 keeps all.")
     retention_interval_minutes: float = Field(60, gt=0, description="How often the server applies retention.")
+    idempotency_key_hours: float = Field(
+        24, gt=0, le=24 * 365, description="How long an import's Idempotency-Key is remembered (a retry within it is a replay)."
+    )
 
     # search limits
     default_operator: Literal["AND", "OR"] = Field("AND", description="Operator between terms written side by side.")

@@ -70,6 +70,7 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
         if request.method != "POST":
             raise MethodNotAllowed(f"use POST, not {request.method}")
         response: Response = ok(await work(ctx, authorize))
+        response.headers.update(ctx.response_headers)
         outcome, detail = "OK", ctx.audit_detail
     except SeclakeError as e:
         response = failure(e, name)

@@ -26,6 +26,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "conflict": 409,
     "too_large": 413,
     "unsupported_media": 415,
+    "unprocessable": 422,
     "too_many_attempts": 429,
     "unavailable": 503,
 }

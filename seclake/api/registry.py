@@ -43,6 +43,8 @@ class CallContext:
     request: Request | None = field(default=None, repr=False)
     # What a successful call changed, for its audit entry ("rule x deleted").
     audit_detail: str | None = None
+    # Headers a successful call adds to its response (Idempotent-Replayed).
+    response_headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def settings(self):

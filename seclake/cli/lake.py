@@ -15,9 +15,10 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from seclake.cli.options import ConfigFile, DataDir, started_services
-from seclake.errors import SeclakeError
+from seclake.errors import SeclakeError, ValidationFailed
 from seclake.ingest.vendor import validate_vendor
 from seclake.service.demo import load_demo
+from seclake.service.idempotency import LOCAL, MAX_KEY, parse_key
 
 console = Console(stderr=True)
 
@@ -43,21 +44,32 @@ def import_files(
     format_: Annotated[str, typer.Option("--format", help="auto, jsonl, syslog, cef or kv.")] = "auto",
     vendor: Annotated[str, typer.Option(help="Vendor name: becomes @source and a tag.")] = "import",
     customer: Annotated[str | None, typer.Option(help="Customer of records that name none.")] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(
+            help="Run key: each batch is stored at most once under <key>.<file>.<batch>, so running the same "
+            "command again (after a crash) stores only what is not stored yet.",
+        ),
+    ] = None,
     data_dir: DataDir = None,
     config: ConfigFile = None,
 ) -> None:
     """Import log files into the lake, with a progress bar and final counts."""
     try:
         vendor = validate_vendor(vendor)
+        # Room for the ".<file>.<batch>" each batch's key adds.
+        run_key = parse_key([idempotency_key], "--idempotency-key") if idempotency_key is not None else None
+        if run_key is not None and len(run_key) > MAX_KEY - 24:
+            raise ValidationFailed("--idempotency-key", f"must be at most {MAX_KEY - 24} characters")
     except SeclakeError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     services = started_services(data_dir, config)
-    totals = {"accepted": 0, "raw": 0, "rejected": 0}
+    totals = {"accepted": 0, "raw": 0, "rejected": 0, "replayed": 0}
     reasons: list[str] = []
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=console) as bar:
-            for path in files:
+            for number, path in enumerate(files):
                 task = bar.add_task(path.name, total=path.stat().st_size)
                 with open(path, "rb") as raw:
                     report = services.ingestion.import_stream(
@@ -67,9 +79,11 @@ def import_files(
                         fmt=format_,
                         customer=customer,
                         max_bytes=1 << 50,
+                        # Files are keyed by their place on the command line: run it the same way again.
+                        key=(LOCAL, f"{run_key}.{number}") if run_key is not None else None,
                     )
                 for k in totals:
-                    totals[k] += report[k]
+                    totals[k] += report.get(k, 0)
                 reasons.extend(f"{path.name}: {r}" for r in report["reasons"])
         services.lake.flush()
     except SeclakeError as e:
@@ -80,6 +94,8 @@ def import_files(
     for r in reasons[:20]:
         console.print(f"[yellow]rejected[/yellow] {r}")
     typer.echo(f"accepted {totals['accepted']}, kept raw {totals['raw']}, rejected {totals['rejected']}")
+    if totals["replayed"]:
+        typer.echo(f"{totals['replayed']} of them were stored by an earlier run with this key (not stored again)")
     if totals["rejected"]:
         raise typer.Exit(3)
 

@@ -21,6 +21,12 @@ records nobody will store.
 Deadlines are kept by the actor, so its answer is the truth: a batch not yet
 taken when the caller's time is up is withdrawn (nothing stored); a batch
 already taken is being appended and its outcome is awaited.
+
+A batch may carry an idempotency key (``service/idempotency.py``): the host
+stores it through ``Ingestion.append_once``, so the ingest node, the one
+writer, decides whether it is new, a replay (its remembered reply comes
+back, nothing stored), a key reused for other records (422) or one still
+in flight (409) — whichever API node the retry reached.
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ class Batch:
     id: int
     items: list
     done: asyncio.Future
+    # The idempotency key request (``idempotency.attempt``), or None.
+    request: dict | None = None
     taken: bool = False
     arrived: float = field(default_factory=time.monotonic)
 
@@ -76,15 +84,18 @@ class Ingestor:
             self._signal = asyncio.Event()
         return self._signal
 
-    async def append(self, items: list, wait: float) -> tuple[str, Any]:
-        """Store ``items`` through the ingest node; ("ok", (first, last)) once they are durable."""
+    async def append(self, items: list, wait: float, request: dict | None = None) -> tuple[str, Any]:
+        """Store ``items`` through the ingest node; ("ok", (first, last)) once they are durable.
+
+        With an idempotency ``request``: ("ok", a ``Stored`` as a tuple).
+        """
         idle = time.monotonic() - self._polled_at
         # Not polling while storing a batch is being busy, not being stuck.
         if idle > STALE_SECONDS and not self._taken:
             return ("error", pack(Unavailable(
                 f"the ingest node has not taken imports for {idle:.0f} s; nothing was stored"
             )))
-        batch = Batch(self._next_id, items, asyncio.get_running_loop().create_future())
+        batch = Batch(self._next_id, items, asyncio.get_running_loop().create_future(), request)
         self._next_id += 1
         self._waiting.append(batch)
         self._event().set()
@@ -100,7 +111,7 @@ class Ingestor:
             # Being appended: its outcome, whatever it is, is the answer.
             return await batch.done
 
-    async def take(self, wait: float = POLL_SECONDS) -> list[tuple[int, list]]:
+    async def take(self, wait: float = POLL_SECONDS) -> list[tuple[int, list, dict | None]]:
         """The batches waiting (after at most ``wait`` seconds of none); they are now being stored."""
         self._polled_at = time.monotonic()
         event = self._event()
@@ -116,7 +127,7 @@ class Ingestor:
             batch = self._waiting.popleft()
             batch.taken = True
             self._taken[batch.id] = batch
-            out.append((batch.id, batch.items))
+            out.append((batch.id, batch.items, batch.request))
         return out
 
     async def settle(self, batch_id: int, outcome: tuple[str, Any]) -> None:
@@ -234,16 +245,19 @@ class IngestorHost:
                 log.warning("ingestor: cannot take imports (%s); retrying", e)
                 self._stop.wait(1.0)
                 continue
-            for batch_id, items in batches:
-                outcome = self._store(items)
+            for batch_id, items, request in batches:
+                outcome = self._store(items, request)
                 try:
                     ray.get(self.handle.settle.remote(batch_id, outcome), timeout=60)
                 except Exception as e:  # noqa: BLE001 - the caller then gets an error for a stored batch
                     log.error("ingestor: stored batch %d but could not acknowledge it: %s", batch_id, e)
 
-    def _store(self, items: list) -> tuple[str, Any]:
+    def _store(self, items: list, request: dict | None = None) -> tuple[str, Any]:
         try:
-            return ("ok", self.ingestion.append_records([tuple(i) for i in items]))
+            records = [tuple(i) for i in items]
+            if request is not None:
+                return ("ok", tuple(self.ingestion.append_once(records, request)))
+            return ("ok", self.ingestion.append_records(records))
         except SeclakeError as e:
             return ("error", pack(e))
         except Exception as e:  # noqa: BLE001 - an unexpected fault: the caller answers EXCEPTION, traced here

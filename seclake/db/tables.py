@@ -8,3 +8,4 @@ from seclake.db import models  # noqa: F401
 from seclake.storage import catalog  # noqa: F401
 from seclake.detect import summaries  # noqa: F401
 from seclake.detect import state  # noqa: F401
+from seclake.service import idempotency  # noqa: F401

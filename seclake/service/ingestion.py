@@ -4,6 +4,13 @@ An HTTP import is all or nothing: the body is parsed completely, then its
 records are appended to the write-ahead log in one fsynced write, so a reply
 of success means every accepted record is durable, and an error means none
 was stored. A file import (CLI) appends in batches and reports progress.
+
+With an idempotency key (``service/idempotency.py``) an import is stored at
+most once: the key travels with the records to the lake's writer (this
+process, or a cluster's ingest node), which decides there, under its own
+bookkeeping, whether to store them or to answer the remembered reply; a
+file import gives each of its batches a key of its own, derived from a run
+key, so running it again after a crash stores only the batches not stored.
 """
 
 from __future__ import annotations
@@ -14,7 +21,8 @@ from typing import Any, BinaryIO
 
 from seclake.ingest.parser import FORMATS, iter_records
 from seclake.ingest.reader import IngestCounts, Line, iter_lines
-from seclake.errors import ValidationFailed
+from seclake.errors import Conflict, ValidationFailed
+from seclake.service.idempotency import Idempotency, RequestDigest, Stored, attempt
 from seclake.storage.lake import Lake
 
 DATASETS = ("event", "flow")
@@ -28,11 +36,17 @@ def check_target(dataset: str, fmt: str) -> None:
         raise ValidationFailed("format", f"must be one of {sorted(FORMATS)}, not {fmt!r}"[:200])
 
 
+class Replayed(dict):
+    """The report of a keyed import stored earlier: the remembered reply, nothing stored now."""
+
+
 class Ingestion:
-    def __init__(self, lake: Lake, detector=None):
+    def __init__(self, lake: Lake, detector=None, idempotency: Idempotency | None = None):
         self.lake = lake
         # Behavior rules run on records before they are logged (detect/detector.py).
         self.detector = detector
+        # Keys of imports already stored (None where this process does not write the lake).
+        self.idempotency = idempotency
 
     def _records(self, lines: Iterable[Line], *, vendor: str, dataset: str, fmt: str, customer: str | None, counts: IngestCounts):
         return iter_records(
@@ -55,13 +69,27 @@ class Ingestion:
         customer: str | None = None,
         compressed: bool | None = None,
         max_bytes: int,
+        key: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
+        """Parse and store a whole body; ``key`` (scope, idempotency key) stores it at most once.
+
+        A keyed import stored before returns a ``Replayed`` report: the
+        reply remembered with the key, nothing stored now.
+        """
         check_target(dataset, fmt)
         counts = IngestCounts()
-        lines = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
+        lines: Iterable[Line] = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
+        digest = RequestDigest(vendor=vendor, dataset=dataset, fmt=fmt, customer=customer) if key else None
+        if digest is not None:
+            lines = digest.lines(lines)
         items = [(dataset, r) for r in self._records(lines, vendor=vendor, dataset=dataset, fmt=fmt, customer=customer, counts=counts)]
-        first, last = self._append(items)
-        return self._report(counts, first, last)
+        if key is None or digest is None:
+            first, last = self._append(items)
+            return self._report(counts, first, last)
+        reply = self._report(counts, None, None)
+        stored = self._append_once(items, attempt(*key, digest.take(), reply, len(items)))
+        report = {**stored.reply, "firstDocId": stored.first, "lastDocId": stored.last}
+        return Replayed(report) if stored.replayed else report
 
     def import_stream(
         self,
@@ -73,29 +101,61 @@ class Ingestion:
         customer: str | None = None,
         max_bytes: int,
         progress: Callable[[int], None] | None = None,
+        key: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
+        """Parse and store a file in batches of ``BATCH`` records.
+
+        ``key`` (scope, run key): batch n of the file is stored at most once
+        under the key ``<run key>.<n>`` (batches fall the same way on every
+        run of the same file); the report's ``replayed`` counts the records
+        of batches an earlier run stored.
+        """
         check_target(dataset, fmt)
         counts = IngestCounts()
-        lines = iter_lines(source, max_bytes=max_bytes)
+        lines: Iterable[Line] = iter_lines(source, max_bytes=max_bytes)
+        digest = RequestDigest(vendor=vendor, dataset=dataset, fmt=fmt, customer=customer) if key else None
+        if digest is not None:
+            lines = digest.lines(lines)
         batch: list[tuple[str, dict[str, Any]]] = []
         first = last = None
-        for record in self._records(lines, vendor=vendor, dataset=dataset, fmt=fmt, customer=customer, counts=counts):
-            batch.append((dataset, record))
-            if len(batch) >= BATCH:
+        replayed = batches = 0
+
+        def store() -> None:
+            nonlocal first, last, replayed, batches
+            if key is None or digest is None:
                 f, last = self._append(batch)
-                first = f if first is None else first
-                if progress:
-                    progress(len(batch))
-                batch = []
-        if batch:
-            f, last = self._append(batch)
+            else:
+                stored = self._append_once(batch, attempt(key[0], f"{key[1]}.{batches}", digest.take(), {}, len(batch)))
+                f, last = stored.first, stored.last
+                replayed += len(batch) if stored.replayed else 0
+            batches += 1
             first = f if first is None else first
             if progress:
                 progress(len(batch))
-        return self._report(counts, first, last)
+
+        for record in self._records(lines, vendor=vendor, dataset=dataset, fmt=fmt, customer=customer, counts=counts):
+            batch.append((dataset, record))
+            if len(batch) >= BATCH:
+                store()
+                batch = []
+        if batch:
+            store()
+        report = self._report(counts, first, last)
+        if key is not None:
+            report["replayed"] = replayed
+        return report
 
     def append_records(self, items: list[tuple[str, dict[str, Any]]]) -> tuple[int | None, int | None]:
         return self._append(items)
+
+    def append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any]) -> Stored:
+        """Store records under an idempotency key (``idempotency.attempt``) unless they are stored already."""
+        return self._append_once(items, request)
+
+    def _append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any]) -> Stored:
+        if self.idempotency is None:
+            raise Conflict("this process does not write the lake, so it cannot keep idempotency keys")
+        return self.idempotency.once(request, lambda entry: self._append(items, key=entry))
 
     def append_behaviors(self, behaviors: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         """Log behaviors made elsewhere (a backfill); the summaries fold them in."""
@@ -109,19 +169,24 @@ class Ingestion:
             self.detector.logged(last, behaviors)
         return first, last
 
-    def _append(self, items: list[tuple[str, dict[str, Any]]]) -> tuple[int | None, int | None]:
-        """Log records (and the behaviors they cause) durably; their first and last docId."""
+    def _append(
+        self, items: list[tuple[str, dict[str, Any]]], key: dict[str, Any] | None = None
+    ) -> tuple[int | None, int | None]:
+        """Log records (and the behaviors they cause) durably; their first and last docId.
+
+        ``key``: an idempotency key entry, logged in the same write.
+        """
         if not items:
             return None, None
         detector = self.detector
         if detector is None:
-            return self.lake.append(items)
+            return self.lake.append(items, key=key)
         # One lock around detection and the log append: the detector predicts
         # the sequence numbers, and its state follows the log's order.
         with detector.lock:
             behaviors = detector.process(items, self.lake.wal.next_seq)
             try:
-                first, last = self.lake.append(list(items) + [("behavior", b) for b in behaviors])
+                first, last = self.lake.append(list(items) + [("behavior", b) for b in behaviors], key=key)
             except BaseException:
                 detector.resync(self.lake)
                 raise

@@ -82,6 +82,8 @@ class Lake:
         # Another reader of the log (the detector) may need entries kept
         # past indexing: it returns the newest sequence it no longer needs.
         self.wal_floor: Callable[[], int] | None = None
+        # More such readers (the idempotency keys not yet in the database).
+        self.wal_holds: list[Callable[[], int]] = []
 
     # -- life cycle -----------------------------------------------------
 
@@ -179,8 +181,11 @@ class Lake:
 
     # -- writing --------------------------------------------------------
 
-    def append(self, items: Sequence[tuple[str, dict[str, Any]]]) -> tuple[int, int]:
-        """Durably append (dataset, record) items; return their first and last docId."""
+    def append(self, items: Sequence[tuple[str, dict[str, Any]]], key: dict[str, Any] | None = None) -> tuple[int, int]:
+        """Durably append (dataset, record) items; return their first and last docId.
+
+        ``key``: the batch's idempotency key entry, logged in the same write (``storage/wal.py``).
+        """
         for dataset, _ in items:
             if dataset not in DATASETS:
                 raise ValueError(f"unknown dataset {dataset!r}")
@@ -188,7 +193,7 @@ class Lake:
             # Back-pressure: imports wait while indexing is far behind.
             while (len(self._pending) > MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES) and not self._stop:
                 self._cond.wait(0.5)
-        return self.wal.append(items, on_assigned=self._enqueue)
+        return self.wal.append(items, on_assigned=self._enqueue, key=key)
 
     def _enqueue(self, assigned) -> None:
         rows = [
@@ -240,7 +245,7 @@ class Lake:
                     self._cond.notify_all()
                 done += len(batch)
                 floor = self._indexed_seq if self.wal_floor is None else min(self._indexed_seq, self.wal_floor())
-                self.wal.trim(floor)
+                self.wal.trim(min([floor] + [hold() for hold in self.wal_holds]))
 
     def _index_batch(self, batch: list[tuple[int, str, int, bytes, str]]) -> None:
         days: dict[tuple[str, int], list[tuple[int, bytes, str]]] = defaultdict(list)

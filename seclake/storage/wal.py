@@ -9,6 +9,18 @@ rest (no loss, no duplicates).
 Entry layout: ``<u32 payload length><u32 crc32 of payload><u64 seq><payload>``
 with payload ``orjson([dataset, record])``. A torn or corrupt tail (a crash
 mid-write, before the fsync that acknowledges it) is cut off at open.
+
+A *keyed* append (an import with an ``Idempotency-Key``,
+``service/idempotency.py``) starts with one key entry,
+``["~key", {..., "n": entries that follow}]``, carrying the first record's
+sequence, then its entries, all in the same write and fsync. The key is
+durable exactly when the whole batch is: at open, a key entry whose ``n``
+entries are not all there (a torn tail) is cut off with them, so a batch
+with a key is in the log whole, with its key, or not at all. ``open`` keeps
+the complete keys it read (``keys``) for the idempotency service to record;
+``replay`` never yields key entries (they are not records and take no
+sequence number of their own). Segments written since key entries exist
+start with ``seclake-wal 2``; ``seclake-wal 1`` segments are read the same.
 """
 
 from __future__ import annotations
@@ -25,7 +37,11 @@ import orjson
 
 HEADER = struct.Struct("<IIQ")
 SUFFIX = ".wal"
-FORMAT_LINE = b"seclake-wal 1\n"
+FORMAT_LINE = b"seclake-wal 2\n"
+# Segments written before key entries existed hold none; read them the same.
+FORMATS = (FORMAT_LINE, b"seclake-wal 1\n")
+# The dataset slot of a key entry: never a dataset name (those are identifiers).
+KEY_ENTRY = "~key"
 
 
 
@@ -46,6 +62,8 @@ class WriteAheadLog:
         self._file = None
         self._file_path: Path | None = None
         self.next_seq = 1
+        # (first sequence, key entry) of every whole keyed batch found at open.
+        self.keys: list[tuple[int, dict[str, Any]]] = []
 
     # -- opening and recovery ------------------------------------------
 
@@ -53,9 +71,12 @@ class WriteAheadLog:
         self.directory.mkdir(parents=True, exist_ok=True)
         last = checkpoint
         segments = self._segments()
+        self.keys = []
         for path in segments:
-            for seq, _ds, _rec in self._read_segment(path, repair=path == segments[-1]):
+            for seq, ds, rec in self._read_segment(path, repair=path == segments[-1], keys=True):
                 last = max(last, seq)
+                if ds == KEY_ENTRY:
+                    self.keys.append((seq, rec))
         self.next_seq = last + 1
         self._start_segment()
 
@@ -74,16 +95,26 @@ class WriteAheadLog:
             _fsync_dir(self.directory)
         self._file_path = path
 
-    def _read_segment(self, path: Path, repair: bool = False) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    def _read_segment(
+        self, path: Path, repair: bool = False, keys: bool = False
+    ) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        """The entries of a segment; key entries (dataset ``KEY_ENTRY``) only with ``keys``.
+
+        Entries of a keyed batch are yielded once the whole batch has been
+        read, so a batch cut short by a crash yields nothing, not a part.
+        """
         with open(path, "rb") as f:
             data = f.read()
-        if not data.startswith(FORMAT_LINE):
+        head = next((line for line in FORMATS if data.startswith(line)), None)
+        if head is None:
             if repair and len(data) < len(FORMAT_LINE):
                 # Crashed while creating the segment: nothing was acknowledged in it.
                 path.unlink()
                 return
             raise ValueError(f"{path}: not a seclake write-ahead log segment (format line missing)")
-        pos = len(FORMAT_LINE)
+        pos = good = len(head)
+        batch: list[tuple[int, str, dict[str, Any]]] = []
+        owed = 0  # entries of the open keyed batch still to read
         while pos < len(data):
             end = pos + HEADER.size
             if end > len(data):
@@ -92,30 +123,52 @@ class WriteAheadLog:
             if end + length > len(data) or zlib.crc32(data[end:end + length]) != crc:
                 break
             dataset, record = orjson.loads(data[end:end + length])
-            yield seq, dataset, record
             pos = end + length
-        if pos < len(data):
+            if dataset == KEY_ENTRY:
+                owed = record["n"]
+                batch = [(seq, dataset, record)] if keys else []
+            elif owed:
+                owed -= 1
+                batch.append((seq, dataset, record))
+            else:
+                yield seq, dataset, record
+                good = pos
+                continue
+            if not owed:
+                yield from batch
+                batch = []
+                good = pos
+        if good < len(data):
             if not repair:
-                raise ValueError(f"{path}: corrupt entry at byte {pos}")
+                raise ValueError(f"{path}: corrupt or incomplete entry at byte {good}")
             # A torn tail was never acknowledged (the fsync comes after the write).
+            # A keyed batch cut short goes whole: its key was never durable.
             with open(path, "r+b") as f:
-                f.truncate(pos)
+                f.truncate(good)
                 os.fsync(f.fileno())
 
     # -- writing --------------------------------------------------------
 
-    def append(self, items: Sequence[tuple[str, dict[str, Any]]], on_assigned=None) -> tuple[int, int]:
+    def append(
+        self, items: Sequence[tuple[str, dict[str, Any]]], on_assigned=None, key: dict[str, Any] | None = None
+    ) -> tuple[int, int]:
         """Append (dataset, record) items durably; return the first and last sequence.
 
         ``on_assigned(seq_items)`` runs under the log's lock after the fsync, so
         callers see records in sequence order; each item is (seq, dataset,
         record, body) where body is the record as JSON, encoded once here.
+        ``key`` (plain JSON) is written as the batch's key entry, durable
+        with the items in the same fsync (module doc).
         """
         if not items:
             return (0, -1)
         buf = bytearray()
         with self._lock:
             first = self.next_seq
+            if key is not None:
+                payload = orjson.dumps([KEY_ENTRY, {**key, "n": len(items)}])
+                buf += HEADER.pack(len(payload), zlib.crc32(payload), first)
+                buf += payload
             assigned = []
             for i, (dataset, record) in enumerate(items):
                 seq = first + i
@@ -141,7 +194,7 @@ class WriteAheadLog:
 
     def replay(self, after_seq: int) -> Iterator[tuple[int, str, dict[str, Any]]]:
         for path in self._segments():
-            for entry in self._read_segment(path, repair=False):
+            for entry in self._read_segment(path):
                 if entry[0] > after_seq:
                     yield entry
 

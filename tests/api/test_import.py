@@ -135,3 +135,46 @@ def test_import_needs_a_token_and_the_ingest_permission(lake_server, new_name):
     # An ingest-only identity cannot read what it sends.
     r = lake_server.post("ds/get_index_zoom_histogram_lv3", {"options": {"dateFacetField": "@timestamp"}}, feeder)
     assert r.status_code == 403
+
+
+# -- Idempotency-Key ----------------------------------------------------------
+
+KEYED = b'{"@timestamp": 1763683200000, "@message": "keyed one"}\n{"@timestamp": 1763683200001, "@message": "keyed two"}\n'
+
+
+def test_a_retry_with_the_same_key_is_answered_from_memory_and_stored_once(lake_server):
+    token = lake_server.login()
+    key = {"Idempotency-Key": '"b3a1c2d4-0000-4000-8000-000000000001"'}
+    first = _import(lake_server, token, "keyed", KEYED, {"customer": "acme"}, headers=key)
+    assert first.status_code == 200, first.text
+    assert "Idempotent-Replayed" not in first.headers
+    again = _import(lake_server, token, "keyed", gzip.compress(KEYED), {"customer": "acme"}, headers=key)
+    assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    # Another body under the same key: refused, nothing stored.
+    other = _import(lake_server, token, "keyed", KEYED + b'{"@message": "three"}\n', {"customer": "acme"}, headers=key)
+    assert "was used for a different import" in error_of(other, 422)
+    assert "nothing was stored" in other.json()["error"]
+    lake_server.services.lake.flush()
+    res = _wait_for(lake_server, token, "@source:keyed", 2)
+    assert sorted(h["_source"]["@message"] for h in res["hits"]["hits"]) == ["keyed one", "keyed two"]
+    assert res["hits"]["total"] == 2
+
+
+def test_keys_belong_to_their_user(lake_server):
+    admin = lake_server.login()
+    other = lake_server.add_user(admin, "feeder", ["ingest"])
+    key = {"Idempotency-Key": "shared-name"}
+    a = _import(lake_server, admin, "scoped", KEYED, headers=key)
+    b = _import(lake_server, other, "scoped", KEYED + b'{"@message": "three"}\n', headers=key)
+    # Not a reuse (422) nor a replay of the admin's import: feeder's key is its own.
+    assert a.status_code == b.status_code == 200 and "Idempotent-Replayed" not in b.headers
+    assert b.json()["response"]["stored"] == 3
+    assert _wait_for(lake_server, admin, "@source:scoped", 5)["hits"]["total"] == 5
+
+
+@pytest.mark.parametrize("value", ["has space", "x" * 256, "", "ünïcode"])
+def test_a_bad_key_is_refused_naming_the_header(lake_server, value):
+    token = lake_server.login()
+    r = _import(lake_server, token, "badkey", KEYED, headers={"Idempotency-Key": value.encode("utf-8")})
+    assert error_of(r, 400).startswith("import/badkey: Idempotency-Key: must be 1 to 255 characters")

@@ -26,7 +26,7 @@ def test_an_append_waits_for_the_ingest_node_and_returns_its_docids():
         box = Ingestor()
         call = asyncio.ensure_future(box.append(ITEMS, 5.0))
         taken = await box.take(1.0)
-        assert [items for _, items in taken] == [ITEMS]
+        assert [items for _, items, _ in taken] == [ITEMS]
         await asyncio.sleep(0.05)
         assert not call.done()  # not acknowledged before the ingest node says it is stored
         await box.settle(taken[0][0], ("ok", (10, 11)))
@@ -78,7 +78,7 @@ def test_errors_of_the_ingest_node_reach_the_caller():
     async def scenario():
         box = Ingestor()
         call = asyncio.ensure_future(box.append(ITEMS, 5.0))
-        (batch_id, _), = await box.take(1.0)
+        (batch_id, _, _), = await box.take(1.0)
         await box.settle(batch_id, ("fault", "disk full"))
         return await call
 
@@ -93,12 +93,12 @@ def test_batches_waiting_together_are_taken_together_in_order():
         calls = [asyncio.ensure_future(box.append([("event", {"i": i})], 5.0)) for i in range(n)]
         await asyncio.sleep(0)
         taken = await box.take(1.0)
-        for k, (batch_id, _) in enumerate(taken):
+        for k, (batch_id, _, _) in enumerate(taken):
             await box.settle(batch_id, ("ok", (k, k)))
         return taken, [await c for c in calls]
 
     taken, answers = run(scenario())
-    assert [items[0][1]["i"] for _, items in taken] == list(range(n))
+    assert [items[0][1]["i"] for _, items, _ in taken] == list(range(n))
     assert answers == [("ok", (k, k)) for k in range(n)]
 
 
@@ -108,12 +108,27 @@ def test_an_ingest_node_busy_storing_a_batch_is_not_taken_for_stuck(monkeypatch)
     async def scenario():
         box = Ingestor()
         first = asyncio.ensure_future(box.append(ITEMS, 5.0))
-        (batch_id, _), = await box.take(1.0)
+        (batch_id, _, _), = await box.take(1.0)
         await asyncio.sleep(0.1)  # a long append: no polling meanwhile
         second = asyncio.ensure_future(box.append(ITEMS, 5.0))
         await box.settle(batch_id, ("ok", (1, 2)))
-        (second_id, _), = await box.take(1.0)
+        (second_id, _, _), = await box.take(1.0)
         await box.settle(second_id, ("ok", (3, 4)))
         return await first, await second
 
     assert run(scenario()) == (("ok", (1, 2)), ("ok", (3, 4)))
+
+
+def test_an_idempotency_key_travels_with_its_batch_to_the_ingest_node():
+    request = {"scope": "user:1:0", "key": "k1", "digest": "d" * 64, "reply": {"accepted": 2}, "records": 2}
+
+    async def scenario():
+        box = Ingestor()
+        call = asyncio.ensure_future(box.append(ITEMS, 5.0, request))
+        (batch_id, items, sent), = await box.take(1.0)
+        await box.settle(batch_id, ("ok", (5, 6, {"accepted": 2}, True)))
+        return items, sent, await call
+
+    items, sent, answer = run(scenario())
+    assert items == ITEMS and sent == request
+    assert answer == ("ok", (5, 6, {"accepted": 2}, True))

@@ -71,3 +71,44 @@ def test_a_foreign_file_is_refused(tmp_path):
     (tmp_path / "00000000000000000009.wal").write_bytes(FORMAT_LINE)
     with pytest.raises(ValueError, match="format line missing"):
         _open(tmp_path)
+
+
+KEY = {"scope": "user:1:0", "key": "k", "digest": "d", "reply": {}, "records": 2, "at": 1}
+
+
+def test_a_keyed_batch_keeps_its_key_and_replays_only_records(tmp_path):
+    wal = _open(tmp_path)
+    wal.append([("event", {"n": 0})])
+    assert wal.append([("event", {"n": 1}), ("behavior", {"b": 1})], key=KEY) == (2, 3)
+    wal.append([("event", {"n": 2})])
+    wal.close()
+    wal = _open(tmp_path)
+    # The key entry takes no sequence number and is no record.
+    assert [(s, r) for s, _, r in wal.replay(0)] == [(1, {"n": 0}), (2, {"n": 1}), (3, {"b": 1}), (4, {"n": 2})]
+    assert wal.keys == [(2, {**KEY, "n": 2})]
+    assert wal.append([("event", {"n": 3})]) == (5, 5)
+
+
+def test_a_keyed_batch_cut_short_goes_whole_with_its_key(tmp_path):
+    wal = _open(tmp_path)
+    wal.append([("event", {"n": 0})])
+    wal.append([("event", {"n": i, "pad": "x" * 50}) for i in (1, 2, 3)], key=KEY)
+    wal.close()
+    seg = sorted(tmp_path.glob("*.wal"))[-1]
+    data = seg.read_bytes()
+    seg.write_bytes(data[:-80])  # the crash tore the last record: the first two are whole
+    wal = _open(tmp_path)
+    assert [r["n"] for _, _, r in wal.replay(0)] == [0]
+    assert wal.keys == []
+    # The sequences of the lost batch are given again, as after any unacknowledged write.
+    assert wal.append([("event", {"n": 9})]) == (2, 2)
+
+
+def test_segments_of_the_first_format_are_still_read(tmp_path):
+    wal = _open(tmp_path)
+    wal.append([("event", {"n": 1})])
+    wal.close()
+    seg = sorted(tmp_path.glob("*.wal"))[-1]
+    seg.write_bytes(seg.read_bytes().replace(FORMAT_LINE, b"seclake-wal 1\n", 1))
+    wal = _open(tmp_path)
+    assert [r["n"] for _, _, r in wal.replay(0)] == [1]

@@ -9,6 +9,11 @@ reasons, firstDocId, lastDocId}``. On a read-only API node of a cluster the
 body is read and parsed here and the records are stored by the ingest node
 (``cluster/remoteingestion.py``): the reply then waits for its fsync, and
 says 503 when no ingest node can be reached.
+
+Optional header ``Idempotency-Key`` (``service/idempotency.py``): an import
+sent again with the same key by the same user is stored at most once; the
+retry gets the first reply with ``Idempotent-Replayed: true``, a key reused
+for another import 422, a key whose first import is still being stored 409.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from seclake.api.registry import CallContext, raw_route
 from seclake.errors import ValidationFailed
 from seclake.ingest.reader import GZIP_MAGIC
 from seclake.ingest.vendor import validate_vendor
+from seclake.service.idempotency import HEADER, REPLAYED_HEADER, parse_key, user_scope
+from seclake.service.ingestion import Replayed
 
 MAX_CUSTOMER = 128
 
@@ -43,13 +50,24 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
     if encoding not in ("", "identity", "gzip", "x-gzip"):
         raise ValidationFailed("Content-Encoding", f"must be gzip or absent, not {encoding!r}"[:200])
     compressed = True if encoding in ("gzip", "x-gzip") else (body[:2] == GZIP_MAGIC)
-    return await run_in_threadpool(
-        ctx.services.ingestion.import_body,
-        body,
-        vendor=vendor,
-        dataset=dataset,
-        fmt=fmt,
-        customer=customer,
-        compressed=compressed,
-        max_bytes=settings.max_import_bytes,
-    )
+    key = parse_key(request.headers.getlist(HEADER))
+
+    def store() -> dict[str, Any]:
+        assert ctx.caller is not None
+        # Keys are the caller's own: another user's same key is another key.
+        scoped = (user_scope(ctx.services.db, ctx.caller.username), key) if key is not None else None
+        return ctx.services.ingestion.import_body(
+            body,
+            vendor=vendor,
+            dataset=dataset,
+            fmt=fmt,
+            customer=customer,
+            compressed=compressed,
+            max_bytes=settings.max_import_bytes,
+            key=scoped,
+        )
+
+    report = await run_in_threadpool(store)
+    if isinstance(report, Replayed):
+        ctx.response_headers[REPLAYED_HEADER] = "true"
+    return dict(report)
