@@ -45,6 +45,12 @@ WORKER_THRESHOLD = 500
 # (a build keeps about 1.3 busy: its Python and tantivy's indexing thread),
 # and a long merge no longer holds up the next batch.
 WORKERS = 2
+# How long an indexer may take over a build before it is built here
+# instead: a hung indexer (a node not yet declared dead) must not stall
+# the lake's freshness. A build here takes ~130 us per record, so this
+# leaves an indexer more than ten times that, and a minute at least.
+INDEXER_SECONDS_MIN = 60.0
+INDEXER_SECONDS_PER_RECORD = 0.002
 
 
 def _records(payload: Iterable[tuple[int, bytes]]) -> Iterator[StoredRecord]:
@@ -184,10 +190,10 @@ class SplitBuilder:
             log.warning("indexers unavailable, building %s here: %s", split_id, e)
             return None
 
-    def _installed(self, sent: Future, dest: Path, fallback) -> SplitMeta:
-        """The split an indexer built, sealed at ``dest``; ``fallback()`` if it failed."""
+    def _installed(self, sent: Future, records: int, dest: Path, fallback) -> SplitMeta:
+        """The split an indexer built, sealed at ``dest``; ``fallback()`` if it failed or took too long."""
         try:
-            meta, files = sent.result()
+            meta, files = sent.result(timeout=max(INDEXER_SECONDS_MIN, records * INDEXER_SECONDS_PER_RECORD))
             install(files, dest)
         except Exception as e:  # noqa: BLE001 - the records are still pending: build them here
             self.remote_failed += 1
@@ -224,7 +230,9 @@ class SplitBuilder:
         out = []
         for (dataset, payload, dest, split_id), meta, sent, here in zip(jobs, metas, remote, local):
             if sent is not None:
-                meta = self._installed(sent, dest, lambda: self._run(_build, dataset, list(payload), str(dest), split_id))
+                meta = self._installed(
+                    sent, len(payload), dest, lambda: self._run(_build, dataset, list(payload), str(dest), split_id)
+                )
             elif here is not None:
                 meta = self._result(*here)
             out.append(meta)
@@ -232,11 +240,12 @@ class SplitBuilder:
 
     def merge(self, dataset: str, sources: Sequence[Split], dest: Path, split_id: str) -> SplitMeta:
         paths = [str(s.path) for s in sources]
-        if not self.use_worker or sum(s.meta.num_records for s in sources) < self.threshold:
+        records = sum(s.meta.num_records for s in sources)
+        if not self.use_worker or records < self.threshold:
             return _merge(dataset, paths, str(dest), split_id)
         sent = self._remote(dataset, _bodies(paths), split_id) if self.indexers is not None else None
         if sent is not None:
-            return self._installed(sent, dest, lambda: self._run(_merge, dataset, paths, str(dest), split_id))
+            return self._installed(sent, records, dest, lambda: self._run(_merge, dataset, paths, str(dest), split_id))
         return self._run(_merge, dataset, paths, str(dest), split_id)
 
     def close(self) -> None:

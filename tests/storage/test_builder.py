@@ -111,3 +111,28 @@ def test_split_files_from_elsewhere_must_be_plain_file_names(tmp_path):
     with pytest.raises(ValueError, match="plain file name"):
         install({"../escape": b"x"}, tmp_path / "s")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_indexer_that_hangs_is_given_up_on_and_the_split_built_here(tmp_path, monkeypatch):
+    import concurrent.futures
+    import threading
+
+    from seclake.storage import builder as builder_module
+
+    monkeypatch.setattr(builder_module, "INDEXER_SECONDS_MIN", 0.5)
+    release = threading.Event()
+
+    class Hung:
+        def submit(self, dataset, payload, split_id):
+            f: concurrent.futures.Future = concurrent.futures.Future()
+            threading.Thread(target=lambda: (release.wait(10), f.set_exception(ConnectionError("late")))).start()
+            return f
+
+    builder = SplitBuilder(threshold=4, indexers=Hung())
+    try:
+        meta = builder.build("event", _payload(1, 6), tmp_path / "a", "a")
+    finally:
+        release.set()
+        builder.close()
+    assert builder.remote_failed == 1 and meta.num_records == 6
+    assert Split(tmp_path / "a").bodies() == _payload(1, 6)
