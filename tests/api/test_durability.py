@@ -4,6 +4,10 @@ The server runs as a separate process (a real crash needs one). Imports of
 100 numbered records each run back to back; the server is killed at an
 arbitrary moment. After a restart every acknowledged batch is there exactly
 once, and a batch whose reply was lost is there whole or not at all.
+
+An import with an Idempotency-Key whose server dies right after the log
+append (before replying, before the key's row is written) is, sent again
+after the restart, a replay: its records are there once.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -32,11 +37,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(data_dir, port) -> subprocess.Popen:
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start(data_dir, port, module: str = "seclake") -> subprocess.Popen:
     env = dict(os.environ, SECLAKE_ADMIN_PASSWORD=ADMIN_PASSWORD, SECLAKE_RETENTION_DAYS="0")
     return subprocess.Popen(
-        [sys.executable, "-m", "seclake", "serve", "--port", str(port), "--data-dir", str(data_dir)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [sys.executable, "-m", module, "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
     )
 
 
@@ -114,3 +122,46 @@ def test_kill_9_during_imports(tmp_path):
     assert not partial, f"batches present in part or twice: {partial}"
     assert set(counts) <= set(tried)
     assert res["hits"]["total"] == BATCH * len(counts)
+
+
+def _count(url: str, token: str, query: str, at_least: int) -> int:
+    kargs = {"partition": "default", "options": {"dateFacetField": "@timestamp", "searchStr": query, "fetchLimit": 0}}
+    deadline = time.monotonic() + 15
+    while True:
+        res = httpx.post(f"{url}/api/{CALL}", json={"kargs": kargs}, headers={"Servicetoken": token}, timeout=10)
+        total = res.json()["response"]["hits"]["total"]
+        if total >= at_least or time.monotonic() > deadline:
+            return total
+        time.sleep(0.2)
+
+
+def test_a_keyed_import_whose_server_died_after_the_log_append_is_a_replay_after_restart(tmp_path):
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    headers = {"Idempotency-Key": "crash-1", "Content-Type": "text/plain"}
+    proc = _start(tmp_path, port, module="tests.api.crashserver")
+    try:
+        token = _login(url, time.monotonic() + 30)
+        headers["Servicetoken"] = token
+        with pytest.raises(httpx.HTTPError):  # no reply: the process died after the fsync
+            httpx.post(f"{url}/api/import/crash", content=_batch_body(7), headers=headers, timeout=30)
+        assert proc.wait(10) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    proc = _start(tmp_path, port)
+    try:
+        headers["Servicetoken"] = _login(url, time.monotonic() + 30)
+        r = httpx.post(f"{url}/api/import/crash", content=_batch_body(7), headers=headers, timeout=30)
+        assert r.status_code == 200, r.text
+        assert r.headers.get("Idempotent-Replayed") == "true"
+        report = r.json()["response"]
+        assert report["stored"] == BATCH and report["lastDocId"] - report["firstDocId"] == BATCH - 1
+        assert _count(url, headers["Servicetoken"], "batch:7", BATCH) == BATCH
+        # Stored once: a new key for the same body stores it again, to show the count would move.
+        headers["Idempotency-Key"] = "crash-2"
+        assert "Idempotent-Replayed" not in httpx.post(f"{url}/api/import/crash", content=_batch_body(7), headers=headers, timeout=30).headers
+        assert _count(url, headers["Servicetoken"], "batch:7", 2 * BATCH) == 2 * BATCH
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)

@@ -66,6 +66,27 @@ def test_import_of_flows_and_a_bad_type(tmp_path):
     assert bad.exit_code == 1 and "type" in bad.output
 
 
+def test_import_with_a_run_key_stores_each_batch_once(tmp_path, monkeypatch):
+    from seclake.service import ingestion
+
+    monkeypatch.setattr(ingestion, "BATCH", 3)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps({"@timestamp": 1_700_000_000_000, "@fields": {"n": n}}) + "\n" for n in range(7)))
+    b.write_text(json.dumps({"@timestamp": 1_700_000_000_000, "@fields": {"n": 100}}) + "\n")
+    data = tmp_path / "data"
+    first = run("import", str(a), "--idempotency-key", "run-1", "--data-dir", str(data))
+    assert first.exit_code == 0, first.output
+    assert "earlier run" not in first.output
+    # Run again (as after a crash), with one more file: only the new file is stored.
+    again = run("import", str(a), str(b), "--idempotency-key", "run-1", "--data-dir", str(data))
+    assert again.exit_code == 0, again.output
+    assert "accepted 8, kept raw 0, rejected 0" in again.output
+    assert "7 of them were stored by an earlier run with this key" in again.output
+    assert sorted(r["@fields"]["n"] for r in _records(data)) == [*range(7), 100]
+    bad = run("import", str(a), "--idempotency-key", "no spaces", "--data-dir", str(data))
+    assert bad.exit_code == 2 and "--idempotency-key: must be 1 to 255 characters" in bad.output
+
+
 def test_demo_then_retention(tmp_path):
     data = tmp_path / "data"
     result = run("demo", "--days", "2", "--data-dir", str(data))
