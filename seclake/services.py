@@ -118,6 +118,13 @@ class Services:
             # Large batches and merges are built by the cluster's indexer
             # actors when there are any (here otherwise).
             self.lake.builder.indexers = RayIndexers(ActorDirectory(INDEXER_PREFIX, settings.ray_namespace))
+            # Searchers open their splits before searches ask for them.
+            from seclake.cluster.leaves import SearcherDirectory
+            from seclake.cluster.warmer import Warmer
+
+            self.components.append(
+                Warmer(self.lake.catalog, SearcherDirectory(settings.ray_namespace), days=settings.searcher_warm_days)
+            )
             # Last: other API nodes' imports arrive once the log is replayed.
             from seclake.cluster.ingestor import IngestorHost
 

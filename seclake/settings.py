@@ -110,6 +110,9 @@ class Settings(BaseSettings):
     searcher_concurrency: int = Field(
         4, ge=1, le=256, description="Calls one searcher actor takes at once, and threads running their splits."
     )
+    searcher_warm_days: float = Field(
+        7, ge=0, le=3650, description="The ingest node asks each searcher to open its splits of the last this many days ahead of searches; 0: off."
+    )
     indexers_per_node: int = Field(
         1, ge=0, le=64, description="`seclake searcher`: indexer actors (split building for the ingest node) started on the node."
     )

@@ -15,6 +15,7 @@ cluster (``placement``: pinned, detached, restarted by Ray, named
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -48,6 +49,11 @@ class Searcher:
     ):
         self.splits_dir = splits_dir
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="leaf")
+        # Splits the ingest node asked this searcher to open ahead (warmer.py).
+        self._warm_lock = threading.Lock()
+        self._to_warm: list[tuple[str, str, int]] = []
+        self._warming = False
+        self.warmed = 0
         self.store = store
         self.cache = SplitCache(
             Path(splits_dir),
@@ -56,6 +62,28 @@ class Searcher:
             cache_dir=Path(cache_dir) if cache_dir else None,
             max_bytes=cache_bytes,
         )
+
+    def warm(self, splits: list[tuple[str, str, int]]) -> int:
+        """Queue splits (dataset, split id, bytes) to open ahead of searches, in
+        the background; returns at once with how many are queued."""
+        with self._warm_lock:
+            self._to_warm.extend(splits)
+            queued = len(self._to_warm)
+            if self._warming:
+                return queued
+            self._warming = True
+        threading.Thread(target=self._warm_queued, name="warm", daemon=True).start()
+        return queued
+
+    def _warm_queued(self) -> None:
+        while True:
+            with self._warm_lock:
+                batch = list(self._to_warm)
+                self._to_warm.clear()
+                if not batch:
+                    self._warming = False
+                    return
+            self.warmed += self.cache.warm(batch)
 
     def info(self) -> dict[str, Any]:
         return {
@@ -70,6 +98,7 @@ class Searcher:
             "cached_bytes": self.cache.cached_bytes,
             "downloaded": self.cache.downloaded,
             "evicted": self.cache.evicted,
+            "warmed": self.warmed,
         }
 
     def search(self, splits: list[tuple[str, str]], task: LeafTask) -> dict[str, tuple[str, Any]]:

@@ -101,6 +101,33 @@ class SplitCache:
             self._unpin(split_id)
         return split
 
+    def warm(self, splits: list[tuple[str, str, int]]) -> int:
+        """Open (downloading first in store mode) splits before a search asks for
+        them, in the order given (dataset, split id, size in bytes); how many.
+
+        Warming never evicts: it stops at the byte budget and at ``max_open``,
+        so it cannot push out copies searches are using. A split that cannot
+        be fetched is skipped (its first search will say why).
+        """
+        warmed = 0
+        for dataset, split_id, size in splits:
+            with self._lock:
+                if split_id in self._open:
+                    continue
+                if len(self._open) >= self.max_open:
+                    break
+                if self.store is not None and split_id not in self._copies and self._bytes + size > self.max_bytes:
+                    break
+            try:
+                if self.store is not None and self._local(dataset, split_id, evict=False) is None:
+                    break  # the catalog's size left out the metadata file, and that did not fit
+                self.get(dataset, split_id)
+            except Exception as e:  # noqa: BLE001 - warming is best effort
+                log.warning("could not warm split %s/%s: %s", dataset, split_id, e)
+                continue
+            warmed += 1
+        return warmed
+
     @contextmanager
     def use(self, dataset: str, split_id: str) -> Iterator[Split]:
         """The split, its local copy kept (not evicted) until the block ends."""
@@ -140,7 +167,10 @@ class SplitCache:
 
     # -- local copies -------------------------------------------------
 
-    def _local(self, dataset: str, split_id: str) -> Path:
+    def _local(self, dataset: str, split_id: str, *, evict: bool = True) -> Path | None:
+        """The split's local directory, downloaded first when needed. Past the
+        byte budget the least recently used copies are removed, or with
+        ``evict`` False (warming) this new copy instead, and None returned."""
         if self.store is None:
             return self.splits_dir / dataset / split_id
         assert self.cache_dir is not None
@@ -164,9 +194,14 @@ class SplitCache:
                 self.downloaded += 1
                 self._copies[split_id] = (dataset, size)
                 self._bytes += size
-                victims = self._victims()
+                kept = evict or self._bytes <= self.max_bytes
+                if kept:
+                    victims = self._victims()
+                else:
+                    trash = self._take_off(split_id)
+                    victims = [trash] if trash is not None else []
         self._remove(victims)
-        return path
+        return path if kept else None
 
     def _victims(self) -> list[Path]:
         """Take copies off the books, oldest use first, until under budget (lock held)."""
@@ -177,20 +212,28 @@ class SplitCache:
                 break
             if self._pins.get(split_id) or split_id in self._loading:
                 continue
-            dataset, size = self._copies.pop(split_id)
-            self._bytes -= size
-            self._open.pop(split_id, None)
-            self.evicted += 1
-            # Renamed away at once, so a new download of the same split
-            # can take the name while the old files are still being removed.
-            path = self.cache_dir / dataset / split_id
-            trash = path.with_name(f"{PARTIAL_PREFIX}evicted-{split_id}-{uuid.uuid4().hex[:8]}")
-            try:
-                path.rename(trash)
+            trash = self._take_off(split_id)
+            if trash is not None:
                 out.append(trash)
-            except OSError as e:
-                log.warning("could not remove cached split %s: %s", path, e)
         return out
+
+    def _take_off(self, split_id: str) -> Path | None:
+        """Drop a copy from the books and rename it away for removal (lock held)."""
+        assert self.cache_dir is not None
+        dataset, size = self._copies.pop(split_id)
+        self._bytes -= size
+        self._open.pop(split_id, None)
+        self.evicted += 1
+        # Renamed away at once, so a new download of the same split
+        # can take the name while the old files are still being removed.
+        path = self.cache_dir / dataset / split_id
+        trash = path.with_name(f"{PARTIAL_PREFIX}evicted-{split_id}-{uuid.uuid4().hex[:8]}")
+        try:
+            path.rename(trash)
+            return trash
+        except OSError as e:
+            log.warning("could not remove cached split %s: %s", path, e)
+            return None
 
     @staticmethod
     def _remove(paths: list[Path]) -> None:

@@ -174,6 +174,41 @@ def test_indexers_on_the_worker_nodes_build_splits_and_a_killed_one_costs_only_t
         local.close()
 
 
+def test_the_warmer_has_fresh_searchers_open_their_splits_before_any_search(cluster):
+    """Searchers started in their own namespace on node c (no search has touched
+    them) are sent their splits over Ray by the warmer and open them all."""
+    from seclake.cluster.leaves import SearcherDirectory
+    from seclake.cluster.warmer import Warmer
+    from seclake.db.database import Database
+    from seclake.storage.catalog import PUBLISHED, Catalog
+
+    base, namespace = cluster["base"], "seclake-warm"
+    settings = {"SECLAKE_RAY_NAMESPACE": namespace}
+    args = ["searcher", "--ray-address", cluster["rc"].address, "--data-dir", str(base / "data"),
+            "--node-id", cluster["nodes"]["c"], "--count", "2", "--indexers", "0"]
+    seclake(*args, "--detach", settings=settings)
+    db = Database(f"sqlite:///{base / 'meta.db'}")
+    try:
+        import ray
+
+        directory = SearcherDirectory(namespace, refresh=0)
+        catalog = Catalog(db)
+        total = len(catalog.entries(PUBLISHED))
+        sent = Warmer(catalog, directory, days=100_000).tick()
+        assert sum(sent.values()) == total and len(sent) == 2, sent
+
+        def warmed() -> dict[str, int]:
+            return {n: ray.get(h.info.remote(), timeout=60)["warmed"] for n, h in directory.live().items()}
+
+        deadline = time.monotonic() + 60
+        while warmed() != sent:
+            assert time.monotonic() < deadline, (warmed(), sent)
+            time.sleep(0.3)
+    finally:
+        db.dispose()
+        seclake(*args, "--stop", settings=settings)
+
+
 def biggest_case():
     return max(CASES, key=lambda c: len(c.ids))
 

@@ -154,3 +154,26 @@ def test_bad_references_and_missing_splits_say_what_is_wrong(stored, tmp_path):
         cache.get("event", "event-nope")
     with pytest.raises(ValueError, match="needs a cache directory"):
         SplitCache(tmp_path, store=store)
+
+
+def test_warming_downloads_in_the_order_given_and_never_pushes_out_a_copy(stored, tmp_path):
+    store, splits = stored
+    (da, a, sa, _), (db_, b, sb, _), (dc, c, sc, _), (dd, d, sd, _) = splits
+    cache = _cache(store, tmp_path, max_bytes=sa + sc + sd)
+    cache.get(da, a)  # a copy a search used
+    # Newest first, as the warmer sends them; a missing split is skipped.
+    warmed = cache.warm([(dd, d, sd), ("event", "event-gone", 1), (dc, c, sc), (db_, b, sb)])
+    # d and c fit beside a; b would not: warming stops there instead of removing a.
+    assert warmed == 2 and cache.evicted == 0
+    assert sorted(cache.copies()) == sorted([a, c, d]) and cache.cached_bytes <= cache.max_bytes
+    # Warm splits are open: a search opens nothing and downloads nothing more.
+    before = (cache.opened, cache.downloaded)
+    cache.get(dd, d)
+    cache.get(dc, c)
+    assert (cache.opened, cache.downloaded) == before
+    # Sizes understated (the catalog's leave out the metadata file): the copy that
+    # does not fit is the one dropped, never an older one.
+    tight = _cache(store, tmp_path / "t", max_bytes=sa + sb - 1)
+    tight.get(da, a)
+    assert tight.warm([(db_, b, 0)]) == 0
+    assert tight.copies() == [a] and not (tmp_path / "t" / "cache" / db_ / b).exists()
