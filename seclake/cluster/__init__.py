@@ -6,6 +6,7 @@
     placement.py    starting seclake's actors pinned to a node, and listing them by name
     searcher.py     the searcher actor, and starting them on a node
     indexer.py      indexer actors: split building for the ingest node on any node
+    warmer.py       the ingest node asks each searcher to open its recent splits ahead of searches
     leaves.py       the root's side: live searchers, the Ray leaf executor
     catalogview.py  the splits and time bounds an API node that does not write the lake reads
     ingestor.py     the ingest node's mailbox actor, through which other nodes' imports reach the lake
