@@ -68,11 +68,14 @@ class ApiNode:
         assert status == 200, (self.name, name, body)
         return body["response"]
 
-    def import_lines(self, lines: list[str], token: str | None = None, **params: str) -> httpx.Response:
-        return self.http.post(
-            "/api/import/fw", content="\n".join(lines).encode(), params=params,
-            headers={"Servicetoken": token or self.token or ""},
-        )
+    def import_lines(
+        self, lines: list[str], token: str | None = None, key: str | None = None, **params: str
+    ) -> httpx.Response:
+        """POST the lines to import/fw; ``key``: its Idempotency-Key header."""
+        headers = {"Servicetoken": token or self.token or ""}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        return self.http.post("/api/import/fw", content="\n".join(lines).encode(), params=params, headers=headers)
 
     def events(self, search: str, *, since: int, facets: list[dict] | None = None, limit: int = 1) -> dict:
         options = {

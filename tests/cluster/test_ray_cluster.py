@@ -408,6 +408,16 @@ def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, 
         wait_for("forwarded records searchable on node 2", lambda: api2.events("tag:fwd", since=since)["hits"]["total"] == 30, 20)
         assert time.monotonic() - acked < 10
         assert api1.events("tag:fwd", since=since)["hits"]["total"] == 30
+        # A keyed import through the read-only node, sent again through either node, is stored
+        # once: the ingest node decides; another import under the same key is refused there.
+        keyed = fw_lines(now, 3, tag="keyed")
+        first = api2.import_lines(keyed, key="cluster-retry-1")
+        assert first.status_code == 200 and "Idempotent-Replayed" not in first.headers, first.text
+        for node in (api1, api2):
+            again = node.import_lines(keyed, key="cluster-retry-1")
+            assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == first.json(), again.text
+        assert api2.import_lines(keyed[:2], key="cluster-retry-1").status_code == 422
+        wait_for("keyed records searchable", lambda: api2.events("tag:keyed", since=since)["hits"]["total"] == 3, 20)
         # A large import is turned into splits by the indexer actor `seclake searcher` started on
         # node b (1,100 records: at least one day's batch is past the builder's worker threshold).
         r = api2.import_lines(fw_lines(now, 1100, tag="bulk"))
@@ -466,6 +476,10 @@ def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, 
         assert r.status_code == 200 and r.json()["response"]["accepted"] == 4, r.text
         wait_for("imports after the restart searchable", lambda: api2.events("tag:after-restart", since=since)["hits"]["total"] == 4, 20)
         assert api2.events("tag:after-crash", since=since)["hits"]["total"] == 0  # refused means not stored
+        # The key outlives the ingest node's crash (its row is in PostgreSQL): still a replay.
+        again = api2.import_lines(keyed, key="cluster-retry-1")
+        assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == first.json(), again.text
+        assert api2.events("tag:keyed", since=since)["hits"]["total"] == 3
         assert api2.events("tag:fwd", since=since)["hits"]["total"] == 30
     finally:
         for node in nodes:
