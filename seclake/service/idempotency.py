@@ -40,7 +40,8 @@ batch. So after any crash, either
 
 * the batch is in the log whole, key included: the log's open hands the key
   back (``WriteAheadLog.keys``), ``start`` records it here, and the retry is
-  a replay; or
+  a replay (so is a retry of an import that failed *after* the fsync, in
+  the same process: the log says so with ``Logged``); or
 * nothing of it is: the retry finds no key and stores the records once.
 
 The database row (table ``idempotency_keys``) is the long-term home of a
@@ -79,6 +80,7 @@ from seclake.db.database import Database
 from seclake.db.models import User
 from seclake.errors import Conflict, Unprocessable, ValidationFailed
 from seclake.ingest.reader import Line
+from seclake.storage.wal import Logged
 
 log = logging.getLogger("seclake.idempotency")
 
@@ -236,7 +238,15 @@ class Idempotency:
             self._in_flight[ident] = self.lake.wal.next_seq
         try:
             entry = {**request, "at": self.clock()}
-            first, last = append(entry)
+            try:
+                first, last = append(entry)
+            except Logged as e:
+                # Stored with its key even though what followed the fsync
+                # failed: the retry of this failed import is a replay.
+                with self._lock:
+                    self._unrecorded[ident] = _placed(entry, e.first)
+                self.record()
+                raise
             with self._lock:
                 self._unrecorded[ident] = {**entry, "first": first, "last": last}
         finally:

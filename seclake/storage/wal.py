@@ -54,6 +54,15 @@ def encoded(record: dict[str, Any]) -> bytes:
     """
     return bytes(memoryview(orjson.dumps(record)))
 
+class Logged(Exception):
+    """A keyed append failed after its fsync: entries ``first``..``last`` and the key are durable."""
+
+    def __init__(self, first: int, last: int):
+        super().__init__(f"entries {first} to {last} were logged, then what follows the fsync failed (see the cause)")
+        self.first = first
+        self.last = last
+
+
 class WriteAheadLog:
     def __init__(self, directory: Path, segment_bytes: int = 64 * 1024 * 1024):
         self.directory = directory
@@ -184,10 +193,16 @@ class WriteAheadLog:
             self._file.flush()
             os.fsync(self._file.fileno())
             self.next_seq = first + len(items)
-            if on_assigned is not None:
-                on_assigned(assigned)
-            if self._file.tell() >= self.segment_bytes:
-                self._start_segment()
+            try:
+                if on_assigned is not None:
+                    on_assigned(assigned)
+                if self._file.tell() >= self.segment_bytes:
+                    self._start_segment()
+            except Exception as e:
+                if key is None:
+                    raise
+                # The batch and its key are durable all the same: say so.
+                raise Logged(first, self.next_seq - 1) from e
             return first, self.next_seq - 1
 
     # -- reading and trimming ------------------------------------------

@@ -258,3 +258,15 @@ def test_keys_of_different_imports_do_not_wait_for_each_other(rig):
         t.join()
     assert errors == [] and rig.stored() == list(range(8))
     assert rig.keys.hold() > 10**12  # nothing in flight, nothing unrecorded
+
+
+def test_an_import_that_failed_after_its_fsync_is_a_replay_when_retried(rig, monkeypatch):
+    def enqueue_fails(assigned):
+        raise RuntimeError("what follows the fsync failed")
+
+    monkeypatch.setattr(rig.lake, "_enqueue", enqueue_fails)
+    with pytest.raises(Exception, match="were logged"):
+        rig.load()
+    monkeypatch.undo()
+    again = rig.load()
+    assert isinstance(again, Replayed) and (again["firstDocId"], again["lastDocId"]) == (1, 3)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from seclake.storage.wal import FORMAT_LINE, WriteAheadLog
+from seclake.storage.wal import FORMAT_LINE, Logged, WriteAheadLog
 
 
 def _open(d: Path, checkpoint: int = 0, **kw) -> WriteAheadLog:
@@ -112,3 +112,18 @@ def test_segments_of_the_first_format_are_still_read(tmp_path):
     seg.write_bytes(seg.read_bytes().replace(FORMAT_LINE, b"seclake-wal 1\n", 1))
     wal = _open(tmp_path)
     assert [r["n"] for _, _, r in wal.replay(0)] == [1]
+
+
+def test_a_keyed_append_that_fails_after_its_fsync_says_it_is_logged(tmp_path):
+    wal = _open(tmp_path)
+
+    def broken(assigned):
+        raise RuntimeError("indexer queue gone")
+
+    with pytest.raises(RuntimeError):  # without a key: as before
+        wal.append([("event", {"n": 0})], on_assigned=broken)
+    with pytest.raises(Logged) as caught:
+        wal.append([("event", {"n": 1}), ("event", {"n": 2})], on_assigned=broken, key=KEY)
+    assert (caught.value.first, caught.value.last) == (2, 3)
+    wal.close()
+    assert _open(tmp_path).keys == [(2, {**KEY, "n": 2})]
