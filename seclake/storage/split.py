@@ -8,6 +8,7 @@ half a split; the catalog publishes it afterwards.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -57,6 +58,10 @@ class SplitMeta:
     # Signatures of the records' @customer values; None: unknown (past the
     # cap, or a split written before splits recorded them).
     customers: Customers = None
+    # File name -> BLAKE2b digest of every file of the split but split.json,
+    # so a copy (a download from the split store) is checked byte for byte;
+    # None for splits written before splits recorded them.
+    files: dict[str, str] | None = None
 
     def to_json(self) -> dict:
         return {
@@ -71,6 +76,7 @@ class SplitMeta:
             "size_bytes": self.size_bytes,
             "fields": self.fields.to_json(),
             "customers": None if self.customers is None else list(self.customers),
+            "files": self.files,
         }
 
     @classmethod
@@ -88,6 +94,7 @@ class SplitMeta:
             size_bytes=data.get("size_bytes", 0),
             fields=FieldMap.from_json(data["fields"]),
             customers=from_stored(data.get("customers")),
+            files=data.get("files"),
         )
 
 
@@ -165,9 +172,29 @@ def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, s
         customers=customers.customers,
     )
     meta.size_bytes = sum(p.stat().st_size for p in staging.iterdir() if p.is_file())
+    meta.files = {p.name: file_digest(p) for p in index_files(staging)}
     (staging / META_FILE).write_text(json.dumps(meta.to_json()))
     seal(staging, dest)
     return meta
+
+
+def index_files(directory: Path) -> list[Path]:
+    """The files that make a split (with split.json once written); tantivy's
+    lock files are not part of it: a reader makes its own."""
+    return [p for p in directory.iterdir() if p.is_file() and not p.name.endswith(".lock")]
+
+
+def digest() -> "hashlib._Hash":
+    """The hash split files are checked with (fast in software, 256 bits)."""
+    return hashlib.blake2b(digest_size=32)
+
+
+def file_digest(path: Path) -> str:
+    h = digest()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def seal(staging: Path, dest: Path) -> None:

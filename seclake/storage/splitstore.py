@@ -12,6 +12,7 @@ store is configured, so the shared-filesystem mode needs nothing more.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from seclake.storage.split import META_FILE
+from seclake.storage.split import META_FILE, SplitMeta, digest, index_files
 
 log = logging.getLogger("seclake.splitstore")
 
@@ -140,11 +141,7 @@ class SplitStore:
         """
         import obstore
 
-        # tantivy's lock files are not part of the index (a reader makes its own).
-        files = sorted(
-            (p for p in local.iterdir() if p.is_file() and not p.name.endswith(".lock")),
-            key=lambda p: (p.name == META_FILE, p.name),
-        )
+        files = sorted(index_files(local), key=lambda p: (p.name == META_FILE, p.name))
         if not any(p.name == META_FILE for p in files):
             raise SplitStoreError(f"{local} is not a split (no {META_FILE})")
         sent = 0
@@ -187,15 +184,33 @@ class SplitStore:
         out = {o["path"][len(prefix):]: int(o["size"]) for o in listed if o["path"].startswith(prefix)}
         return {name: size for name, size in out.items() if name and "/" not in name}
 
+    def _fetch(self, dataset: str, split_id: str, name: str, size: int, directory: Path) -> str:
+        """One file into ``directory``, fsynced, its size checked; its digest."""
+        import obstore
+
+        got = 0
+        h = digest()
+        with open(directory / name, "wb") as out:
+            for chunk in obstore.get(self.store, self._key(dataset, split_id, name)).stream(CHUNK_BYTES):
+                out.write(chunk)
+                h.update(chunk)
+                got += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        if got != size:
+            raise SplitStoreError(f"{name}: {got} bytes read, {size} listed")
+        return h.hexdigest()
+
     def download(self, dataset: str, split_id: str, dest: Path) -> int:
         """Copy a stored split to ``dest`` (which must not exist); return its bytes.
 
         The files go into a temporary sibling directory first, fsynced, then
         renamed to ``dest`` in one step: a crash mid-download leaves only a
         ``.partial-*`` directory, never a half split under the split's name.
+        Every file is checked against the size listed and the digest
+        ``split.json`` records (splits written before digests: size only), so
+        a copy that differs by a byte is refused, never searched.
         """
-        import obstore
-
         files = self.files(dataset, split_id)
         if META_FILE not in files:
             raise SplitStoreError(f"split {dataset}/{split_id} is not in {self.config.url}")
@@ -203,16 +218,18 @@ class SplitStore:
         tmp = dest.parent / f"{PARTIAL_PREFIX}{split_id}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
         try:
+            # split.json first: it names the digest of every other file.
+            self._fetch(dataset, split_id, META_FILE, files[META_FILE], tmp)
+            digests = SplitMeta.from_json(json.loads((tmp / META_FILE).read_text())).files
+            if digests is not None and set(digests) != set(files) - {META_FILE}:
+                missing = sorted(set(digests) - set(files))
+                raise SplitStoreError(f"files {missing or sorted(set(files) - set(digests) - {META_FILE})} "
+                                      f"differ from those {META_FILE} names")
             for name, size in files.items():
-                got = 0
-                with open(tmp / name, "wb") as out:
-                    for chunk in obstore.get(self.store, self._key(dataset, split_id, name)).stream(CHUNK_BYTES):
-                        out.write(chunk)
-                        got += len(chunk)
-                    out.flush()
-                    os.fsync(out.fileno())
-                if got != size:
-                    raise SplitStoreError(f"{name}: {got} bytes read, {size} listed")
+                if name != META_FILE:
+                    got = self._fetch(dataset, split_id, name, size, tmp)
+                    if digests is not None and got != digests[name]:
+                        raise SplitStoreError(f"{name}: its content is not what {META_FILE} records (digest {got})")
             os.rename(tmp, dest)
         except Exception as e:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -148,7 +148,8 @@ def test_indexers_on_the_worker_nodes_build_splits_and_a_killed_one_costs_only_t
         got = remote.build_all([(ds, p, tmp_path / "r" / sid, sid) for ds, p, sid in jobs])
         want = local.build_all([(ds, p, tmp_path / "l" / sid, sid) for ds, p, sid in jobs])
         assert remote.remote_built == 4 and remote.remote_failed == 0
-        assert [m.to_json() for m in got] == [m.to_json() for m in want]
+        # The same split but for tantivy's segment ids (file names and their digests).
+        assert [dict(m.to_json(), files=None) for m in got] == [dict(m.to_json(), files=None) for m in want]
         assert all(Split(tmp_path / "r" / sid).bodies() == p for _ds, p, sid in jobs)
         after = indexers()
         # Spread over both worker nodes' indexers, one build at a time each.

@@ -222,3 +222,28 @@ def test_a_lost_local_copy_is_fetched_from_the_store_at_start(open_lake, store):
     shutil.rmtree(lake.layout.splits)  # a new disk on the ingest node
     lake2 = open_lake(store)
     assert sorted(r.docid for s in lake2.splits("event") for r in s.all_records()) == [1, 2, 3, 4]
+
+
+def test_a_stored_file_changed_by_one_byte_is_refused_not_searched(open_lake, store, tmp_path):
+    import obstore
+
+    lake = open_lake(store)
+    lake.append([("event", _event(i)) for i in range(20)])
+    lake.flush()
+    (e,) = lake.catalog.entries(PUBLISHED)
+    files = _stored(store)[e.split_id]
+    # The largest index file, same size, one byte different: only the digest can tell.
+    name = max((n for n in files if n != META_FILE), key=lambda n: files[n])
+    key = f"event/{e.split_id}/{name}"
+    data = bytearray(obstore.get(store.store, key).bytes())
+    data[len(data) // 2] ^= 0x01
+    obstore.put(store.store, key, bytes(data))
+    dest = tmp_path / "copy" / e.dataset / e.split_id
+    with pytest.raises(SplitStoreError, match=f"{name}: its content is not what split.json records"):
+        store.download(e.dataset, e.split_id, dest)
+    assert not dest.exists() and list(dest.parent.iterdir()) == []
+    # A file split.json names that is gone from the bucket is refused too.
+    obstore.delete(store.store, key)
+    with pytest.raises(SplitStoreError, match=f"files \\['{name}'\\] differ from those split.json names"):
+        store.download(e.dataset, e.split_id, dest)
+    assert not dest.exists()
