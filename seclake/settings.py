@@ -100,6 +100,10 @@ class Settings(BaseSettings):
         True,
         description="This node owns the lake (log, indexer, detector, retention); false on extra API nodes, which hand imports to the ingest node (cluster mode) or refuse them.",
     )
+    standby: bool = Field(
+        False,
+        description="Ingest node that waits (not serving) until the running ingest node's process ends, then takes over its lake; the data dir (log included) must be on storage both share.",
+    )
     ingest_timeout_seconds: float = Field(
         60.0, gt=0, le=3600, description="Cluster mode: how long a read-only API node waits for the ingest node to take an import."
     )

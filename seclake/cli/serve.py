@@ -17,6 +17,10 @@ RayAddress = Annotated[
     str | None,
     typer.Option("--ray-address", help="Cluster mode: Ray cluster HOST:PORT whose searchers run the searches.", show_default=False),
 ]
+Standby = Annotated[
+    bool | None,
+    typer.Option("--standby/--no-standby", help="Wait until the running ingest node of this data dir ends, then take over (setting standby).", show_default=False),
+]
 Ingest = Annotated[
     bool | None,
     typer.Option("--ingest/--no-ingest", help="Own the lake and take imports (default yes); --no-ingest on extra API nodes.", show_default=False),
@@ -33,9 +37,11 @@ def _command(demo: bool, doc: str):
         config: ConfigFile = None,
         ray_address: RayAddress = None,
         ingest: Ingest = None,
+        standby: Standby = None,
     ) -> None:
         settings = load_settings(
-            host=host, port=port, data_dir=data_dir, config=config, ray_address=ray_address, ingest=ingest
+            host=host, port=port, data_dir=data_dir, config=config, ray_address=ray_address, ingest=ingest,
+            standby=standby,
         )
         _run(settings, demo=demo)
 
@@ -54,7 +60,16 @@ def _run(settings: Settings, demo: bool) -> None:
     from seclake.services import Services
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if settings.standby and not settings.ingest:
+        typer.echo("error: --standby is for an ingest node (it takes over the lake); drop --no-ingest", err=True)
+        raise typer.Exit(2)
     services = Services(settings)
+    if settings.standby:
+        # Before the server starts: a standby does not listen (a load
+        # balancer's health check keeps traffic away), and SIGTERM still ends
+        # it while it waits.
+        typer.echo(f"standby: waiting to take over the lake in {settings.data_dir} when its writer ends")
+        services.lake.take_lock(wait=True)
     app = create_app(settings, services)
     if demo and settings.load_demo and settings.ingest:
         services.on_started.append(_load_demo_when_empty)

@@ -90,7 +90,7 @@ class Lake:
     def start(self, background: bool = True) -> None:
         memory.prefer_mmap()
         self.layout.ensure()
-        self._take_lock()
+        self.take_lock()
         self._stop = False
         self._pending = []
         self._pending_bytes = 0
@@ -135,20 +135,38 @@ class Lake:
         self.wal.close()
         self._release_lock()
 
-    def _take_lock(self) -> None:
-        # One process writes a lake: a second server or a CLI import on the
-        # same data dir would interleave log sequences.
+    def take_lock(self, wait: bool = False) -> None:
+        """Become the lake's one writer; with ``wait``, block until the holder is gone.
+
+        One process writes a lake: a second server or a CLI import on the
+        same data dir would interleave log sequences. A standby ingest node
+        waits here (the lock is released when its holder's process ends,
+        however it ends), then starts as the new writer.
+        """
+        if getattr(self, "_lock_file", None) is not None:
+            return
+        self.layout.root.mkdir(parents=True, exist_ok=True)
         self._lock_file = open(self.layout.root / "LOCK", "a+")
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._lock_file.seek(0)
             holder = self._lock_file.read().strip() or "another process"
+            if wait:
+                log.warning("standby: the lake in %s is written by %s; waiting to take over", self.layout.root, holder)
+                fcntl.flock(self._lock_file, fcntl.LOCK_EX)
+                log.warning("standby: the lake's writer is gone; taking over")
+                self._write_holder()
+                return
             self._lock_file.close()
+            self._lock_file = None
             raise LakeBusy(
                 f"the lake in {self.layout.root} is in use by {holder}; stop it first, "
                 "or send the data to the running server (POST /api/import/<vendor>)"
             ) from None
+        self._write_holder()
+
+    def _write_holder(self) -> None:
         self._lock_file.seek(0)
         self._lock_file.truncate()
         self._lock_file.write(f"process {os.getpid()}\n")
