@@ -1,9 +1,10 @@
 """Writing and opening one immutable split.
 
 A split directory holds a tantivy index and ``split.json`` (format version,
-time bounds, record count, the field map, the customers: ``customers.py``). It is built in a staging
-directory and renamed into place only when complete, so a reader never sees
-half a split; the catalog publishes it afterwards.
+time bounds, record count, the field map, the customers: ``customers.py``).
+It is built in a staging directory and renamed into place only when
+complete, so a reader never sees half a split; the catalog publishes it
+afterwards.
 """
 
 from __future__ import annotations
