@@ -52,6 +52,23 @@ class Database:
         with factory() as s, s.begin():
             yield s
 
+    def read_counter(self, table: str) -> int:
+        """``value`` of row 1 of a change counter table (access_generation, rule_generation), as committed now.
+
+        Read on every call, so through the pooled DB-API connection directly:
+        the SQL layer's statement handling would cost eight times the read.
+        ``table`` is a constant of the caller, never input.
+        """
+        connection = self.engine.raw_connection()
+        try:
+            cursor = connection.cursor()
+            cursor.execute(f"SELECT value FROM {table} WHERE id = 1")
+            row = cursor.fetchone()
+            cursor.close()
+            return int(row[0]) if row else 0
+        finally:
+            connection.close()
+
     def migrate(self) -> None:
         """Bring the schema to the newest revision shipped in the package."""
         config = Config()

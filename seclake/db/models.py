@@ -1,5 +1,5 @@
 """Models of the service foundation: users, sessions, API tokens, login
-failures and the audit log."""
+failures, the audit log, access policies and roles, and the behavior rules."""
 
 from __future__ import annotations
 
@@ -146,3 +146,31 @@ class AccessGeneration(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     value: Mapped[int] = mapped_column(BigInteger)
+
+
+class StoredRule(Base):
+    """One behavior rule, as ``Rule.to_dict()`` gives it (seclake.detect.rulebook)."""
+
+    __tablename__ = "rules"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_on: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_on: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class RuleGeneration(Base):
+    """One row counting the changes to ``rules``, bumped in the same transaction as each.
+
+    Every node compares it with the number its rules were read at before it
+    uses them, so a change made on any node applies everywhere at the next
+    read. ``seeded_on`` is set once the first start imported the legacy rule
+    files or the starter pack; never again after that, so deleted starter
+    rules stay deleted.
+    """
+
+    __tablename__ = "rule_generation"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    value: Mapped[int] = mapped_column(BigInteger)
+    seeded_on: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
