@@ -83,8 +83,9 @@ class Services:
         self.search = Root(self.lake.splits, self._leaf_executor(), max_expansions=settings.max_expansions)
         # Behavior summaries (daily per key): folded by the detector, triaged and searched by calls.
         self.summaries = SummaryStore(self.db, settings.score_bands)
-        # Behavior rules: YAML files under <data dir>/rules, run on every record as it arrives.
-        self.rules = RuleBook(settings.data_dir / "rules")
+        # Behavior rules, run on every record as it arrives: in the database, shared by
+        # every node; <data dir>/rules holds the files of before, imported once.
+        self.rules = RuleBook(self.db, legacy_directory=settings.data_dir / "rules")
         self.detector = Detector(self.rules, self.db, bands=settings.score_bands, summaries=self.summaries)
         if not settings.ingest:
             if settings.ray_address:
@@ -160,10 +161,16 @@ class Services:
         Returns the admin password when it was generated (to show it once).
         """
         self.db.migrate()
-        if self.rules.install_starter_pack():
-            log.info("installed the starter rule pack in %s", self.rules.directory)
+        seeded = self.rules.seed()
+        if seeded is not None and seeded.source == "legacy":
+            log.info("imported %d rules from %s into the database; that directory is no longer read",
+                     seeded.count, self.rules.legacy_directory)
+        elif seeded is not None:
+            log.info("installed the starter rule pack (%d rules)", seeded.count)
+        for problem in seeded.errors if seeded is not None else ():
+            log.warning("rule file not imported: %s", problem)
         for problem in self.rules.load():
-            log.warning("rule file skipped: %s", problem)
+            log.warning("rule skipped: %s", problem)
         admin_password = self.settings.admin_password
         return self.users.ensure_admin(admin_password.get_secret_value() if admin_password else None)
 

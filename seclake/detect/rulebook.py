@@ -1,20 +1,25 @@
-"""The rule book: the behavior rules of a deployment, one YAML file each.
+"""The rule book: the behavior rules of a deployment, kept in the metadata database.
 
-Rules live under ``<data dir>/rules/<name>.yaml`` so an admin can read,
-diff and edit them with ordinary tools; the API edits the same files. Every
-write is atomic (temp file, fsync, rename, fsync of the directory): a crash
-leaves the old file or the new one, never half of one.
+One row per rule in ``rules`` (the rule as ``Rule.to_dict()`` gives it),
+and one counter, ``rule_generation``, bumped in the same transaction as
+every change. So every API node of a cluster (PostgreSQL) reads and edits
+the same rules, and a crash leaves the old rule or the new one, never half.
 
-An invalid file never takes the service down: ``load`` keeps the valid rules
-and returns one message per bad file (file and line) for the log.
+Each read (``rules``, ``get``...) and each detection batch first reads the
+counter (one tiny query, ``refresh``) and reloads the rules only when it
+moved: a change made through any node applies to the next read and the
+next import everywhere, without a restart. ``version`` is the counter the
+rules in memory were read at, so the detector knows when to recompile.
 
-``version`` grows on every change, so the detector knows when to recompile.
-Files changed by anyone else (an admin's editor, another API node of a
-cluster writing the shared directory) are read again by ``refresh``, which
-the detector runs before each batch and readers run before each read: a
-stat of the directory's rule files, a reload only when one changed.
-A rule's name is its file name, so names are checked strictly (no path
-separators, no leading dot) before they come near the file system.
+Changes lock the counter row first, so the changes of all nodes run one
+after the other: two nodes adding one name give one rule and one Conflict.
+
+First start (``seed``): the rules that ``<data dir>/rules/*.yaml`` held
+when rules were files are imported once, or the shipped starter pack when
+there are none; the counter row remembers it was done, so deleted starter
+rules stay deleted and that directory is not read again. Detection as code
+goes through ``read_rule_files`` (validate every file first) and
+``import_rules`` (one transaction), and ``export``.
 """
 
 from __future__ import annotations
@@ -23,15 +28,24 @@ import logging
 import os
 import tempfile
 import threading
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
-from seclake.detect.rule import NAME_PATTERN, Rule, RuleFileError, load_rule_file
-from seclake.errors import Conflict, NotFound, ValidationFailed
+from seclake.db.database import Database
+from seclake.db.models import RuleGeneration, StoredRule
+from seclake.detect.rule import NAME_PATTERN, Rule, RuleFileError, load_rule_file, rule_from_dict
+from seclake.errors import Conflict, LimitExceeded, NotFound, QueryError, ValidationFailed
 
 SUFFIX = ".yaml"
+COUNTER = "rule_generation"
 
 log = logging.getLogger("seclake.rules")
 
@@ -49,103 +63,143 @@ def starter_pack() -> list[Path]:
     return sorted(Path(str(p)) for p in pack.iterdir() if p.name.endswith(SUFFIX))
 
 
+def rule_files(paths: Iterable[Path]) -> list[Path]:
+    """The files named, and the ``*.yaml`` files of the directories named (not hidden ones: editor backups)."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out.extend(
+                p for p in sorted(path.iterdir()) if p.name.endswith(SUFFIX) and not p.name.startswith(".")
+            )
+        else:
+            out.append(path)
+    return out
+
+
+def read_rule_files(paths: Iterable[Path]) -> tuple[list[Rule], list[str]]:
+    """The valid rules of these files (or directories), and one message per problem (file and line).
+
+    A name defined twice is a problem of the second file; its first
+    definition is kept.
+    """
+    rules: dict[str, Rule] = {}
+    origin: dict[str, str] = {}
+    errors: list[str] = []
+    for path in rule_files(paths):
+        display = f"{path.parent.name}/{path.name}"
+        try:
+            found = load_rule_file(path, display)
+        except RuleFileError as e:
+            errors.append(e.message)
+            continue
+        for rule in found:
+            if rule.name in rules:
+                errors.append(f"{display}: rule {rule.name!r} is defined twice (first in {origin[rule.name]}); this one is ignored")
+                continue
+            rules[rule.name] = rule
+            origin[rule.name] = display
+    return list(rules.values()), errors
+
+
+def rule_yaml(rule: Rule) -> str:
+    """A rule as a YAML file: the shape of the starter pack's files, read back by ``load_rule_file``."""
+    return yaml.safe_dump(rule.to_dict(), sort_keys=False, allow_unicode=True, width=100)
+
+
+class Seeded(NamedTuple):
+    """What the first start put in the rule book."""
+
+    source: str  # "legacy" (the rules directory) or "starter" (the shipped pack)
+    count: int
+    errors: list[str]  # files of the rules directory left out
+
+
+class Imported(NamedTuple):
+    added: int
+    updated: int
+    unchanged: int
+    deleted: int
+
+
 class RuleBook:
-    def __init__(self, directory: Path):
-        self.directory = Path(directory)
+    def __init__(self, db: Database, legacy_directory: Path | None = None):
+        self.db = db
+        # Where rules were files before they moved to the database (read once, by ``seed``).
+        self.legacy_directory = Path(legacy_directory) if legacy_directory is not None else None
         self._lock = threading.RLock()
         self._rules: dict[str, Rule] = {}
-        self._files: dict[str, Path] = {}  # the file each rule was read from or written to
-        self.version = 0
-        # What the rule files looked like at the last load; None before the first.
-        self._stamp: tuple | None = None
+        # The counter the rules in memory were read at; -1: never read.
+        self.version = -1
+
+    # -- first start ------------------------------------------------------
+
+    def seed(self) -> Seeded | None:
+        """On the first start only: import the legacy rule files, else the starter pack.
+
+        Marked done in the same transaction, so of several nodes starting at
+        once exactly one imports, and a crash leaves the book unseeded and
+        empty, to be seeded at the next start. A book that holds rules
+        already (added before any seeding) is only marked. None when it was
+        seeded before.
+        """
+        legacy = self.legacy_directory
+        if legacy is not None and legacy.is_dir() and rule_files([legacy]):
+            source = "legacy"
+            rules, errors = read_rule_files([legacy])
+        else:
+            source = "starter"
+            rules, errors = read_rule_files(starter_pack())
+        with self._lock:
+            with self.db.session(write=True) as s:
+                generation = self._locked_counter(s)
+                if generation.seeded_on is not None:
+                    return None
+                now = datetime.now(UTC)
+                generation.seeded_on = now
+                if s.scalar(select(StoredRule.name).limit(1)) is not None:
+                    return Seeded(source, 0, [])
+                for rule in rules:
+                    s.add(StoredRule(name=rule.name, document=rule.to_dict(), created_on=now, updated_on=now))
+                if rules:
+                    generation.value += 1
+            self.load()
+        return Seeded(source, len(rules), errors)
 
     # -- loading ----------------------------------------------------------
 
-    def install_starter_pack(self) -> int:
-        """Copy the shipped rules into an empty (or missing) rules directory; how many were copied.
-
-        Only on first start: once the directory holds a rule file, deleted
-        starter rules stay deleted.
-        """
-        with self._lock:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            if any(p.name.endswith(SUFFIX) for p in self.directory.iterdir()):
-                return 0
-            copied = 0
-            for src in starter_pack():
-                self._write_bytes(self.directory / src.name, src.read_bytes())
-                copied += 1
-            return copied
-
     def load(self) -> list[str]:
-        """(Re)load every rule file; the error messages of the files left out."""
+        """(Re)read every rule; one message per stored rule left out (invalid under this version's checks)."""
         errors: list[str] = []
         loaded: dict[str, Rule] = {}
-        files: dict[str, Path] = {}
         with self._lock:
-            # Taken first: a file changed while loading is read again next time.
-            self._stamp = self._disk_stamp()
-            if not self.directory.is_dir():
-                self._rules, self._files = {}, {}
-                self.version += 1
-                return errors
-            for path in sorted(self.directory.iterdir()):
-                if not path.name.endswith(SUFFIX) or path.name.startswith("."):
-                    continue  # temp files of an interrupted write, editor backups
-                display = f"{self.directory.name}/{path.name}"
+            with self.db.session() as s:
+                # The counter first: rows newer than it only cause one reload
+                # more, while a counter newer than the rows would hide a change.
+                value = s.scalar(select(RuleGeneration.value).where(RuleGeneration.id == 1)) or 0
+                rows = s.execute(select(StoredRule.name, StoredRule.document).order_by(StoredRule.name)).all()
+            for name, document in rows:
                 try:
-                    rules = load_rule_file(path, display)
-                except RuleFileError as e:
-                    errors.append(e.message)
+                    rule = rule_from_dict(document, "")
+                    if rule.name != name:
+                        raise ValidationFailed("name", f"{rule.name!r} differs from the row's name")
+                except (ValidationFailed, QueryError, LimitExceeded) as e:
+                    errors.append(f"stored rule {name!r}: {e.message}")
                     continue
-                for rule in rules:
-                    if rule.name in loaded:
-                        errors.append(f"{display}: rule {rule.name!r} is defined twice; this one is ignored")
-                        continue
-                    loaded[rule.name] = rule
-                    files[rule.name] = path
-            self._rules, self._files = loaded, files
-            self.version += 1
+                loaded[name] = rule
+            self._rules = loaded
+            self.version = value
         return errors
 
     def refresh(self) -> list[str]:
-        """Reload when a rule file changed on disk since the last load (a no-op before the first)."""
+        """Reload when the rules changed (on any node) since the last read: one small query otherwise."""
+        value = self.db.read_counter(COUNTER)
         with self._lock:
-            if self._stamp is None or self._disk_stamp() == self._stamp:
+            if value == self.version:
                 return []
             errors = self.load()
         for problem in errors:
-            log.warning("rule file skipped: %s", problem)
+            log.warning("rule skipped: %s", problem)
         return errors
-
-    def _disk_stamp(self) -> tuple:
-        # Every write is a rename of a new file, so (name, inode, mtime, size)
-        # changes with any change.
-        try:
-            entries = list(os.scandir(self.directory))
-        except OSError:
-            return ()
-        out = []
-        for e in entries:
-            if e.name.endswith(SUFFIX) and not e.name.startswith("."):
-                try:
-                    st = e.stat()
-                except OSError:
-                    continue  # deleted while listing: the next refresh sees it gone
-                out.append((e.name, st.st_ino, st.st_mtime_ns, st.st_size))
-        return tuple(sorted(out))
-
-    def _own_change(self, before: tuple | None, name: str) -> None:
-        """After writing or deleting file ``name``: keep the stamp current if only that file changed.
-
-        If anything else changed meanwhile, the stamp stays old and the next
-        refresh reloads everything.
-        """
-        if before is None or before != self._stamp:
-            return
-        after = self._disk_stamp()
-        if [e for e in before if e[0] != name] == [e for e in after if e[0] != name]:
-            self._stamp = after
 
     # -- reading ----------------------------------------------------------
 
@@ -173,103 +227,162 @@ class RuleBook:
     def add(self, rule: Rule) -> Rule:
         check_name(rule.name)
         with self._lock:
-            self.refresh()
-            if rule.name in self._rules or self._path(rule.name).exists():
-                raise Conflict(f"a rule named {rule.name!r} exists already")
-            self._save(rule)
+            try:
+                with self.db.session(write=True) as s:
+                    generation = self._locked_counter(s)
+                    if s.get(StoredRule, rule.name) is not None:
+                        raise Conflict(f"a rule named {rule.name!r} exists already")
+                    now = datetime.now(UTC)
+                    s.add(StoredRule(name=rule.name, document=rule.to_dict(), created_on=now, updated_on=now))
+                    s.flush()
+                    value = self._bump(generation)
+            except IntegrityError:
+                # Only if the counter lock was bypassed; the primary key still keeps one rule.
+                raise Conflict(f"a rule named {rule.name!r} exists already") from None
+            self._settle(value, {rule.name: rule})
             return rule
 
     def update(self, rule: Rule) -> Rule:
         check_name(rule.name)
         with self._lock:
-            self.refresh()
-            if rule.name not in self._rules:
-                raise NotFound(f"no rule named {rule.name!r}")
-            self._save(rule)
+            with self.db.session(write=True) as s:
+                generation = self._locked_counter(s)
+                row = s.get(StoredRule, rule.name)
+                if row is None:
+                    raise NotFound(f"no rule named {rule.name!r}")
+                document = rule.to_dict()
+                if row.document == document:
+                    return rule
+                row.document, row.updated_on = document, datetime.now(UTC)
+                value = self._bump(generation)
+            self._settle(value, {rule.name: rule})
             return rule
 
     def toggle(self, name: str, enabled: bool) -> Rule:
+        check_name(name)
         with self._lock:
-            rule = self.get(name)
-            if rule.enabled == enabled:
-                return rule
-            changed = rule.with_enabled(enabled)
-            self._save(changed)
+            with self.db.session(write=True) as s:
+                generation = self._locked_counter(s)
+                row = s.get(StoredRule, name)
+                if row is None:
+                    raise NotFound(f"no rule named {name!r}")
+                # The stored rule, not the one in memory: another node may have changed it.
+                rule = rule_from_dict(row.document, "")
+                if rule.enabled == enabled:
+                    return rule
+                changed = rule.with_enabled(enabled)
+                row.document, row.updated_on = changed.to_dict(), datetime.now(UTC)
+                value = self._bump(generation)
+            self._settle(value, {name: changed})
             return changed
 
     def delete(self, name: str) -> Rule:
         check_name(name)
         with self._lock:
-            rule = self.get(name)
-            path = self._own_file(name)
-            before = self._disk_stamp()
-            path.unlink(missing_ok=True)
-            self._fsync_dir()
-            self._own_change(before, path.name)
-            del self._rules[name]
-            self._files.pop(name, None)
-            self.version += 1
+            with self.db.session(write=True) as s:
+                generation = self._locked_counter(s)
+                row = s.get(StoredRule, name)
+                if row is None:
+                    raise NotFound(f"no rule named {name!r}")
+                # A stored rule this version finds invalid cannot be deleted by name;
+                # `update` or `seclake rules import --replace` replaces it.
+                rule = rule_from_dict(row.document, "")
+                s.delete(row)
+                value = self._bump(generation)
+            self._settle(value, {name: None})
             return rule
 
-    # -- files ------------------------------------------------------------
+    def import_rules(self, rules: list[Rule], *, replace: bool = False) -> Imported:
+        """Add the new rules and update the changed ones in one transaction.
 
-    def _path(self, name: str) -> Path:
-        check_name(name)
-        path = self.directory / f"{name}{SUFFIX}"
-        # The name pattern already rules out separators; this is the second lock on the door.
-        if path.parent != self.directory:
-            raise ValidationFailed("name", f"{name[:60]!r} is not a rule name")
-        return path
-
-    def _own_file(self, name: str) -> Path:
-        """The file that holds rule ``name`` and nothing else, to rewrite or delete.
-
-        An admin may keep several rules in one hand-written file; the API
-        will not rewrite such a file (it would lose the admin's comments and
-        layout), so a change to one of its rules is refused with the file named.
+        With ``replace``, rules not among ``rules`` are deleted too: the book
+        becomes exactly what was imported (a rules repository's contents).
         """
-        path = self._files.get(name) or self._path(name)
-        sharing = [n for n, p in self._files.items() if p == path and n != name]
-        if sharing:
-            raise Conflict(
-                f"rule {name!r} is defined in {self.directory.name}/{path.name} together with "
-                f"{len(sharing)} other rule(s); edit that file and reload"
-            )
-        return path
+        for rule in rules:
+            check_name(rule.name)
+        names = [r.name for r in rules]
+        if len(set(names)) != len(names):
+            raise ValidationFailed("rules", "a rule name is imported twice")
+        added = updated = unchanged = deleted = 0
+        with self._lock:
+            with self.db.session(write=True) as s:
+                generation = self._locked_counter(s)
+                stored = {row.name: row for row in s.scalars(select(StoredRule))}
+                now = datetime.now(UTC)
+                for rule in rules:
+                    document = rule.to_dict()
+                    row = stored.get(rule.name)
+                    if row is None:
+                        s.add(StoredRule(name=rule.name, document=document, created_on=now, updated_on=now))
+                        added += 1
+                    elif row.document != document:
+                        row.document, row.updated_on = document, now
+                        updated += 1
+                    else:
+                        unchanged += 1
+                if replace:
+                    gone = sorted(set(stored) - set(names))
+                    if gone:
+                        s.execute(delete(StoredRule).where(StoredRule.name.in_(gone)))
+                    deleted = len(gone)
+                if added or updated or deleted:
+                    self._bump(generation)
+            self.load()
+        return Imported(added, updated, unchanged, deleted)
 
-    def _save(self, rule: Rule) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self._own_file(rule.name) if rule.name in self._rules else self._path(rule.name)
-        text = yaml.safe_dump(rule.to_dict(), sort_keys=False, allow_unicode=True, width=100)
-        before = self._disk_stamp()
-        self._write_bytes(path, text.encode("utf-8"))
-        self._own_change(before, path.name)
-        self._rules[rule.name] = rule
-        self._files[rule.name] = path
-        self.version += 1
+    def export(self, directory: Path) -> list[Path]:
+        """Write one YAML file per rule, ``<name>.yaml``, into ``directory``; the files written."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        for rule in self.rules():
+            # Names match NAME_PATTERN (no separator, no leading dot): a plain file name.
+            path = directory / f"{check_name(rule.name)}{SUFFIX}"
+            _write_atomically(path, rule_yaml(rule).encode("utf-8"))
+            written.append(path)
+        return written
 
-    def _write_bytes(self, path: Path, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=self.directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        self._fsync_dir()
+    # -- the counter ------------------------------------------------------
 
-    def _fsync_dir(self) -> None:
-        try:
-            fd = os.open(self.directory, os.O_RDONLY)
-        except OSError:
+    @staticmethod
+    def _locked_counter(s: Session) -> RuleGeneration:
+        """The counter row, locked until the transaction ends: rule changes of all nodes run in turn.
+
+        SQLite ignores FOR UPDATE; its write transactions begin IMMEDIATE,
+        which serializes them the same way.
+        """
+        generation = s.scalar(select(RuleGeneration).where(RuleGeneration.id == 1).with_for_update())
+        if generation is None:
+            raise RuntimeError("the rule_generation row is missing; run the database migrations")
+        return generation
+
+    @staticmethod
+    def _bump(generation: RuleGeneration) -> int:
+        generation.value += 1
+        return generation.value
+
+    def _settle(self, value: int, changes: dict[str, Rule | None]) -> None:
+        """After committing change ``value``: apply it in memory, or reload if others changed rules too."""
+        if value != self.version + 1:
+            self.load()
             return
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass  # some file systems cannot fsync a directory
-        finally:
-            os.close(fd)
+        for name, rule in changes.items():
+            if rule is None:
+                self._rules.pop(name, None)
+            else:
+                self._rules[name] = rule
+        self.version = value
 
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Temp file, fsync, rename: an interrupted export leaves no half rule file under a rule's name."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from seclake.db.models import StoredRule
 from seclake.detect.rulebook import starter_pack
 
 SEARCH = "ds/eventwatch_bucket_search"
@@ -14,6 +15,13 @@ DAO = "ds/eventwatch_bucket_dao"
 TEST = "ds/eventwatch_rule_test"
 
 SSHD_FAIL = "<38>Nov 21 14:07:54 acme-bastion-01 sshd[20311]: Failed password for admin from 203.0.113.7 port 40000 ssh2"
+
+
+def stored(srv, name: str) -> dict[str, Any] | None:
+    """The rule's document in the database, or None."""
+    with srv.services.db.session() as s:
+        row = s.get(StoredRule, name)
+        return None if row is None else row.document
 
 
 def err(srv, name: str, kargs: Any, token: str, status: int = 400) -> str:
@@ -94,7 +102,7 @@ def test_add_update_toggle_delete(srv, admin: str, new_name: Callable[[str], str
     name = new_name("r-")
     added = srv.call(DAO, {"action": "add", "bucket": bucket(name)}, admin)
     assert added["action"] == "add" and added["name"] == name and added["bucket"]["enabled"] is True
-    assert (srv.settings.data_dir / "rules" / f"{name}.yaml").is_file()
+    assert stored(srv, name) == added["bucket"]  # a row of the database, as the wire shows it
     assert srv.services.rules.get(name).risk_score == 100
     assert "exists already" in srv.fail(DAO, {"action": "add", "bucket": bucket(name)}, admin, status=409)
     updated = srv.call(DAO, {"action": "update", "bucket": bucket(name, riskScore=250)}, admin)
@@ -105,7 +113,7 @@ def test_add_update_toggle_delete(srv, admin: str, new_name: Callable[[str], str
     assert found["total"] == 1 and found["buckets"][0]["enabled"] is False
     deleted = srv.call(DAO, {"action": "delete", "name": name}, admin)
     assert deleted["action"] == "delete" and deleted["name"] == name
-    assert not (srv.settings.data_dir / "rules" / f"{name}.yaml").exists()
+    assert stored(srv, name) is None
     assert "no rule named" in srv.fail(DAO, {"action": "get", "name": name}, admin, status=404)
     assert "no rule named" in srv.fail(DAO, {"action": "update", "bucket": bucket(name)}, admin, status=404)
     # The audit log holds who changed rules, with which call and how it ended.
