@@ -133,19 +133,3 @@ def test_a_running_server_keeps_the_lake_to_itself(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
-
-
-def test_rules_check_and_run(tmp_path):
-    data = tmp_path / "data"
-    checked = run("rules", "check", "--data-dir", str(data))
-    assert checked.exit_code == 0 and "0 invalid files" in checked.output
-    (data / "rules" / "broken.yaml").write_text("name: broken\nbehavior: X\ndescription: d\nquery: 'a AND'\nkeyField: k\nkeyType: ip\nriskScore: 1\n")
-    bad = run("rules", "check", "--data-dir", str(data))
-    assert bad.exit_code == 1 and "broken.yaml" in bad.output and "line 4" in bad.output
-    (data / "rules" / "broken.yaml").unlink()
-    assert run("demo", "--days", "1", "--data-dir", str(data)).exit_code == 0
-    ran = run("rules", "run", "--from", "now-2d", "--to", "now", "--data-dir", str(data))
-    assert ran.exit_code == 0, ran.output
-    made = int(ran.output.split("made ")[1].split()[0])
-    assert made > 0
-    assert "--from" in run("rules", "run", "--from", "yesterday-ish", "--data-dir", str(data)).output
