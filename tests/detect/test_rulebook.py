@@ -1,20 +1,28 @@
-"""The rule book (files, CRUD, versions, path injection) and the starter pack on demo data."""
+"""The rule book in the database: changes, versions, two nodes, first start, export and import;
+and the starter pack on demo data.
+
+Every test runs on SQLite and on PostgreSQL (the ``db`` and ``database_url``
+fixtures); two ``Database`` objects on one database stand for two API nodes.
+"""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
+from seclake.db.database import Database
+from seclake.db.models import StoredRule
 from seclake.demo import scenario
 from seclake.demo.generator import generate
 from seclake.detect.rule import Rule, load_rule_file, rule_from_dict
-from seclake.detect.rulebook import RuleBook, check_name, starter_pack
+from seclake.detect.rulebook import RuleBook, check_name, read_rule_files, rule_yaml, starter_pack
 from seclake.detect.signal import Window
 from seclake.errors import Conflict, NotFound, ValidationFailed
 from seclake.ingest import parse_line
@@ -29,9 +37,27 @@ def make(name: str = "r1", **over: Any) -> Rule:
     return rule_from_dict(d)
 
 
+RULE_TEXT = "name: {name}\nbehavior: B\nquery: 'EventID:1'\nkeyField: k\nkeyType: ip\nriskScore: 1\n"
+
+
 @pytest.fixture
-def book(tmp_path: Path) -> RuleBook:
-    return RuleBook(tmp_path / "rules")
+def book(db: Database) -> RuleBook:
+    return RuleBook(db)
+
+
+@pytest.fixture
+def node(database_url: str, db: Database) -> Iterator[Any]:
+    """Open another node's view of the same database: its own engine and rule book."""
+    opened: list[Database] = []
+
+    def open_node(legacy: Path | None = None) -> RuleBook:
+        other = Database(database_url)
+        opened.append(other)
+        return RuleBook(other, legacy)
+
+    yield open_node
+    for other in opened:
+        other.dispose()
 
 
 def test_crud_and_version(book: RuleBook) -> None:
@@ -40,130 +66,273 @@ def test_crud_and_version(book: RuleBook) -> None:
     book.add(make("b"))
     book.add(make("a", riskScore=5))
     assert [r.name for r in book.rules()] == ["a", "b"] and book.version == v + 2
-    assert (book.directory / "a.yaml").is_file()
     with pytest.raises(Conflict, match="'a' exists already"):
         book.add(make("a"))
     book.update(make("a", riskScore=7))
-    assert book.get("a").risk_score == 7
+    assert book.get("a").risk_score == 7 and book.version == v + 3
     with pytest.raises(NotFound):
         book.update(make("zz"))
+    book.update(make("a", riskScore=7))
+    assert book.version == v + 3  # the same rule again: no change, no new version
     off = book.toggle("a", False)
     assert off.enabled is False and [r.name for r in book.enabled()] == ["b"]
     v = book.version
-    assert book.toggle("a", False) is off and book.version == v  # no change, no new version
+    assert book.toggle("a", False) == off and book.version == v
     book.delete("b")
-    assert not (book.directory / "b.yaml").exists()
     with pytest.raises(NotFound):
         book.get("b")
     with pytest.raises(NotFound):
         book.delete("b")
     assert book.get_or_none("b") is None
-    # What was written is what a fresh book reads.
-    again = RuleBook(book.directory)
+    # What was written is what a fresh book (a restart) reads.
+    again = RuleBook(book.db)
     assert again.load() == []
-    assert again.rules() == book.rules()
+    assert again.rules() == book.rules() and again.version == book.version
     assert again.get("a").enabled is False and again.get("a").risk_score == 7
 
 
-def test_writes_are_atomic_and_leave_no_temp_files(book: RuleBook, monkeypatch: pytest.MonkeyPatch) -> None:
-    book.add(make("a"))
-    before = (book.directory / "a.yaml").read_bytes()
-
-    def fail(*args: Any) -> None:
-        raise OSError("disk full")
-
-    # The rename never happens: the old file stays whole and no temp file is left.
-    monkeypatch.setattr(os, "replace", fail)
-    with pytest.raises(OSError):
-        book.update(make("a", riskScore=9))
-    monkeypatch.undo()
-    assert (book.directory / "a.yaml").read_bytes() == before
-    assert sorted(p.name for p in book.directory.iterdir()) == ["a.yaml"]
-
-
-def test_leftover_temp_files_are_not_rules(book: RuleBook) -> None:
-    book.add(make("a"))
-    (book.directory / ".tmp-x.part").write_text("half a rule")
-    (book.directory / "notes.txt").write_text("not yaml")
-    assert book.load() == [] and [r.name for r in book.rules()] == ["a"]
-
-
-@pytest.mark.parametrize("name", ["../evil", "a/b", "..", ".hidden", "", "a b", "a\x00b", "a" * 101, "é", "a\\b", "-x"])
-def test_path_injection_names_are_refused(book: RuleBook, name: str) -> None:
-    with pytest.raises(ValidationFailed):
-        check_name(name)
-    for action in (book.get, book.delete, lambda n: book.toggle(n, False)):
-        with pytest.raises((ValidationFailed, NotFound)):
-            action(name)
-    assert not any(book.directory.parent.glob("evil*"))
+def test_a_change_through_one_node_is_seen_by_another_at_its_next_read(book: RuleBook, node: Any) -> None:
+    other = node()
+    assert book.load() == [] and other.load() == []
+    other.add(make("from-other"))
+    assert [r.name for r in book.rules()] == ["from-other"]
+    v = book.version
+    assert v == other.version
+    # Nothing changed: reads cost the counter query only, no reload, same version.
+    loads: list[int] = []
+    real_load = book.load
+    book.load = lambda: loads.append(1) or real_load()  # type: ignore[method-assign]
+    assert book.rules() and book.get("from-other") and book.refresh() == [] and book.version == v and not loads
+    book.update(make("from-other", riskScore=9))
+    assert other.get("from-other").risk_score == 9 and other.version == v + 1
+    other.toggle("from-other", False)
+    assert book.enabled() == [] and book.version == v + 2
+    other.delete("from-other")
+    assert book.get_or_none("from-other") is None and book.version == v + 3
+    # The detector's path: refresh before a batch brings the change, version says recompile.
+    other.add(make("later"))
+    assert book.refresh() == [] and book.version == v + 4 and [r.name for r in book.enabled()] == ["later"]
 
 
-def test_a_rule_object_with_a_bad_name_is_not_written(book: RuleBook) -> None:
-    bad = Rule(**{**make("ok").__dict__, "name": "../../evil"})
-    with pytest.raises(ValidationFailed):
-        book.add(bad)
-    assert not (book.directory.parent.parent / "evil.yaml").exists()
+def test_a_toggle_uses_the_stored_rule_not_a_stale_copy(book: RuleBook, node: Any) -> None:
+    other = node()
+    book.add(make("r", riskScore=1))
+    other.update(make("r", riskScore=2))
+    # book has not read since; its toggle must not write riskScore 1 back.
+    assert book.toggle("r", False).risk_score == 2
+    assert other.get("r").risk_score == 2 and other.get("r").enabled is False
 
 
-def test_invalid_files_are_reported_and_skipped(book: RuleBook) -> None:
-    book.add(make("good"))
-    (book.directory / "bad.yaml").write_text("name: bad\nbehavior: B\nquery: 'a AND ('\nkeyField: k\nkeyType: ip\nriskScore: 1\n")
-    (book.directory / "twice.yaml").write_text(
-        "name: good\nbehavior: B\nquery: a\nkeyField: k\nkeyType: ip\nriskScore: 1\n"
-    )
-    errors = book.load()
-    assert [r.name for r in book.rules()] == ["good"]
-    assert any(e.startswith("rules/bad.yaml line 3: query: query error") for e in errors), errors
-    assert any("rules/twice.yaml" in e and "defined twice" in e for e in errors), errors
-    # An invalid file of that name is not overwritten by add.
-    with pytest.raises(Conflict):
-        book.add(make("bad"))
+def test_two_nodes_adding_one_name_give_one_rule_and_one_conflict(book: RuleBook, node: Any) -> None:
+    books = [book, node()]
+    for b in books:
+        b.load()
+    v = book.version
+    for round_ in range(5):
+        barrier = threading.Barrier(2)
+        outcome: list[str] = []
+
+        def add(b: RuleBook, k: int) -> None:
+            barrier.wait()
+            try:
+                b.add(make(f"same-{round_}", riskScore=k))
+                outcome.append("added")
+            except Conflict:
+                outcome.append("conflict")
+
+        threads = [threading.Thread(target=add, args=(b, k)) for k, b in enumerate(books)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(outcome) == ["added", "conflict"]
+    assert len(book.rules()) == 5 and book.version == v + 5
+    assert [r.name for r in books[1].rules()] == [r.name for r in book.rules()]
 
 
-def test_rules_of_a_shared_hand_written_file_are_not_rewritten(book: RuleBook) -> None:
-    book.directory.mkdir(parents=True)
-    (book.directory / "pack.yaml").write_text(
-        "- {name: x, behavior: B, query: a, keyField: k, keyType: ip, riskScore: 1}\n"
-        "- {name: y, behavior: B, query: b, keyField: k, keyType: ip, riskScore: 1}\n"
-    )
-    (book.directory / "other-name.yaml").write_text("{name: z, behavior: B, query: a, keyField: k, keyType: ip, riskScore: 1}\n")
-    assert book.load() == []
-    with pytest.raises(Conflict, match="rules/pack.yaml together with 1 other rule"):
-        book.toggle("x", False)
-    # A rule alone in a file of another name is rewritten in place, never duplicated.
-    book.toggle("z", False)
-    assert not (book.directory / "z.yaml").exists()
-    assert load_rule_file(book.directory / "other-name.yaml")[0].enabled is False
-    book.delete("z")
-    assert not (book.directory / "other-name.yaml").exists()
+def test_concurrent_changes_on_two_nodes_keep_every_rule(book: RuleBook, node: Any) -> None:
+    books = [book, node()]
+    books[0].load()
+    v = books[0].version
 
-
-def test_concurrent_changes_keep_every_rule(book: RuleBook) -> None:
     def worker(k: int) -> None:
-        for i in range(10):
-            book.add(make(f"w{k}-{i}"))
-            book.toggle(f"w{k}-{i}", False)
+        b = books[k % 2]
+        for i in range(5):
+            b.add(make(f"w{k}-{i}"))
+            b.toggle(f"w{k}-{i}", False)
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert len(book.rules()) == 40 and book.version == 80
-    again = RuleBook(book.directory)
-    assert again.load() == [] and len(again.enabled()) == 0 and len(again.rules()) == 40
+    for b in books:
+        assert len(b.rules()) == 20 and len(b.enabled()) == 0 and b.version == v + 40
 
 
-def test_starter_pack_installs_once(book: RuleBook) -> None:
+def test_a_failed_change_leaves_the_old_rule_and_the_old_version(book: RuleBook, monkeypatch: pytest.MonkeyPatch) -> None:
+    book.add(make("a", riskScore=1))
+    v = book.version
+
+    def crash(generation: Any) -> int:
+        raise RuntimeError("crash between the row and the counter")
+
+    monkeypatch.setattr(RuleBook, "_bump", staticmethod(crash))
+    with pytest.raises(RuntimeError):
+        book.update(make("a", riskScore=2))
+    with pytest.raises(RuntimeError):
+        book.add(make("b"))
+    with pytest.raises(RuntimeError):
+        book.import_rules([make("a", riskScore=3), make("c")], replace=True)
+    monkeypatch.undo()
+    fresh = RuleBook(book.db)
+    assert fresh.load() == [] and fresh.rules() == [make("a", riskScore=1)] and fresh.version == v
+
+
+@pytest.mark.parametrize("name", ["../evil", "a/b", "..", ".hidden", "", "a b", "a\x00b", "a" * 101, "é", "a\\b", "-x"])
+def test_bad_names_are_refused(book: RuleBook, name: str) -> None:
+    with pytest.raises(ValidationFailed):
+        check_name(name)
+    for action in (book.get, book.delete, lambda n: book.toggle(n, False)):
+        with pytest.raises((ValidationFailed, NotFound)):
+            action(name)
+
+
+def test_a_rule_object_with_a_bad_name_is_not_stored(book: RuleBook) -> None:
+    bad = Rule(**{**make("ok").__dict__, "name": "../../evil"})
+    for change in (book.add, book.update, lambda r: book.import_rules([r])):
+        with pytest.raises(ValidationFailed):
+            change(bad)
+    assert book.rules() == []
+
+
+def test_an_invalid_stored_rule_is_reported_and_left_out(book: RuleBook) -> None:
+    book.add(make("good"))
+    book.add(make("broken"))
+    with book.db.session(write=True) as s:
+        # As a stored rule could look to a later, stricter version.
+        s.execute(update(StoredRule).where(StoredRule.name == "broken").values(document={"name": "broken", "query": "a AND ("}))
+    errors = RuleBook(book.db).load()
+    assert len(errors) == 1 and errors[0].startswith("stored rule 'broken': "), errors
+    fresh = RuleBook(book.db)
+    assert [r.name for r in fresh.rules()] == ["good"]
+    # Updating it with a valid rule repairs it.
+    fresh.update(make("broken"))
+    assert RuleBook(book.db).load() == []
+
+
+# -- first start ---------------------------------------------------------------
+
+
+def test_first_start_installs_the_starter_pack_once(db: Database, node: Any, tmp_path: Path) -> None:
     shipped = starter_pack()
     assert len(shipped) >= 10
-    assert book.install_starter_pack() == len(shipped)
-    assert book.load() == []
+    book = RuleBook(db, tmp_path / "rules")  # no such directory: nothing legacy
+    seeded = book.seed()
+    assert seeded is not None and seeded.source == "starter" and seeded.count == len(shipped) and seeded.errors == []
     names = {r.name for r in book.rules()}
     assert {"ssh-brute-force-source", "port-scan-flow", "credential-dumping", "known-bad-domain"} <= names
+    assert {r.name for p in shipped for r in load_rule_file(p)} == names
     book.delete("credential-dumping")
-    assert book.install_starter_pack() == 0  # not on a directory that has rules: deleted stays deleted
-    assert book.load() == [] and "credential-dumping" not in {r.name for r in book.rules()}
+    # A restart (and any other node) seeds nothing: deleted starter rules stay deleted.
+    restarted = node(tmp_path / "rules")
+    assert restarted.seed() is None and restarted.load() == []
+    assert "credential-dumping" not in {r.name for r in restarted.rules()}
+    assert len(restarted.rules()) == len(shipped) - 1
+
+
+def test_first_start_imports_the_legacy_rule_files_once(db: Database, node: Any, tmp_path: Path) -> None:
+    legacy = tmp_path / "rules"
+    legacy.mkdir()
+    (legacy / "mine.yaml").write_text(RULE_TEXT.format(name="mine"))
+    (legacy / "pack.yaml").write_text(
+        "- {name: x, behavior: B, query: a, keyField: k, keyType: ip, riskScore: 1, enabled: false}\n"
+        "- {name: y, behavior: B, query: b, keyField: k, keyType: ip, riskScore: 1}\n"
+    )
+    (legacy / "bad.yaml").write_text("name: bad\nbehavior: B\nquery: 'a AND ('\nkeyField: k\nkeyType: ip\nriskScore: 1\n")
+    (legacy / "zz-twice.yaml").write_text(RULE_TEXT.format(name="mine"))
+    (legacy / ".tmp-x.part").write_text("half a rule")
+    (legacy / "notes.txt").write_text("not yaml")
+    book = RuleBook(db, legacy)
+    seeded = book.seed()
+    assert seeded is not None and seeded.source == "legacy" and seeded.count == 3
+    assert any(e.startswith("rules/bad.yaml line 3: query: query error") for e in seeded.errors), seeded.errors
+    assert any("rules/zz-twice.yaml" in e and "defined twice" in e for e in seeded.errors), seeded.errors
+    assert [r.name for r in book.rules()] == ["mine", "x", "y"] and [r.name for r in book.enabled()] == ["mine", "y"]
+    assert "credential-dumping" not in {r.name for r in book.rules()}  # no starter pack on top
+    # After that the directory is not read: a file added there, or removed, changes nothing.
+    (legacy / "later.yaml").write_text(RULE_TEXT.format(name="later"))
+    (legacy / "mine.yaml").unlink()
+    restarted = node(legacy)
+    assert restarted.seed() is None and [r.name for r in restarted.rules()] == ["mine", "x", "y"]
+
+
+def test_of_two_nodes_starting_at_once_one_seeds(db: Database, node: Any, tmp_path: Path) -> None:
+    books = [RuleBook(db, tmp_path / "none"), node(tmp_path / "none")]
+    barrier = threading.Barrier(2)
+    results: list[Any] = []
+
+    def start(b: RuleBook) -> None:
+        barrier.wait()
+        results.append(b.seed())
+
+    threads = [threading.Thread(target=start, args=(b,)) for b in books]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r is None for r in results) == [False, True]
+    assert len(books[1].rules()) == len(books[0].rules()) == len(starter_pack())
+
+
+def test_a_book_holding_rules_already_is_only_marked_seeded(book: RuleBook) -> None:
+    book.add(make("own"))
+    seeded = book.seed()
+    assert seeded is not None and seeded.count == 0 and [r.name for r in book.rules()] == ["own"]
+    assert book.seed() is None
+
+
+# -- detection as code -----------------------------------------------------------
+
+
+def test_export_then_import_round_trips(book: RuleBook, tmp_path: Path) -> None:
+    book.seed()
+    book.toggle("credential-dumping", False)
+    book.add(make("mine", keyPattern="from {} port", description="é ünïcode"))
+    before = book.rules()
+    written = book.export(tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(f"{r.name}.yaml" for r in before)
+    assert [p.name for p in written] == [f"{r.name}.yaml" for r in before]
+    # Each file is the format the starter pack uses: one rule, read back by load_rule_file.
+    assert load_rule_file(tmp_path / "out" / "mine.yaml") == [book.get("mine")]
+    assert (tmp_path / "out" / "mine.yaml").read_text() == rule_yaml(book.get("mine"))
+    rules, errors = read_rule_files([tmp_path / "out"])
+    assert errors == [] and sorted(rules, key=lambda r: r.name) == before
+
+    v = book.version
+    assert book.import_rules(rules) == (0, 0, len(before), 0) and book.version == v  # nothing changed
+    book.delete("mine")
+    book.add(make("extra"))
+    book.toggle("credential-dumping", True)
+    v = book.version
+    done = book.import_rules(rules)
+    assert (done.added, done.updated, done.deleted) == (1, 1, 0) and book.version == v + 1  # one change for all
+    assert {r.name for r in book.rules()} == {r.name for r in before} | {"extra"}
+    done = book.import_rules(rules, replace=True)
+    assert done.deleted == 1 and book.rules() == before
+
+
+def test_reading_rule_files_reports_every_bad_one(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(RULE_TEXT.format(name="a"))
+    (tmp_path / "b.yaml").write_text("name: b\nbehavior: B\nquery: x\nkeyField: k\nkeyType: ip\nriskScore: -5\n")
+    (tmp_path / "c.yaml").write_text("name: [unclosed\n")
+    single = tmp_path / "elsewhere.yml"
+    single.write_text(RULE_TEXT.format(name="a"))
+    rules, errors = read_rule_files([tmp_path, single])
+    assert [r.name for r in rules] == ["a"]
+    assert errors[0].startswith(f"{tmp_path.name}/b.yaml line 6: riskScore"), errors
+    assert errors[1].startswith(f"{tmp_path.name}/c.yaml line "), errors
+    assert "elsewhere.yml" in errors[2] and "defined twice" in errors[2]
 
 
 # -- the starter pack on demo data ------------------------------------------------
@@ -260,20 +429,3 @@ def test_windows_brute_force_fires_on_a_burst_of_4625() -> None:
         assert rule.matcher()(record) and rule.key_of(record) == "198.51.100.9"
         got.append(window.observe(record["@timestamp"], rule.signal_value(record)))
     assert got[9] == 10.0 and got.count(None) == 11
-
-
-def test_rules_written_by_another_book_on_the_same_directory_are_seen_without_a_load(book: RuleBook) -> None:
-    """Two API nodes of a cluster share the rules directory; each sees the other's changes."""
-    other = RuleBook(book.directory)
-    assert book.load() == [] and other.load() == []
-    other.add(make("from-other"))
-    assert [r.name for r in book.rules()] == ["from-other"]
-    v = book.version
-    assert book.rules() and book.version == v  # nothing changed: no reload
-    book.update(make("from-other", riskScore=9))
-    assert other.get("from-other").risk_score == 9
-    other.delete("from-other")
-    assert book.get_or_none("from-other") is None
-    # A hand-edited file is picked up too, and a broken one is left out, not fatal.
-    (book.directory / "bad.yaml").write_text("name: [unclosed\n")
-    assert book.rules() == [] and book.refresh() == []
