@@ -1,1 +1,1 @@
-"""The starter rule pack: YAML rule files copied into an empty rules directory on first start."""
+"""The starter rule pack: YAML rule files imported into the database on the first start (seclake.detect.rulebook)."""
