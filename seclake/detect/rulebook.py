@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import yaml
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -246,10 +246,7 @@ class RuleBook:
         check_name(rule.name)
         with self._lock:
             with self.db.session(write=True) as s:
-                generation = self._locked_counter(s)
-                row = s.get(StoredRule, rule.name)
-                if row is None:
-                    raise NotFound(f"no rule named {rule.name!r}")
+                generation, row = self._existing(s, rule.name)
                 document = rule.to_dict()
                 if row.document == document:
                     return rule
@@ -262,10 +259,7 @@ class RuleBook:
         check_name(name)
         with self._lock:
             with self.db.session(write=True) as s:
-                generation = self._locked_counter(s)
-                row = s.get(StoredRule, name)
-                if row is None:
-                    raise NotFound(f"no rule named {name!r}")
+                generation, row = self._existing(s, name)
                 # The stored rule, not the one in memory: another node may have changed it.
                 rule = rule_from_dict(row.document, "")
                 if rule.enabled == enabled:
@@ -280,10 +274,7 @@ class RuleBook:
         check_name(name)
         with self._lock:
             with self.db.session(write=True) as s:
-                generation = self._locked_counter(s)
-                row = s.get(StoredRule, name)
-                if row is None:
-                    raise NotFound(f"no rule named {name!r}")
+                generation, row = self._existing(s, name)
                 # A stored rule this version finds invalid cannot be deleted by name;
                 # `update` or `seclake rules import --replace` replaces it.
                 rule = rule_from_dict(row.document, "")
@@ -355,6 +346,14 @@ class RuleBook:
         if generation is None:
             raise RuntimeError("the rule_generation row is missing; run the database migrations")
         return generation
+
+    def _existing(self, s: Session, name: str) -> tuple[RuleGeneration, StoredRule]:
+        """The counter (locked) and the row of rule ``name``; NotFound when there is none."""
+        generation = self._locked_counter(s)
+        row = s.get(StoredRule, name)
+        if row is None:
+            raise NotFound(f"no rule named {name!r}")
+        return generation, row
 
     @staticmethod
     def _bump(generation: RuleGeneration) -> int:

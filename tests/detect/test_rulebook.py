@@ -22,10 +22,12 @@ from seclake.db.models import StoredRule
 from seclake.demo import scenario
 from seclake.demo.generator import generate
 from seclake.detect.rule import Rule, load_rule_file, rule_from_dict
+from seclake.detect.detector import Detector
 from seclake.detect.rulebook import RuleBook, check_name, read_rule_files, rule_yaml, starter_pack
 from seclake.detect.signal import Window
 from seclake.errors import Conflict, NotFound, ValidationFailed
 from seclake.ingest import parse_line
+from seclake.settings import Settings
 
 
 def make(name: str = "r1", **over: Any) -> Rule:
@@ -112,6 +114,18 @@ def test_a_change_through_one_node_is_seen_by_another_at_its_next_read(book: Rul
     # The detector's path: refresh before a batch brings the change, version says recompile.
     other.add(make("later"))
     assert book.refresh() == [] and book.version == v + 4 and [r.name for r in book.enabled()] == ["later"]
+
+
+def test_the_detector_applies_another_nodes_change_to_its_next_batch(book: RuleBook, node: Any) -> None:
+    detector = Detector(book, None, bands=Settings().score_bands)
+    record = {"@timestamp": 1_000, "@type": "event", "@fields": {"EventID": "4625", "IpAddress": "198.51.100.9"}}
+    assert detector.process([("event", record)], 1) == []
+    other = node()
+    other.add(make("from-other"))
+    [behavior] = detector.process([("event", record)], 2)
+    assert behavior["behaviorRule"] == "from-other" and behavior["key"] == "198.51.100.9"
+    other.toggle("from-other", False)
+    assert detector.process([("event", record)], 3) == []
 
 
 def test_a_toggle_uses_the_stored_rule_not_a_stale_copy(book: RuleBook, node: Any) -> None:
