@@ -72,7 +72,11 @@ class Services:
         self.split_store = SplitStore(store_config) if store_config is not None else None
         if settings.ingest:
             self.lake = Lake(
-                settings.data_dir, self.db, commit_interval=settings.commit_interval_seconds, store=self.split_store
+                settings.data_dir,
+                self.db,
+                commit_interval=settings.commit_interval_seconds,
+                store=self.split_store,
+                partitions=settings.customer_partitions,
             )
         else:
             from seclake.cluster.catalogview import CatalogView

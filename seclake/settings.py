@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     commit_interval_seconds: float = Field(
         1.0, gt=0, le=60, description="Accepted records become searchable within about this time."
     )
+    customer_partitions: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Splits a dataset's day is written in, by @customer (the largest customers get their own; searches restricted to a customer skip the others'); 1: one split per day.",
+    )
     retention_days: int = Field(90, ge=0, description="Splits older than this many days are deleted; 0 keeps all.")
     retention_interval_minutes: float = Field(60, gt=0, description="How often the server applies retention.")
     idempotency_key_hours: float = Field(

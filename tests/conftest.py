@@ -257,8 +257,8 @@ def lake_factory(tmp_path: Path, db: Any) -> Iterator[Callable[..., Any]]:
 
     opened: list[Any] = []
 
-    def open_lake(background: bool = False) -> Any:
-        lake = Lake(tmp_path / "data", db, commit_interval=0.05)
+    def open_lake(background: bool = False, **options: Any) -> Any:
+        lake = Lake(tmp_path / "data", db, commit_interval=0.05, **options)
         lake.start(background=background)
         opened.append(lake)
         return lake

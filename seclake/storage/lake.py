@@ -54,9 +54,18 @@ RETIRE_GRACE = 120.0
 
 class Lake:
     def __init__(
-        self, data_dir: Path, db: Database, *, commit_interval: float = 1.0, store: SplitStore | None = None
+        self,
+        data_dir: Path,
+        db: Database,
+        *,
+        commit_interval: float = 1.0,
+        store: SplitStore | None = None,
+        partitions: int = partition.OFF,
     ):
         self.layout = Layout(data_dir)
+        # Splits a dataset's day is written in, by customer (setting
+        # customer_partitions; partition.py); 1: one.
+        self.partitions = partitions
         # Object storage the splits are uploaded to before they are published
         # (setting split_store_url); None: the shared filesystem only.
         self.store = store
@@ -271,7 +280,7 @@ class Lake:
             days[(dataset, day)].append((seq, body, key))
         groups: dict[tuple[str, int, str], list[tuple[int, bytes]]] = defaultdict(list)
         for (dataset, day), rows in days.items():
-            for (seq, body, _), key in zip(rows, partition.capped([r[2] for r in rows])):
+            for (seq, body, _), key in zip(rows, partition.capped([r[2] for r in rows], self.partitions)):
                 groups[(dataset, day, key)].append((seq, body))
         jobs = []
         for (dataset, day, _key), payload in sorted(groups.items()):
@@ -318,7 +327,8 @@ class Lake:
         merged = 0
         self.reap()
         with self._merge_lock:
-            for group in merge_candidates(self.catalog.entries(PUBLISHED), now_ms=int(time.time() * 1000)):
+            now_ms = int(time.time() * 1000)
+            for group in merge_candidates(self.catalog.entries(PUBLISHED), now_ms=now_ms, partitions=self.partitions):
                 with self._splits_lock:
                     sources = [self._splits[e.split_id] for e in group if e.split_id in self._splits]
                 if len(sources) < 2:

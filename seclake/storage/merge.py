@@ -12,8 +12,9 @@ is merged into one split. Records arriving late for an old day make a small
 split that joins the day's split once the day is quiet again: one rewrite
 of that day per quiet period, not per commit interval.
 
-Only splits of one partition (``partition.py``) merge, so a customer's
-split stays prunable for searches restricted to other customers.
+With customer partitions on (``partition.py``), only splits of one
+partition merge, so a customer's split stays prunable for searches
+restricted to other customers.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from seclake.storage.catalog import CatalogEntry
-from seclake.storage.partition import of_customers
+from seclake.storage.partition import OFF, of_customers
 
 DAY_MS = 86_400_000
 MAX_MERGED_RECORDS = 10_000_000
@@ -39,7 +40,11 @@ def tier(num_records: int) -> int:
 
 
 def merge_candidates(
-    entries: Iterable[CatalogEntry], factor: int = 8, now_ms: int | None = None, settle_ms: int | None = None
+    entries: Iterable[CatalogEntry],
+    factor: int = 8,
+    now_ms: int | None = None,
+    settle_ms: int | None = None,
+    partitions: int = OFF,
 ) -> list[list[CatalogEntry]]:
     """Groups of splits to merge, each into one split.
 
@@ -51,7 +56,7 @@ def merge_candidates(
     for e in entries:
         if e.num_records >= MAX_MERGED_RECORDS or day_of(e.time_min) != day_of(e.time_max):
             continue
-        days[(e.dataset, day_of(e.time_min), of_customers(e.customers))].append(e)
+        days[(e.dataset, day_of(e.time_min), of_customers(e.customers, partitions))].append(e)
     out = []
     for members in days.values():
         members.sort(key=lambda e: e.split_id)

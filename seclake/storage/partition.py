@@ -8,15 +8,20 @@ and merges only join splits of one partition (the model is Quickwit's
 
 A record's partition is its customer signature (``customers.py``): ``acme``
 and ``ACME`` are two partitions, which costs a split, never an answer. At
-most ``MAX_PARTITIONS`` partitions of one dataset and day in a batch get
-splits of their own, those with the most records; the rest share one
-``MIXED`` split, as do records whose customers a signature cannot say. A
+most ``limit`` partitions of one dataset and day in a batch get splits of
+their own (setting ``customer_partitions``), those with the most records;
+the rest share one ``MIXED`` split, as do records whose customers a
+signature cannot say. A limit of 1 (the default) turns partitioning off:
+every record is ``MIXED``, a day is one split per dataset again. A
 split's partition is read back from its customers: one signature is that
 partition, anything else (several, unknown, a split written before
 partitions) is ``MIXED``.
 
 Partitions multiply the splits a day ends in: an unrestricted search pays
-the fixed cost per split once per partition. The cap bounds that.
+the fixed cost per split once per partition (measured, embedded, 3
+customers: an unrestricted search 1.3 -> 2.1 ms, one restricted to a
+customer 0.93 -> 0.82 ms). So it is opt-in, for deployments whose callers
+are mostly restricted to one customer (a service provider's tenants).
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from typing import Any
 
 from seclake.storage.customers import Customers, Unknown, signature
 
-MAX_PARTITIONS = 16
+# Partitions of one dataset and day at most (the setting's upper bound is
+# lower); 1: no partitioning.
+OFF = 1
 MIXED = "*"  # no signature is "*": signatures are JSON lists
 
 
@@ -41,15 +48,19 @@ def key_of(source: dict[str, Any]) -> str:
         return MIXED
 
 
-def of_customers(customers: Customers) -> str:
+def of_customers(customers: Customers, limit: int) -> str:
     """The partition of a written split, from its customers."""
+    if limit <= OFF:
+        return MIXED
     return customers[0] if customers is not None and len(customers) == 1 else MIXED
 
 
-def capped(keys: Sequence[str]) -> list[str]:
+def capped(keys: Sequence[str], limit: int) -> list[str]:
     """Each record's partition once the cap applies: the largest keep their own."""
+    if limit <= OFF:
+        return [MIXED] * len(keys)
     counts = Counter(keys)
-    if len(counts) <= MAX_PARTITIONS:
+    if len(counts) <= limit:
         return list(keys)
-    own = {k for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_PARTITIONS - 1]}
+    own = {k for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit - 1]}
     return [k if k in own else MIXED for k in keys]

@@ -15,7 +15,6 @@ from seclake.search.pruning import may_match
 from seclake.search.root import InProcessLeaves, Root
 from seclake.service.access import Rights
 from seclake.storage import customers as cust
-from seclake.storage import partition
 from seclake.storage.split import Split
 
 DAY0 = 1_763_683_200_000
@@ -33,10 +32,9 @@ SPLITS = {
 
 
 @pytest.fixture
-def lake(lake_factory, monkeypatch):
-    # Mixed splits, one per flush, as a day past the partition cap (or
-    # written before partitions) has: the hard case for pruning.
-    monkeypatch.setattr(partition, "MAX_PARTITIONS", 1)
+def lake(lake_factory):
+    # Mixed splits, one per flush, as a lake without customer partitions
+    # (the default) or a day past their cap has: the hard case for pruning.
     lake = lake_factory()
     n = 0
     for values in SPLITS.values():

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from seclake.storage import customers as cust
-from seclake.storage import merge, partition
+from seclake.storage import merge
 from seclake.storage.catalog import PUBLISHED
 from seclake.storage.customers import CustomerSet, signature
 from seclake.storage.split import META_FILE, Split
@@ -71,7 +71,6 @@ def _event(i, customer=None):
 
 
 def test_splits_and_catalog_entries_carry_the_set_across_a_restart(lake_factory, monkeypatch):
-    monkeypatch.setattr(partition, "MAX_PARTITIONS", 1)  # one split of mixed customers
     lake = lake_factory()
     lake.append([("event", _event(1, "acme")), ("event", _event(2, ["ACME", "globex"])), ("event", _event(3))])
     lake.flush()
@@ -96,7 +95,6 @@ def test_a_split_written_before_customers_were_recorded_is_unknown(lake_factory)
 
 def test_merged_splits_carry_the_union_or_unknown_past_the_cap(lake_factory, monkeypatch):
     monkeypatch.setattr(merge, "SETTLE_MS", 0)  # the day is quiet at once: merged into one split
-    monkeypatch.setattr(partition, "MAX_PARTITIONS", 1)  # splits of mixed customers, which merge
     lake = lake_factory()
     for customers in (("acme", None), (["acme", "initech"], "acme")):
         lake.append([("event", _event(1, c)) for c in customers])

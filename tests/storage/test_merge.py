@@ -45,7 +45,11 @@ def test_only_splits_of_one_customer_partition_merge():
     globex = [of(3, ('["globex"]',)), of(4, ('["globex"]',))]
     # Several customers, unknown ones, and splits from before partitions share one partition.
     mixed = [of(5, ('["acme"]', '["globex"]')), of(6, None)]
-    groups = merge_candidates(acme + globex + mixed + [of(7, ("[]",))], now_ms=NOW)
+    everything = acme + globex + mixed + [of(7, ("[]",))]
+    groups = merge_candidates(everything, now_ms=NOW, partitions=16)
     assert sorted([e.split_id for e in g] for g in groups) == [
         ["event-0001", "event-0002"], ["event-0003", "event-0004"], ["event-0005", "event-0006"]
     ]
+    # Partitions off (the default): the quiet day is one split again, whatever its splits hold.
+    (whole,) = merge_candidates(everything, now_ms=NOW)
+    assert len(whole) == 7

@@ -7,11 +7,12 @@ from seclake.query.parser import parse
 from seclake.record.dataset import EVENTS
 from seclake.search.plan import SearchPlan
 from seclake.search.root import Root
-from seclake.storage import merge, partition
+from seclake.storage import merge
 from seclake.storage.catalog import PUBLISHED
 from seclake.storage.merge import DAY_MS
 
 DAY0 = 1_763_683_200_000
+LIMIT = 16  # setting customer_partitions
 CUSTOMERS = ["acme", "globex", "initech", None]
 
 
@@ -27,7 +28,7 @@ def _customers(lake):
 
 
 def test_a_batch_is_split_by_customer_and_day(lake_factory):
-    lake = lake_factory()
+    lake = lake_factory(partitions=LIMIT)
     lake.append([("event", _event(i, CUSTOMERS[i % 4], day=i // 4 % 2)) for i in range(40)])
     lake.flush()
     # Two days, four partitions each (records without a customer are one).
@@ -36,21 +37,21 @@ def test_a_batch_is_split_by_customer_and_day(lake_factory):
 
 
 def test_past_the_cap_the_smallest_partitions_share_one_split(lake_factory):
-    lake = lake_factory()
-    many = partition.MAX_PARTITIONS + 4
+    lake = lake_factory(partitions=LIMIT)
+    many = LIMIT + 4
     # Customer c<k> has k + 1 records: the largest keep splits of their own.
     lake.append([("event", _event(k * 100 + j, f"c{k}")) for k in range(many) for j in range(k + 1)])
     lake.flush()
     splits = lake.splits("event")
-    assert len(splits) == partition.MAX_PARTITIONS
+    assert len(splits) == LIMIT
     singles = sorted(s.meta.customers[0] for s in splits if len(s.meta.customers) == 1)
-    assert singles == sorted(f'["c{k}"]' for k in range(many - partition.MAX_PARTITIONS + 1, many))
+    assert singles == sorted(f'["c{k}"]' for k in range(many - LIMIT + 1, many))
     (mixed,) = [s for s in splits if len(s.meta.customers) > 1]
-    assert mixed.meta.customers == tuple(sorted(f'["c{k}"]' for k in range(many - partition.MAX_PARTITIONS + 1)))
+    assert mixed.meta.customers == tuple(sorted(f'["c{k}"]' for k in range(many - LIMIT + 1)))
 
 
 def test_merges_join_splits_of_one_partition_only(lake_factory, monkeypatch):
-    lake = lake_factory()
+    lake = lake_factory(partitions=LIMIT)
     for batch in range(3):
         lake.append([("event", _event(batch * 10 + i, CUSTOMERS[i % 4])) for i in range(10)])
         lake.flush()
@@ -62,7 +63,7 @@ def test_merges_join_splits_of_one_partition_only(lake_factory, monkeypatch):
 
 
 def test_a_caller_restricted_to_one_customer_searches_only_its_splits(lake_factory):
-    lake = lake_factory()
+    lake = lake_factory(partitions=LIMIT)
     lake.append([("event", _event(i, CUSTOMERS[i % 4], day=i % 3)) for i in range(120)])
     lake.flush()
     with ThreadPoolExecutor(2) as pool:
