@@ -281,6 +281,46 @@ def test_first_start_imports_the_legacy_rule_files_once(db: Database, node: Any,
     assert restarted.seed() is None and [r.name for r in restarted.rules()] == ["mine", "x", "y"]
 
 
+def test_an_existing_deployment_keeps_its_rule_files_on_upgrade(
+    database_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A data dir with rules/ and a database at revision 0008 (rules were files), started by this version."""
+    from alembic import command
+    from alembic.config import Config
+
+    from seclake.db.database import MIGRATIONS
+    from seclake.services import Services
+    from seclake.settings import load_settings
+
+    old = Database(database_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with old.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0008")
+    old.dispose()
+    rules = tmp_path / "data" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "mine.yaml").write_text(RULE_TEXT.format(name="mine"))
+    (rules / "bad.yaml").write_text("name: bad\nbehavior: B\nquery: 'a AND ('\nkeyField: k\nkeyType: ip\nriskScore: 1\n")
+    settings = load_settings(data_dir=tmp_path / "data", database_url=database_url, admin_password="admin-test-password")
+    for start in range(2):
+        caplog.clear()
+        services = Services(settings)
+        with caplog.at_level("INFO", logger="seclake"):
+            services.prepare()
+        try:
+            assert [r.name for r in services.rules.rules()] == ["mine"]
+        finally:
+            services.stop()
+        messages = [r.getMessage() for r in caplog.records]
+        if start == 0:
+            assert any(m.startswith("imported 1 rules from ") and "no longer read" in m for m in messages), messages
+            assert any("rules/bad.yaml line 3" in m for m in messages), messages
+        else:
+            assert not any("imported" in m or "bad.yaml" in m for m in messages), messages
+
+
 def test_of_two_nodes_starting_at_once_one_seeds(db: Database, node: Any, tmp_path: Path) -> None:
     books = [RuleBook(db, tmp_path / "none"), node(tmp_path / "none")]
     barrier = threading.Barrier(2)
