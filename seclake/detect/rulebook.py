@@ -161,7 +161,7 @@ class RuleBook:
                 for rule in rules:
                     s.add(StoredRule(name=rule.name, document=rule.to_dict(), created_on=now, updated_on=now))
                 if rules:
-                    generation.value += 1
+                    self._bump(generation)
             self.load()
         return Seeded(source, len(rules), errors)
 
