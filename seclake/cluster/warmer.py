@@ -17,12 +17,12 @@ A new split (a flush, a merge) reaches its owner within one interval.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from seclake.cluster.rendezvous import assign
+from seclake.service.periodic import Periodic
 from seclake.storage.catalog import PUBLISHED, Catalog
 from seclake.storage.merge import DAY_MS
 
@@ -48,13 +48,11 @@ class Warmer:
         self.catalog = catalog
         self.directory = directory
         self.days = days
-        self.interval = interval
         self.send = send
         self.now_ms = now_ms
         # searcher name -> split ids already sent to it
         self._sent: dict[str, set[str]] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._rounds = Periodic("seclake-warmer", interval, self.tick, log, "warming searchers")
 
     def tick(self) -> dict[str, int]:
         """One round; how many splits each searcher was sent."""
@@ -87,22 +85,9 @@ class Warmer:
             del self._sent[gone]
         return out
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.tick()
-            except Exception:  # noqa: BLE001 - a round that failed is retried next interval
-                log.exception("warming searchers failed")
-
     def start(self) -> None:
-        if self.days <= 0 or self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="seclake-warmer", daemon=True)
-        self._thread.start()
+        if self.days > 0:
+            self._rounds.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._rounds.stop()

@@ -4,9 +4,9 @@ and imports' idempotency keys past their window are forgotten."""
 from __future__ import annotations
 
 import logging
-import threading
 
 from seclake.service.idempotency import Idempotency
+from seclake.service.periodic import Periodic
 from seclake.storage.lake import Lake
 
 log = logging.getLogger("seclake.retention")
@@ -19,9 +19,7 @@ class RetentionSchedule:
         self.lake = lake
         self.max_age_days = max_age_days
         self.idempotency = idempotency
-        self.interval = interval_minutes * 60
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._rounds = Periodic("seclake-retention", interval_minutes * 60, self.run_once, log, "retention")
 
     def run_once(self) -> int:
         """Apply retention now; the number of splits deleted."""
@@ -34,23 +32,11 @@ class RetentionSchedule:
                 log.info("retention forgot %d import idempotency keys past their window", forgotten)
         return deleted
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.run_once()
-            except Exception:
-                log.exception("retention failed; will retry")
-
     def start(self) -> None:
         # Keys expire even when splits are kept forever.
         if self.max_age_days <= 0 and self.idempotency is None:
             return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="seclake-retention", daemon=True)
-        self._thread.start()
+        self._rounds.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._rounds.stop()
