@@ -49,7 +49,8 @@ def _searcher(address: str, data_dir: Path, node_id: str, env: dict[str, str], l
     with log.open("ab") as out:
         done = subprocess.run(
             [sys.executable, "-m", "seclake", "searcher", "--ray-address", address, "--data-dir", str(data_dir),
-             "--node-id", node_id, "--detach"],
+             # No indexers: the lake's writer here is the embedded node, outside Ray.
+             "--node-id", node_id, "--indexers", "0", "--detach"],
             env=env, stdout=out, stderr=subprocess.STDOUT, timeout=300,
         )
     if done.returncode != 0:
