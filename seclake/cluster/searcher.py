@@ -15,7 +15,6 @@ cluster (``placement``: pinned, detached, restarted by Ray, named
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,10 +48,9 @@ class Searcher:
     ):
         self.splits_dir = splits_dir
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="leaf")
-        # Splits the ingest node asked this searcher to open ahead (warmer.py).
-        self._warm_lock = threading.Lock()
-        self._to_warm: list[tuple[str, str, int]] = []
-        self._warming = False
+        # Opens the splits the ingest node asks for ahead of searches (warmer.py),
+        # one request after the other, beside the searches.
+        self._warmer = ThreadPoolExecutor(1, thread_name_prefix="warm")
         self.warmed = 0
         self.store = store
         self.cache = SplitCache(
@@ -63,27 +61,12 @@ class Searcher:
             max_bytes=cache_bytes,
         )
 
-    def warm(self, splits: list[tuple[str, str, int]]) -> int:
-        """Queue splits (dataset, split id, bytes) to open ahead of searches, in
-        the background; returns at once with how many are queued."""
-        with self._warm_lock:
-            self._to_warm.extend(splits)
-            queued = len(self._to_warm)
-            if self._warming:
-                return queued
-            self._warming = True
-        threading.Thread(target=self._warm_queued, name="warm", daemon=True).start()
-        return queued
+    def warm(self, splits: list[tuple[str, str, int]]) -> None:
+        """Open splits (dataset, split id, bytes) ahead of searches, in the background."""
+        self._warmer.submit(self._warm, splits)
 
-    def _warm_queued(self) -> None:
-        while True:
-            with self._warm_lock:
-                batch = list(self._to_warm)
-                self._to_warm.clear()
-                if not batch:
-                    self._warming = False
-                    return
-            self.warmed += self.cache.warm(batch)
+    def _warm(self, splits: list[tuple[str, str, int]]) -> None:
+        self.warmed += self.cache.warm(splits)
 
     def info(self) -> dict[str, Any]:
         return {
