@@ -24,17 +24,12 @@ from seclake.cluster.placement import ActorDirectory, connect
 from seclake.cluster.transport import unpack
 from seclake.errors import SeclakeError
 from seclake.search.leaf import LeafHit, LeafResult, LeafTask
-from seclake.search.root import split_id_of
+from seclake.storage.split import meta_of
 
 log = logging.getLogger("seclake.cluster")
 
 # The fetch phase gets what is left of the request's deadline, but at least this.
 MIN_FETCH_SECONDS = 1.0
-
-
-def dataset_of(split: Any) -> str:
-    meta = getattr(split, "meta", None)
-    return meta.dataset if meta is not None else split.dataset
 
 
 def unwrapped(inner: Future) -> Future:
@@ -89,7 +84,7 @@ class RayLeaves:
 
     def search(self, splits: Sequence[Any], task: LeafTask) -> tuple[dict[str, LeafResult], list[str]]:
         self._request.started = time.monotonic()
-        datasets = {split_id_of(s): dataset_of(s) for s in splits}
+        datasets = {meta_of(s).split_id: meta_of(s).dataset for s in splits}
         handles = self.directory.live()
 
         def call(split_ids: list[str], searcher: str) -> Future:
@@ -107,7 +102,7 @@ class RayLeaves:
         handles = self.directory.live()
 
         def call(split_ids: list[str], searcher: str) -> Future:
-            triples = [(dataset_of(splits[s]), s, wanted[s]) for s in split_ids]
+            triples = [(meta_of(splits[s]).dataset, s, wanted[s]) for s in split_ids]
             return self._submit(handles[searcher], "fetch", triples)
 
         outcome = self._run(list(wanted), handles, call, left)

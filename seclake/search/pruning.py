@@ -31,6 +31,7 @@ from seclake.query import ast
 from seclake.query.matcher import compile_matcher
 from seclake.record.dataset import Dataset
 from seclake.storage.customers import PATH, Customers, decode
+from seclake.storage.split import meta_of
 
 # Bounds on one evaluation; past any of them the split is searched.
 MAX_DEPTH = 64
@@ -47,18 +48,13 @@ class _GiveUp(Exception):
     """The evaluation went past a bound: every signature is unknown."""
 
 
-def customers_of(split: Any) -> Customers:
-    """The customers of what a split lister returns: an open ``Split`` or a catalog entry."""
-    meta = getattr(split, "meta", None)
-    return (meta if meta is not None else split).customers
-
 
 def prune(splits: Sequence[Any], node: ast.Node, dataset: Dataset) -> list[Any]:
     """The splits ``node`` may match a record of, in their order."""
     verdicts: dict[Customers, bool] = {}
     kept = []
     for split in splits:
-        customers = customers_of(split)
+        customers = meta_of(split).customers
         may = verdicts.get(customers)
         if may is None:
             may = verdicts[customers] = may_match(node, customers, dataset)

@@ -34,7 +34,7 @@ from seclake.record.dataset import DATASETS
 from seclake.search.leaf import FacetCounts, LeafHit, LeafResult, LeafTask, fetch_sources, run_leaf
 from seclake.search.plan import SearchPlan
 from seclake.search.pruning import prune
-from seclake.storage.split import Split
+from seclake.storage.split import Split, meta_of
 
 
 @dataclass
@@ -106,11 +106,6 @@ def merge_facet(parts: list[FacetCounts], size: int) -> FacetResult:
     return FacetResult([Bucket(_spelling(norm, n, parts), n) for norm, n in top], rest)
 
 
-def split_id_of(split: Any) -> str:
-    """The id of what a split lister returns: an open ``Split`` or a catalog entry."""
-    meta = getattr(split, "meta", None)
-    return meta.split_id if meta is not None else split.split_id
-
 
 class LeafExecutor(Protocol):
     """Runs the leaves of one search; embedded and cluster mode each have one."""
@@ -148,7 +143,7 @@ class InProcessLeaves:
             return run_leaf(self._open(split), task)
 
         results = list(self.pool.map(run, splits)) if len(splits) > 1 else [run(s) for s in splits]
-        return {split_id_of(s): r for s, r in zip(splits, results)}, []
+        return {meta_of(s).split_id: r for s, r in zip(splits, results)}, []
 
     def fetch(self, splits: dict[str, Any], hits: Sequence[LeafHit]) -> tuple[dict[tuple[str, int], dict], list[str]]:
         out: dict[tuple[str, int], dict] = {}
@@ -213,7 +208,7 @@ class Root:
             histograms=tuple((h.name, h.starts, h.end) for h in plan.histograms),
             max_expansions=self.max_expansions,
         )
-        by_id = {split_id_of(s): s for s in splits}
+        by_id = {meta_of(s).split_id: s for s in splits}
         answered, failed = self.leaves.search(splits, task)
         # Results in plan order, so merging does not depend on arrival order.
         results = [answered[sid] for sid in by_id if sid in answered]

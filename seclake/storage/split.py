@@ -179,6 +179,13 @@ def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, s
     return meta
 
 
+def meta_of(split: Any) -> Any:
+    """What describes a split as a lister returns it: an open ``Split``'s meta,
+    or a catalog entry itself (both give split_id, dataset, time bounds and
+    customers)."""
+    return getattr(split, "meta", split)
+
+
 def index_files(directory: Path) -> list[Path]:
     """The files that make a split (with split.json once written); tantivy's
     lock files are not part of it: a reader makes its own."""
