@@ -101,10 +101,10 @@ class Wildcard:
         return tuple(out)
 
     def regex(self) -> str:
-        """The pattern as a regex body, the same in Python ``re`` and Rust ``regex``.
+        """The pattern as a regex body, read the same by RE2 and Rust ``regex``.
 
         Unanchored text: callers match it against the whole string
-        (``re.fullmatch``; tantivy's regex query is anchored by itself).
+        (``pattern.full_matcher``; tantivy's regex query is anchored by itself).
         """
         out = []
         for part in self.parts():
@@ -121,12 +121,12 @@ class Wildcard:
 class Regex:
     """A regular expression at ``path``, matched like ``Wildcard``.
 
-    ``pattern`` is the user's Lucene regex translated into the syntax Python's
-    ``re`` and Rust's ``regex`` read the same way (literals escaped as
-    ``\\xHH``, ``.`` as ``(?s:.)``, ``\\d``/``\\w``/``\\s`` as ASCII classes).
-    It is unanchored text but always matched against the whole string,
-    case-insensitively: Python ``re.fullmatch(pattern, s, re.IGNORECASE)``,
-    tantivy ``(?i:pattern)``.
+    ``pattern`` is the user's Lucene regex translated into the syntax RE2 and
+    Rust's ``regex`` read the same way (literals escaped as ``\\xHH``, ``.`` as
+    ``(?s:.)``, ``\\d``/``\\w``/``\\s`` as ASCII classes). It is unanchored
+    text but always matched against the whole string, case-insensitively and
+    in linear time: ``pattern.full_matcher(pattern)`` in Python, tantivy
+    ``(?i:pattern)``.
     """
 
     path: str | None

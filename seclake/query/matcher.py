@@ -10,12 +10,12 @@ ast.py. It reads values with the same functions indexing uses
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
 from seclake.query import ast, datemath
+from seclake.query.pattern import full_matcher
 from seclake.record.dataset import Dataset
 from seclake.record.flatten import exists_at, leaves
 from seclake.record.value import as_number, ip_in_network, keyword, scalar_text, tokens
@@ -145,7 +145,7 @@ class _Compiler:
         return self._pattern(node.path, _wildcard_test(node))
 
     def _Regex(self, node: ast.Regex) -> Test:
-        return self._pattern(node.path, re.compile(node.pattern, re.IGNORECASE).fullmatch)
+        return self._pattern(node.path, full_matcher(node.pattern))
 
     def _pattern(self, path: str | None, test: Callable[[str], Any]) -> Test:
         """A pattern against single tokens (text) or whole keyword terms."""
@@ -206,7 +206,7 @@ def _keyword_terms(value: Any) -> Iterable[str]:
 
 
 def _wildcard_test(node: ast.Wildcard) -> Callable[[str], bool]:
-    """String predicates for the common shapes, a regex for the rest."""
+    """String predicates for the common shapes, a linear-time regex (RE2) for the rest."""
     parts = node.parts()
     literals = [p[1:] for p in parts if p.startswith("=")]
     shape = tuple("=" if p.startswith("=") else p for p in parts)
@@ -220,8 +220,7 @@ def _wildcard_test(node: ast.Wildcard) -> Callable[[str], bool]:
     if shape == ("*", "=", "*"):
         inner = literals[0]
         return lambda s: inner in s
-    full = re.compile(node.regex(), re.IGNORECASE).fullmatch
-    return lambda s: full(s) is not None
+    return full_matcher(node.regex())
 
 
 def _number(value: Any) -> int | float | None:

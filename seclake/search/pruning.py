@@ -15,8 +15,8 @@ three-valued, once per signature:
 
 A split is skipped only when the query is certainly false for every
 signature, so what is skipped could never have produced a hit. Anything the
-evaluation cannot bound is unknown: regular expressions (Python's ``re``
-backtracks without limit; the engine's does not), wildcards with more than
+evaluation cannot bound is unknown: regular expressions (linear in time
+since RE2, but kept out: pruning is an optimisation), wildcards with more than
 ``MAX_STARS`` stars outside the shapes the matcher tests without a regex,
 trees deeper than ``MAX_DEPTH``, more than ``MAX_NODES`` nodes, more than
 ``MAX_LEAVES`` customer leaves, a split whose customers are unknown.

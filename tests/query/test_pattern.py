@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from seclake.errors import QueryError
 from seclake.query.ast import Wildcard
-from seclake.query.pattern import literal_regex, translate
+from seclake.query.pattern import full_matcher, literal_regex, translate
 
 tantivy = pytest.importorskip("tantivy")  # the Rust side of the comparison
 
@@ -47,8 +47,9 @@ def rust():
 
 
 def python(pattern: str) -> set[str]:
-    compiled = re.compile(pattern, re.IGNORECASE)
-    return {s for s in STRINGS if compiled.fullmatch(s)}
+    """What the Python side (query matcher: rules, summaries, pruning) matches."""
+    test = full_matcher(pattern)
+    return {s for s in STRINGS if test(s)}
 
 
 LUCENE = [
