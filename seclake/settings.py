@@ -42,6 +42,11 @@ class Settings(BaseSettings):
         64 * 1024 * 1024, ge=1024, description="Largest raw import body accepted (after decompression), in bytes."
     )
     max_json_depth: int = Field(32, ge=2, le=1000, description="Deepest JSON nesting accepted in a call body.")
+    http_error_status: bool = Field(
+        False,
+        description="Answer API errors with their HTTP status (400, 401, 403...) instead of 200 with verdict ERROR "
+        "(the clients of this interface read the body only on 200); the status is in X-Seclake-Status either way.",
+    )
 
     # first start
     admin_password: SecretStr | None = Field(

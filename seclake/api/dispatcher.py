@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from seclake.api.authentication import token_from
 from seclake.api.body import check_json_media_type, parse_kargs, read_capped
-from seclake.api.envelope import exception, failure, ok
+from seclake.api.envelope import exception, failure, ok, status_sent
 from seclake.api.registry import REGISTRY, Call, CallContext
 from seclake.errors import Forbidden, MethodNotAllowed, NotFound, SeclakeError, ValidationFailed
 from seclake.service.caller import Caller
@@ -54,6 +54,7 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
     JSON call runs it in the same thread hop as the call itself.
     """
     services = request.app.state.services
+    http_status = services.settings.http_error_status
     started = time.perf_counter()
     client = request.client.host if request.client else ""
     ctx = CallContext(services, None, client, request.headers, request)
@@ -73,12 +74,15 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
         response.headers.update(ctx.response_headers)
         outcome, detail = "OK", ctx.audit_detail
     except SeclakeError as e:
-        response = failure(e, name)
+        response = failure(e, name, http_status=http_status)
         outcome, detail = "ERROR", e.message
     except Exception as e:
         ref = secrets.token_hex(4)
         log.exception("call %s failed unexpectedly (ref %s)", name[:200], ref)
-        response = exception(f"internal error in {name[:100]}: {type(e).__name__} (ref {ref}, see the server log)")
+        response = exception(
+            f"internal error in {name[:100]}: {type(e).__name__} (ref {ref}, see the server log)",
+            http_status=http_status,
+        )
         outcome, detail = "EXCEPTION", f"{type(e).__name__} (ref {ref})"
     duration_ms = round((time.perf_counter() - started) * 1000)
     caller = ctx.caller
@@ -86,7 +90,7 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
         # Queued, not written here: the audit writer commits it in a batch.
         services.audit.call(
             caller.username if caller else None, name, client, outcome,
-            response.status_code, duration_ms, detail,
+            status_sent(response), duration_ms, detail,
         )
     except Exception:
         # A failing audit write is logged; the caller still gets its answer.

@@ -84,12 +84,16 @@ export async function call(name, kargs = {}, { signal, anonymous = false } = {})
     throw new ApiError(response.status, `The server answered ${response.status} without a JSON body.`, name);
   }
   if (response.ok && body && body.verdict === 'OK') return body.response;
-  const message = (body && (body.error || body.exception)) || `HTTP ${response.status}`;
-  if (response.status === 401 && !anonymous) {
+  // Errors come as HTTP 200 with verdict ERROR by default (what this
+  // interface's clients read), the status they stand for in a header; with
+  // the server's http_error_status setting, as the real status.
+  const status = Number(response.headers.get('X-Seclake-Status')) || response.status;
+  const message = (body && (body.error || body.exception)) || `HTTP ${status}`;
+  if (status === 401 && !anonymous) {
     signOut();
     onSessionEnded(`Your session ended: ${stripCall(message, name)}. Please sign in again.`);
   }
-  throw new ApiError(response.status, stripCall(message, name), name);
+  throw new ApiError(status, stripCall(message, name), name);
 }
 
 /** "ds/x: query error at ..." -> "query error at ..." (positions stay those of the query). */

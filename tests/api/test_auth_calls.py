@@ -8,6 +8,7 @@ import time
 from datetime import datetime
 
 import pytest
+from tests.conftest import status_of
 
 ISO_FRACTION = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 SESSION_FIELDS = {
@@ -68,7 +69,7 @@ def test_lockout_after_ten_failures_and_reset_on_success(server, admin_token, ne
     for _ in range(10):
         server.fail("auth/login", {"username": name, "password": "wrong-password"}, status=401)
     r = server.post("auth/login", {"username": name, "password": "right-password"})
-    assert r.status_code == 429 and r.json()["verdict"] == "ERROR"
+    assert status_of(r) == 429 and r.json()["verdict"] == "ERROR"
     assert "too many failed logins" in r.json()["error"]
     assert 0 < int(r.headers["Retry-After"]) <= 15 * 60
     # Other users are not affected.

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from seclake.api.registry import REGISTRY, CallContext, raw_route
+from tests.conftest import status_of
 
 
 @pytest.fixture
@@ -28,13 +29,13 @@ def test_raw_route_gets_the_same_guard_and_no_json_cap(server, admin_token, echo
     body = b"x" * (server.settings.max_body_bytes * 2)  # past the JSON cap, and not JSON
     r = server.http.post("/api/test/echo/hello", content=body, headers={"Servicetoken": admin_token})
     assert r.json() == {"verdict": "OK", "response": {"word": "hello", "bytes": len(body), "caller": "admin"}}
-    assert server.http.post("/api/test/echo/hello", content=b"x").status_code == 401
+    assert status_of(server.http.post("/api/test/echo/hello", content=b"x")) == 401
     analyst = server.add_user(admin_token, new_name("an"), ["analyst"])
     r = server.http.post(f"{server.url}//api/test/echo/hello", content=b"x", headers={"Servicetoken": analyst})
-    assert r.status_code == 403 and "test/echo/hello" in r.json()["error"]
+    assert status_of(r) == 403 and "test/echo/hello" in r.json()["error"]
     ingest = server.add_user(admin_token, new_name("in"), ["ingest"])
     assert server.http.post("/api/test/echo/w", content=b"x", headers={"Servicetoken": ingest}).status_code == 200
-    assert server.http.get("/api/test/echo/w", headers={"Servicetoken": ingest}).status_code == 405
+    assert status_of(server.http.get("/api/test/echo/w", headers={"Servicetoken": ingest})) == 405
     entry = server.services.audit.recent(1)[0]
     assert (entry["call"], entry["status"]) == ("test/echo/w", 405)
 
@@ -44,7 +45,7 @@ def test_concurrent_callers_all_get_answers(server, admin_token) -> None:
 
     def work(i: int) -> int:
         token = api if i % 2 else admin_token
-        return server.post("auth/userList", {}, token).status_code
+        return status_of(server.post("auth/userList", {}, token))
 
     with ThreadPoolExecutor(16) as pool:
         statuses = list(pool.map(work, range(200)))

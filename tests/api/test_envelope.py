@@ -14,12 +14,7 @@ from seclake.api.registry import REGISTRY, call
 JSON = {"Content-Type": "application/json"}
 
 
-def error_of(r: httpx.Response, status: int) -> str:
-    body = r.json()
-    assert r.status_code == status, (r.status_code, body)
-    assert body["verdict"] == "ERROR"
-    assert set(body) == {"verdict", "error"}
-    return body["error"]
+from tests.conftest import error_of, status_of
 
 
 def test_success_is_ok_envelope_with_status_200(server, admin_token) -> None:
@@ -76,7 +71,7 @@ def test_json_with_charset_is_accepted(server) -> None:
         "auth/login", content=b'{"kargs": {"username": "nobody", "password": "x"}}',
         headers={"Content-Type": "application/json; charset=utf-8"},
     )
-    assert r.status_code == 401  # reached the login, which refused the credentials
+    assert status_of(r) == 401  # reached the login, which refused the credentials
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
@@ -91,7 +86,8 @@ def test_unknown_call_is_404_naming_it(server, admin_token) -> None:
 
 
 def test_a_path_outside_api_answers_in_the_envelope(server) -> None:
-    assert "no such path" in error_of(server.http.post("/nothing"), 404)
+    # Not a call of any client: a real 404, for browsers and crawlers.
+    assert "no such path" in error_of(server.http.post("/nothing"), 404, real=True)
 
 
 def test_oversized_body_is_413(server) -> None:
@@ -123,7 +119,7 @@ def test_deep_nesting_is_400_naming_the_limit(server, depth: int) -> None:
 
 def test_nesting_within_the_limit_is_accepted(server) -> None:
     body = b'{"kargs": {"username": "nobody", "password": "pw", "x": ' + b"[" * 20 + b"]" * 20 + b"}}"
-    assert server.post("auth/login", content=body, headers=JSON).status_code == 401
+    assert status_of(server.post("auth/login", content=body, headers=JSON)) == 401
 
 
 def test_epoch_milliseconds_survive_exactly(server, admin_token, new_name) -> None:
@@ -152,10 +148,44 @@ def boom_call():
 def test_unexpected_fault_is_exception_500_without_trace(server, boom_call, caplog) -> None:
     with caplog.at_level(logging.ERROR, logger="seclake.api"):
         r = server.post("test/boom", {})
-    assert r.status_code == 500
+    # HTTP 200 so that clients read the message; what it stands for in the header.
+    assert (r.status_code, status_of(r)) == (200, 500)
     body = r.json()
     assert body["verdict"] == "EXCEPTION" and set(body) == {"verdict", "exception"}
     assert "ZeroDivisionError" in body["exception"] and "test/boom" in body["exception"]
     assert "Traceback" not in r.text and "secret internal detail" not in r.text
     logged = [rec for rec in caplog.records if rec.name == "seclake.api"]
     assert logged and logged[-1].exc_info is not None  # the trace goes to the server log
+
+
+# -- errors the clients can read, and the real-status mode --------------------
+
+
+def test_errors_are_200_with_their_status_in_a_header(server, admin_token) -> None:
+    """Every client reads the body only on HTTP 200: a query's syntax error,
+    with its position, must come back as 200 and verdict ERROR."""
+    bad = {"partition": "default", "dataType": "event",
+           "options": {"dateFacetField": "@timestamp", "searchStr": "action:(deny", "facets": {}}}
+    r = server.post("ds/get_index_zoom_histogram_lv3", bad, admin_token)
+    assert (r.status_code, r.headers["X-Seclake-Status"]) == (200, "400")
+    assert r.json()["verdict"] == "ERROR" and "position" in r.json()["error"]
+    # No token: 200 with 401 in the header.
+    r = server.post("auth/userList", {})
+    assert (r.status_code, status_of(r)) == (200, 401)
+
+
+def test_real_statuses_when_the_setting_says_so(start_server) -> None:
+    srv = start_server(http_error_status=True)
+    r = srv.post("auth/userList", {})
+    assert (r.status_code, status_of(r)) == (401, 401) and r.headers["WWW-Authenticate"].startswith("Bearer")
+    token = srv.login()
+    r = srv.post("ds/get_index_zoom_histogram_lv3", {"partition": "default", "dataType": "event",
+                 "options": {"dateFacetField": "@timestamp", "searchStr": "a AND", "facets": {}}}, token)
+    assert r.status_code == 400 and r.json()["verdict"] == "ERROR" and "position" in r.json()["error"]
+    assert "unknown call" in srv.fail("no/such_call", {}, token, status=404)
+
+
+def test_the_audit_keeps_the_status_an_error_stands_for(server, admin_token) -> None:
+    server.post("ds/get_index_zoom_histogram_lv3", {"partition": "nope"}, admin_token)
+    mine = [e for e in server.services.audit.recent(20) if e["call"] == "ds/get_index_zoom_histogram_lv3"]
+    assert mine[0]["outcome"] == "ERROR" and mine[0]["status"] == 400

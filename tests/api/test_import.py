@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.conftest import error_of
+from tests.conftest import error_of, status_of
 
 SSHD = [
     "<38>Nov 21 10:00:01 bastion sshd[411]: Failed password for invalid user admin from 203.0.113.7 port 51234 ssh2",
@@ -126,7 +126,7 @@ def test_import_body_cap_and_gzip_bomb(start_server):
 
 
 def test_import_needs_a_token_and_the_ingest_permission(lake_server, new_name):
-    assert lake_server.http.post("/api/import/x", content=b"a=1").status_code == 401
+    assert status_of(lake_server.http.post("/api/import/x", content=b"a=1")) == 401
     admin = lake_server.login()
     analyst = lake_server.add_user(admin, new_name("analyst"), ["analyst"])
     feeder = lake_server.add_user(admin, new_name("feeder"), ["ingest"])
@@ -134,7 +134,7 @@ def test_import_needs_a_token_and_the_ingest_permission(lake_server, new_name):
     assert _import(lake_server, feeder, "x", b"a=1").status_code == 200
     # An ingest-only identity cannot read what it sends.
     r = lake_server.post("ds/get_index_zoom_histogram_lv3", {"options": {"dateFacetField": "@timestamp"}}, feeder)
-    assert r.status_code == 403
+    assert status_of(r) == 403
 
 
 # -- Idempotency-Key ----------------------------------------------------------

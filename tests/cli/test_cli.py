@@ -96,7 +96,7 @@ def test_serve_runs_the_server_and_shows_a_generated_password_once(tmp_path) -> 
             except httpx.TransportError:
                 assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
                 time.sleep(0.1)
-        assert r.status_code == 401
+        assert int(r.headers["X-Seclake-Status"]) == 401
         assert (tmp_path / "data" / "seclake.db").exists()
     finally:
         proc.terminate()

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from tests.cluster.raycluster import BIN, env, free_port
+from tests.conftest import status_of
 
 PASSWORD = "admin-password-1"
 
@@ -61,7 +62,7 @@ class ApiNode:
     def call(self, name: str, kargs: dict[str, Any], token: str | None = None) -> tuple[int, dict]:
         token = token or self.token
         r = self.http.post(f"/api/{name}", json={"kargs": kargs}, headers={"Servicetoken": token} if token else {})
-        return r.status_code, r.json()
+        return status_of(r), r.json()
 
     def ok(self, name: str, kargs: dict[str, Any], token: str | None = None) -> Any:
         status, body = self.call(name, kargs, token)

@@ -28,6 +28,7 @@ import pytest
 
 from tests.cluster.lakedata import CASES, answer, build_lake, plans
 from tests.cluster.raycluster import NEEDS_RAY
+from tests.conftest import status_of
 
 pytestmark = NEEDS_RAY
 
@@ -388,7 +389,7 @@ def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, 
 
         # A bad import is refused by the node that got it, with the same error as anywhere.
         r = api2.import_lines(lines[:1], type="bogus")
-        assert r.status_code == 400 and "type: must be event or flow" in r.text, r.text
+        assert status_of(r) == 400 and "type: must be event or flow" in r.text, r.text
 
         # A rule added through the read-only node reaches the ingest node's detector without a restart...
         rule = {
@@ -417,7 +418,7 @@ def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, 
         for node in (api1, api2):
             again = node.import_lines(keyed, key="cluster-retry-1")
             assert again.headers.get("Idempotent-Replayed") == "true" and again.json() == first.json(), again.text
-        assert api2.import_lines(keyed[:2], key="cluster-retry-1").status_code == 422
+        assert status_of(api2.import_lines(keyed[:2], key="cluster-retry-1")) == 422
         wait_for("keyed records searchable", lambda: api2.events("tag:keyed", since=since)["hits"]["total"] == 3, 20)
         # A large import is turned into splits by the indexer actor `seclake searcher` started on
         # node b (1,100 records: at least one day's batch is past the builder's worker threshold).
@@ -467,7 +468,7 @@ def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, 
         api1.kill()
         assert answer_of(api2) == two
         r = api2.import_lines(fw_lines(now, 2, tag="after-crash"))
-        assert r.status_code == 503, r.text
+        assert status_of(r) == 503, r.text
         assert r.json()["verdict"] == "ERROR" and "ingest node" in r.json()["error"], r.text
         # Once the ingest node is back (its log replayed), the read-only node's imports go through again.
         back = ApiNode("api1-back", tmp_path, common, "--ray-address", address)

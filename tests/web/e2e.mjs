@@ -425,7 +425,9 @@ await step('admin: create an API token (shown once, copy), list, revoke', async 
   await page.click('dialog[open] button[value=ok]');
   await page.waitForSelector('#tokens-table tr.disabled >> text=e2e-token');
   const r = await fetch(`${origin}/api/auth/userList`, { method: 'POST', headers: { 'Content-Type': 'application/json', Servicetoken: token }, body: '{"kargs":{}}' });
-  check(r.status === 401, `revoked token answered ${r.status}`);
+  // Errors come as 200 + verdict ERROR (what the clients read), the status in a header.
+  const sent = Number(r.headers.get('X-Seclake-Status')) || r.status;
+  check(sent === 401 && (await r.json()).verdict === 'ERROR', `revoked token answered ${sent}`);
 });
 
 await step('admin: roles, data policies and audit log (or "not available")', async () => {

@@ -38,27 +38,32 @@ def _missing() -> str | None:
     return None
 
 
-def test_web_interface_in_chromium(tmp_path: Path) -> None:
+# Errors reach the page as 200 + verdict ERROR (the default, what the
+# interface's other clients read) or with real statuses (http_error_status):
+# the interface must work the same in both.
+@pytest.mark.parametrize("http_error_status", [False, True], ids=["errors-200", "errors-real-status"])
+def test_web_interface_in_chromium(tmp_path: Path, http_error_status: bool) -> None:
     missing = _missing()
     if missing:
         if os.environ.get("CI") == "true":
             pytest.fail(f"browser tests must run in CI: {missing}")
         pytest.skip(missing)
-    with running_server(tmp_path / "data", commit_interval_seconds=0.2) as server:
+    artifacts = ARTIFACTS / ("real-status" if http_error_status else "default")
+    with running_server(tmp_path / "data", commit_interval_seconds=0.2, http_error_status=http_error_status) as server:
         # Two days of demo data, ending now, through the real ingestion path
         # (rules, behaviors and summaries included).
         load_demo(server.services.ingestion, days=2, end_ms=int(time.time() * 1000))
         server.services.lake.flush()
-        if ARTIFACTS.exists():
-            shutil.rmtree(ARTIFACTS)
-        ARTIFACTS.mkdir(parents=True)
+        if artifacts.exists():
+            shutil.rmtree(artifacts)
+        artifacts.mkdir(parents=True)
         run = subprocess.run(
-            ["node", str(HERE / "e2e.mjs"), server.url, ADMIN_PASSWORD, str(ARTIFACTS)],
+            ["node", str(HERE / "e2e.mjs"), server.url, ADMIN_PASSWORD, str(artifacts)],
             cwd=HERE, capture_output=True, text=True, timeout=600,
             env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
         )
     report = run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")
     print(report)
-    assert run.returncode == 0, f"browser tests failed (screenshots in {ARTIFACTS}):\n{report}"
+    assert run.returncode == 0, f"browser tests failed (screenshots in {artifacts}):\n{report}"
     assert " 0 failed" in run.stdout.splitlines()[-1]
-    assert sorted(p.name for p in ARTIFACTS.glob("*.png")), "no screenshots taken"
+    assert sorted(p.name for p in artifacts.glob("*.png")), "no screenshots taken"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from seclake.web import UI_ROUTES, WEB_DIR
+from tests.conftest import status_of
 
 FILES = sorted(p.name for p in WEB_DIR.iterdir() if p.suffix in (".js", ".css"))
 
@@ -48,9 +49,9 @@ def test_other_paths_keep_the_404_envelope(server, path):
 
 def test_the_api_is_untouched(server):
     r = server.http.get("/api/auth/userList")
-    assert r.status_code == 405 and r.json()["verdict"] == "ERROR"
+    assert status_of(r) == 405 and r.json()["verdict"] == "ERROR"
     r = server.http.post("/api/no/such/call", json={"kargs": {}})
-    assert r.status_code == 404 and "unknown call" in r.json()["error"]
+    assert status_of(r) == 404 and "unknown call" in r.json()["error"]
     assert server.http.post("/nothing").status_code == 404
 
 
