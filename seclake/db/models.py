@@ -36,6 +36,10 @@ class User(Base):
     created_on: Mapped[datetime] = mapped_column(UTCDateTime)
     password_date: Mapped[datetime] = mapped_column(UTCDateTime)
     last_login: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Sign-in through an identity provider ("Azure AD", "Google"), as the
+    # clients' user model says; such a user may have no password ("").
+    oauth_provider: Mapped[str] = mapped_column(String(100), default="")
+    oauth_flag: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 class UserSession(Base):
@@ -71,6 +75,9 @@ class ApiToken(Base):
     # names and call-name globs; None means the user's rights as they are.
     data_policies: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     api_policies: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    description: Mapped[str] = mapped_column(String(500), default="")
+    # Roles the token acts with, a subset of its user's; None: the user's own.
+    roles: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
 
 
 class LoginFailure(Base):

@@ -16,7 +16,7 @@ from seclake.service.clock import Clock, iso
 from seclake.service.password import MAX_PASSWORD_LENGTH, PasswordHasher
 from seclake.service.roles import rights_of
 from seclake.service.sessions import Sessions
-from seclake.service.users import full_name, timezone_of
+from seclake.service.users import NO_PASSWORD, full_name, timezone_of
 from seclake.settings import Settings
 
 # One message for a wrong password and an unknown user, so that the answer
@@ -50,6 +50,10 @@ class Login:
         if user is None:
             self.hasher.verify_dummy(password)
             self._failed(username, client, "unknown user")
+        elif user.password_hash == NO_PASSWORD:
+            # Same time and answer as a wrong password: nothing tells the two apart.
+            self.hasher.verify_dummy(password)
+            self._failed(username, client, "no password set")
         elif not self.hasher.verify(user.password_hash, password):
             self._failed(username, client, "wrong password")
         elif user.disabled:

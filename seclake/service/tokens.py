@@ -9,14 +9,15 @@ from sqlalchemy import select
 
 from seclake.db.database import Database
 from seclake.db.models import ApiToken, CustomRole, User
-from seclake.errors import NotFound, Unauthorized, ValidationFailed
+from seclake.errors import Conflict, NotFound, Unauthorized, ValidationFailed
 from seclake.service.caller import Caller
 from seclake.service.clock import Clock, iso
 from seclake.service.secret import API_PREFIX, new_token, same_hash, token_hash
-from seclake.service.policies import check_patterns, check_policy_names
+from seclake.service.policies import check_patterns, check_policy_names, check_role_names
 from seclake.service.users import check_username
 
 MAX_NAME = 100
+MAX_DESCRIPTION = 500
 MAX_DAYS = 3650
 # Last use is recorded with this resolution, so a busy token does not cost
 # a write on every call.
@@ -31,8 +32,10 @@ def token_record(token: ApiToken, username: str, now: datetime) -> dict[str, Any
     else:
         state = "active"
     return {
-        "id": token.id,
+        # A string: the clients' token model reads it so (a number fails Go's decoding).
+        "id": str(token.id),
         "name": token.name,
+        "description": token.description or "",
         "username": username,
         "prefix": token.prefix,
         "createdOn": iso(token.created_on),
@@ -40,7 +43,12 @@ def token_record(token: ApiToken, username: str, now: datetime) -> dict[str, Any
         "lastUsed": iso(token.last_used),
         "revokedOn": iso(token.revoked_on),
         "state": state,
+        "disabled": state != "active",
+        # Epoch milliseconds, 0 when never used (the clients' lastAccess).
+        "lastAccess": 0 if token.last_used is None else int(token.last_used.timestamp() * 1000),
+        "updatedOn": iso(token.revoked_on or token.created_on),
         # The narrowing this token carries; null: its user's rights as they are.
+        "roles": token.roles,
         "dataPolicies": token.data_policies,
         "APIPolicies": token.api_policies,
     }
@@ -54,6 +62,7 @@ class Tokens:
     def create(
         self, username: object, name: object = "", expires_in_days: object = None,
         data_policies: object = None, api_policies: object = None,
+        description: object = "", roles: object = None,
     ) -> dict[str, Any]:
         """Issue a token; the returned ``token`` is the only time it is shown.
 
@@ -65,6 +74,8 @@ class Tokens:
         user_name = check_username(username, "username")
         if not isinstance(name, str) or len(name) > MAX_NAME:
             raise ValidationFailed("name", f"must be a string of at most {MAX_NAME} characters")
+        if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
+            raise ValidationFailed("description", f"must be a string of at most {MAX_DESCRIPTION} characters")
         now = self.clock()
         expires = None
         if expires_in_days is not None:
@@ -82,6 +93,7 @@ class Tokens:
                 raise NotFound(f"no user named {user_name!r}")
             policies = _narrowing_policies(s, user, data_policies)
             patterns = check_patterns(api_policies, "APIPolicies") if api_policies is not None else None
+            narrowed = _narrowing_roles(s, user, roles)
             token = ApiToken(
                 token_hash=token_hash(secret),
                 prefix=secret[:10],
@@ -91,6 +103,8 @@ class Tokens:
                 expires_on=expires,
                 data_policies=policies or None,
                 api_policies=patterns or None,
+                description=description,
+                roles=narrowed,
             )
             s.add(token)
             s.flush()
@@ -104,14 +118,32 @@ class Tokens:
         with self.db.session() as s:
             return [token_record(t, name, now) for t, name in s.execute(query)]
 
-    def revoke(self, token_id: object) -> dict[str, Any]:
-        if isinstance(token_id, bool) or not isinstance(token_id, int):
-            raise ValidationFailed("id", "must be the integer id of a token (see action list)")
+    def revoke(self, token_id: object, where: str = "id", by_name: bool = False) -> dict[str, Any]:
+        """Revoke a token by its id (an integer, or its digits as the clients
+        send it) or, with ``by_name`` (the clients' other form), by its name
+        when one active token has it."""
+        if isinstance(token_id, str) and token_id.isascii() and token_id.isdigit() and len(token_id) < 19:
+            token_id = int(token_id)
+        if isinstance(token_id, bool) or not isinstance(token_id, int | str) or token_id == "" or (
+            isinstance(token_id, str) and not by_name
+        ):
+            raise ValidationFailed(where, "must be the id of a token (see action list)"
+                                   + (" or its name" if by_name else ""))
         now = self.clock()
         with self.db.session(write=True) as s:
-            row = s.execute(select(ApiToken, User.username).join(User).where(ApiToken.id == token_id)).first()
+            if isinstance(token_id, int):
+                row = s.execute(select(ApiToken, User.username).join(User).where(ApiToken.id == token_id)).first()
+            else:
+                rows = s.execute(
+                    select(ApiToken, User.username).join(User)
+                    .where(ApiToken.name == token_id, ApiToken.revoked_on.is_(None)).limit(2)
+                ).all()
+                if len(rows) > 1:
+                    raise Conflict(f"{where}: several active API tokens are named {token_id[:100]!r}; revoke one by its id")
+                row = rows[0] if rows else None
             if row is None:
-                raise NotFound(f"no API token with id {token_id}")
+                raise NotFound(f"no API token with id {token_id}" if isinstance(token_id, int)
+                               else f"no active API token named {token_id[:100]!r}")
             token, name = row
             if token.revoked_on is None:
                 token.revoked_on = now
@@ -133,9 +165,17 @@ class Tokens:
                 raise Unauthorized(f"user {user.username!r} is disabled")
             if token.last_used is None or now - token.last_used > LAST_USE_RESOLUTION:
                 token.last_used = now
+            # A token with roles acts with those (an admin's), or with those
+            # of them its user still holds.
+            if token.roles is None:
+                roles = user.roles
+            elif "admin" in user.roles:
+                roles = token.roles
+            else:
+                roles = [r for r in token.roles if r in user.roles]
             return Caller(
                 username=user.username,
-                roles=tuple(user.roles),
+                roles=tuple(roles),
                 token_kind="api",
                 token_id=token.id,
                 data_policies=user.data_policies,
@@ -146,6 +186,24 @@ class Tokens:
             )
 
 
+
+
+def _narrowing_roles(s, user: User, value: object) -> list[str] | None:
+    """The roles a new token of ``user`` acts with: some of the user's own,
+    or any role for an admin (who could give a user any role anyway)."""
+    if value is None:
+        return None
+    roles = check_role_names(s, value, "roles")
+    if "admin" in user.roles:
+        return roles
+    for i, role in enumerate(roles):
+        if role not in user.roles:
+            raise ValidationFailed(
+                f"roles[{i}]",
+                f"{user.username!r} does not have the role {role[:100]!r}; a token can only narrow its user's roles "
+                f"({', '.join(user.roles)[:200]})",
+            )
+    return roles
 
 
 def _narrowing_policies(s, user: User, value: object) -> list[str] | None:

@@ -25,17 +25,21 @@ from seclake.record.jsontype import json_kind as _kind
 USERNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-MAX_TEXT = {"email": 254, "firstName": 100, "lastName": 100, "organization": 200}
+MAX_TEXT = {"email": 254, "firstName": 100, "lastName": 100, "organization": 200, "oauthProvider": 100}
 MAX_POLICIES = 100
 MAX_JSON_BYTES = 16 * 1024
 DEFAULT_PREFERENCE = {"timezone": {"value": "UTC", "policy": "Server"}}
 # Fields of a user record that are computed; a client that sends back a record
 # it received may carry them, and they are ignored rather than refused.
-READ_ONLY = {"rights", "lastLogin", "passwordDate", "fullName", "name", "timezone", "createdOn"}
+READ_ONLY = {"rights", "lastLogin", "passwordDate", "fullName", "name", "timezone", "createdOn", "passwordSet"}
 EDITABLE = {
     "password", "email", "firstName", "lastName", "organization", "roles", "restricted",
-    "disabled", "dataPolicies", "APIPolicies", "preference", "profile",
+    "disabled", "dataPolicies", "APIPolicies", "preference", "profile", "oauthProvider", "oauthFlag",
 }
+# A user added without a password (the clients' user model has none: such
+# users sign in through an identity provider) keeps this hash, which no
+# password verifies, until one is set.
+NO_PASSWORD = ""
 
 
 def user_record(user: User) -> dict[str, Any]:
@@ -56,6 +60,10 @@ def user_record(user: User) -> dict[str, Any]:
         "dataPolicies": user.data_policies,
         "APIPolicies": user.api_policies,
         "profile": user.profile,
+        "oauthProvider": user.oauth_provider or "",
+        "oauthFlag": bool(user.oauth_flag),
+        # False: added without a password; signing in with one is refused until it is set.
+        "passwordSet": user.password_hash != NO_PASSWORD,
     }
 
 
@@ -98,8 +106,8 @@ class Users:
         if unknown:
             raise ValidationFailed(f"{where}.{sorted(unknown)[0]}", "unknown field")
         username = check_username(fields.get("username"), f"{where}.username")
-        if "password" not in fields:
-            raise ValidationFailed(f"{where}.password", "required")
+        if fields.get("roles", 0) is None:  # the clients send null for "none given"
+            fields = {k: v for k, v in fields.items() if k != "roles"}
         values = self._check_changes(fields, where)
         values.setdefault("roles", ["analyst"])
         now = self.clock()
@@ -118,6 +126,9 @@ class Users:
             created_on=now,
             password_date=now,
             last_login=None,
+            password_hash=NO_PASSWORD,
+            oauth_provider="",
+            oauth_flag=False,
         )
         with self.db.session(write=True) as s:
             _check_names(s, values, where)
@@ -185,7 +196,8 @@ class Users:
                 out[key] = check_password(value, self.settings.password_min_length, path)
             elif key in MAX_TEXT:
                 out[key] = _check_text(value, MAX_TEXT[key], path)
-                if key == "email" and out[key] and not EMAIL.fullmatch(out[key]):
+                # The clients' AddUser copies the user name into email.
+                if key == "email" and out[key] and not EMAIL.fullmatch(out[key]) and out[key] != fields.get("username"):
                     raise ValidationFailed(path, "must be an e-mail address like name@example.com")
             elif key == "roles":
                 # Names are checked against the roles table in the write
@@ -193,7 +205,7 @@ class Users:
                 if not isinstance(value, list) or not value:
                     raise ValidationFailed(path, f"must be a non-empty array of roles ({', '.join(ROLES)}, or a custom role)")
                 out[key] = value
-            elif key in ("restricted", "disabled"):
+            elif key in ("restricted", "disabled", "oauthFlag"):
                 if not isinstance(value, bool):
                     raise ValidationFailed(path, "must be true or false")
                 out[key] = value
@@ -241,6 +253,7 @@ def _apply(user: User, values: Mapping[str, Any], hasher: PasswordHasher, now) -
         "organization": "organization", "roles": "roles", "restricted": "restricted",
         "disabled": "disabled", "dataPolicies": "data_policies", "APIPolicies": "api_policies",
         "preference": "preference", "profile": "profile",
+        "oauthProvider": "oauth_provider", "oauthFlag": "oauth_flag",
     }
     for key, value in values.items():
         if key == "password":

@@ -233,10 +233,10 @@ async function tokensTab(root) {
   async function load() {
     const res = await attempt(list, () => call('auth/api_token', { action: 'list' }));
     if (!res) return;
-    if (!res.tokens.length) return replace(list, h('p', { class: 'muted' }, 'No API tokens yet.'));
+    if (!res.entries.length) return replace(list, h('p', { class: 'muted' }, 'No API tokens yet.'));
     replace(list, h('table', { class: 'admin-table', id: 'tokens-table' },
       h('thead', null, h('tr', null, ['Name', 'User', 'Starts with', 'Created', 'Expires', 'Last used', 'State', ''].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', null, [...res.tokens].reverse().map((t) => h('tr', { dataset: { token: String(t.id) }, class: t.state !== 'active' ? 'disabled' : null },
+      h('tbody', null, [...res.entries].reverse().map((t) => h('tr', { dataset: { token: String(t.id) }, class: t.state !== 'active' ? 'disabled' : null },
         h('td', null, t.name || '—'),
         h('td', null, t.username),
         h('td', null, h('code', null, `${t.prefix}…`)),

@@ -281,7 +281,7 @@ def test_custom_roles_carry_permissions_and_policies(srv, new_name):
     assert name in srv.fail("auth/roleDelete", {"name": role}, srv.token, status=409)
     roles = {r["name"]: r for r in srv.call("auth/roleList", {}, srv.token)["roles"]}
     assert roles["admin"]["builtIn"] and roles[role]["dataPolicies"] == ["only-globex"]
-    assert srv.call("auth/getUser", {"username": name}, srv.token)["roles"] == [role]
+    assert srv.call("auth/getUser", {"username": name}, srv.token)["user"]["roles"] == [role]
 
 
 # -- management: validation and audit ----------------------------------------------------------------

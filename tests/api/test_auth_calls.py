@@ -20,7 +20,7 @@ USER_FIELDS = {
     "username": str, "email": str, "firstName": str, "lastName": str, "organization": str, "rights": str,
     "restricted": bool, "disabled": bool, "lastLogin": (str, type(None)), "passwordDate": str,
     "preference": dict, "roles": list, "dataPolicies": (list, type(None)), "APIPolicies": (list, type(None)),
-    "profile": (dict, type(None)),
+    "profile": (dict, type(None)), "oauthProvider": str, "oauthFlag": bool, "passwordSet": bool,
 }
 
 
@@ -233,7 +233,7 @@ def test_user_list_has_every_field(server, admin_token, new_name) -> None:
     assert new["preference"]["timezone"] == {"value": "Europe/Paris", "policy": "GMT"}
     assert ISO_FRACTION.fullmatch(new["passwordDate"])
     server.login(name, "long-enough-1")
-    after = server.call("auth/getUser", {"username": name}, admin_token)
+    after = server.call("auth/getUser", {"username": name}, admin_token)["user"]
     assert ISO_FRACTION.fullmatch(after["lastLogin"])
     assert after == {**new, "lastLogin": after["lastLogin"]}
 
@@ -256,7 +256,6 @@ def test_password_change_moves_password_date(server, admin_token, new_name) -> N
         ({"password": "long-enough-1"}, "kargs.user.username"),
         ({"username": "has space", "password": "long-enough-1"}, "kargs.user.username"),
         ({"username": "x" * 129, "password": "long-enough-1"}, "kargs.user.username"),
-        ({"username": "shortpw"}, "kargs.user.password"),
         ({"username": "shortpw", "password": "short"}, "kargs.user.password"),
         ({"username": "badrole", "password": "long-enough-1", "roles": ["wizard"]}, "kargs.user.roles[0]"),
         ({"username": "badroles", "password": "long-enough-1", "roles": "admin"}, "kargs.user.roles"),
@@ -309,3 +308,62 @@ def test_the_last_admin_cannot_be_deleted_disabled_or_demoted(start_server) -> N
     srv.call("auth/userDelete", {"username": "admin"}, token)
     token2 = srv.login("admin2", "long-enough-1")
     srv.fail("auth/userDelete", {"username": "admin2"}, token2, status=409)
+
+
+# -- the clients' own request forms (ingext_api, fluency-go, ingext-api) ---------------
+
+
+def test_user_add_as_the_clients_send_it_without_a_password(server, admin_token, new_name) -> None:
+    name = new_name("oauth")
+    # The clients' UserEntry as Go marshals it: no password, OAuth fields, the name copied into email.
+    entry = {"username": name, "email": name, "firstName": "Jo", "organization": "Acme", "roles": ["analyst"],
+             "oauthProvider": "Azure AD", "oauthFlag": True}
+    added = server.call("auth/userAdd", {"user": entry}, admin_token)
+    assert added["passwordSet"] is False and "no password" in added["note"] and "seclake user passwd" in added["note"]
+    got = server.call("auth/getUser", {"username": name}, admin_token)["user"]
+    assert (got["oauthProvider"], got["oauthFlag"], got["email"], got["roles"]) == ("Azure AD", True, name, ["analyst"])
+    # No password: any password is refused, exactly as a wrong one would be.
+    refused = server.fail("auth/login", {"username": name, "password": "any-password-1"}, status=401)
+    wrong = server.fail("auth/login", {"username": "admin", "password": "any-password-1"}, status=401)
+    assert refused.replace(name, "X") == wrong.replace("admin", "X")
+    server.call("auth/userUpdate", {"user": {"username": name, "password": "now-it-has-one"}}, admin_token)
+    server.login(name, "now-it-has-one")
+    assert server.call("auth/getUser", {"username": name}, admin_token)["user"]["passwordSet"] is True
+
+
+def test_api_tokens_as_the_clients_send_them(server, admin_token, new_name) -> None:
+    name = new_name("ctok")
+    # tokenRequest{Action, Args{Entry}} as the Go client marshals it (zero times, null policies included).
+    entry = {"name": name, "description": "for the CLI", "disabled": False, "roles": ["analyst"],
+             "dataPolicies": None, "APIPolicies": None, "lastAccess": 0,
+             "createdOn": "0001-01-01T00:00:00Z", "updatedOn": "0001-01-01T00:00:00Z"}
+    secret = server.call("auth/api_token", {"action": "add", "args": {"entry": entry, "flag": False}}, admin_token)["token"]
+    # The token acts with the roles it was given: an admin's analyst token may search but not manage users.
+    assert "admin permission" in server.fail("auth/userList", {}, secret, status=403)
+    listed = server.call("auth/api_token", {"action": "list"}, admin_token)["entries"]
+    mine = [t for t in listed if t["name"] == name]
+    assert len(mine) == 1 and isinstance(mine[0]["id"], str) and mine[0]["id"].isdigit()
+    assert (mine[0]["description"], mine[0]["roles"], mine[0]["disabled"]) == ("for the CLI", ["analyst"], False)
+    assert isinstance(mine[0]["lastAccess"], int) and "token" not in mine[0]
+    # Delete by name, as the clients do (args.id holds the name; args.entry.name in another version).
+    server.call("auth/api_token", {"action": "delete", "args": {"id": name}}, admin_token)
+    assert "revoked" in server.fail("auth/userList", {}, secret, status=401)
+    again = server.call("auth/api_token", {"action": "add", "args": {"entry": {"name": name}}}, admin_token)
+    server.call("auth/api_token", {"action": "delete", "args": {"entry": {"name": name}}}, admin_token)
+    assert "revoked" in server.fail("auth/userList", {}, again["token"], status=401)
+    # And by the string id the list gives.
+    third = server.call("auth/api_token", {"action": "add", "name": name}, admin_token)
+    server.call("auth/api_token", {"action": "delete", "args": {"id": third["id"]}}, admin_token)
+    assert "no active API token named" in server.fail(
+        "auth/api_token", {"action": "delete", "args": {"id": name}}, admin_token, status=404)
+
+
+def test_a_token_cannot_widen_its_users_roles(server, admin_token, new_name) -> None:
+    name = new_name("narrow")
+    analyst = server.add_user(admin_token, name, ["analyst"])
+    err = server.fail("auth/api_token", {"action": "add", "args": {"entry": {"name": "x", "roles": ["admin"]}}},
+                      analyst, status=403)
+    assert "admin permission" in err  # managing tokens needs admin in the first place
+    # An admin making a token for the analyst: only the analyst's own roles.
+    assert "can only narrow" in server.fail(
+        "auth/api_token", {"action": "add", "username": name, "roles": ["admin"]}, admin_token, status=400)

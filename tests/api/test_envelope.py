@@ -132,7 +132,7 @@ def test_epoch_milliseconds_survive_exactly(server, admin_token, new_name) -> No
     )
     raw = server.post("auth/getUser", {"username": name}, admin_token).content
     assert b'"big":9007199254740993' in raw
-    assert orjson.loads(raw)["response"]["profile"] == stamps
+    assert orjson.loads(raw)["response"]["user"]["profile"] == stamps
 
 
 @pytest.fixture

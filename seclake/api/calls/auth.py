@@ -24,13 +24,19 @@ def user_list(ctx: CallContext, kargs: dict[str, Any]) -> Any:
 
 @call("auth/getUser", permission="admin")
 def get_user(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    return ctx.services.users.get(kargs.get("username"))
+    # The clients read response.user.
+    return {"user": ctx.services.users.get(kargs.get("username"))}
 
 
 @call("auth/userAdd", permission="admin")
 def user_add(ctx: CallContext, kargs: dict[str, Any]) -> Any:
     added = ctx.services.users.add(_required(kargs, "user"), where="user")
     ctx.audit_detail = f"user {added['username']!r} added: " + changes(None, added, ACCESS_FIELDS)
+    if not added["passwordSet"]:
+        added = {**added, "note": (
+            f"{added['username']!r} has no password: signing in with a password is refused until one is set "
+            f"(auth/userUpdate with user.password, or `seclake user passwd {added['username']}`)"
+        )}
     return added
 
 
@@ -63,11 +69,22 @@ def api_token(ctx: CallContext, kargs: dict[str, Any]) -> Any:
     """``action`` add (token shown once), list (never shows tokens) or delete."""
     tokens = ctx.services.tokens
     action = kargs.get("action")
+    # The clients send {action, args: {entry: {name, description, roles}}} to
+    # add, {action, args: {id: <name or id>}} or args.entry.name to delete;
+    # seclake's own form puts the same fields at the top of kargs.
+    args = kargs.get("args") or {}
+    if not isinstance(args, dict):
+        raise ValidationFailed("args", "must be an object")
+    entry = args.get("entry") or {}
+    if not isinstance(entry, dict):
+        raise ValidationFailed("args.entry", "must be an object")
     if action == "add":
-        username = kargs.get("username", ctx.caller.username if ctx.caller else None)
+        fields = {**entry, **{k: v for k, v in kargs.items() if k not in ("action", "args")}}
+        username = fields.get("username", ctx.caller.username if ctx.caller else None)
         created = tokens.create(
-            username, kargs.get("name", ""), kargs.get("expiresInDays"),
-            data_policies=kargs.get("dataPolicies"), api_policies=kargs.get("APIPolicies"),
+            username, fields.get("name", ""), fields.get("expiresInDays"),
+            data_policies=fields.get("dataPolicies"), api_policies=fields.get("APIPolicies"),
+            description=fields.get("description", ""), roles=fields.get("roles"),
         )
         ctx.audit_detail = (
             f"API token {created['id']} for {created['username']!r} added"
@@ -75,9 +92,16 @@ def api_token(ctx: CallContext, kargs: dict[str, Any]) -> Any:
         )
         return created
     if action == "list":
-        return {"tokens": tokens.list(kargs.get("username"))}
+        listed = tokens.list(kargs.get("username"))
+        # entries: what the clients read; tokens: seclake's earlier name.
+        return {"entries": listed, "tokens": listed}
     if action == "delete":
-        revoked = tokens.revoke(kargs.get("id"))
+        if "id" in kargs:
+            revoked = tokens.revoke(kargs["id"])
+        elif "id" in args:
+            revoked = tokens.revoke(args["id"], where="args.id", by_name=True)
+        else:
+            revoked = tokens.revoke(entry.get("name"), where="args.entry.name", by_name=True)
         ctx.audit_detail = f"API token {revoked['id']} of {revoked['username']!r} revoked"
         return revoked
     raise ValidationFailed("action", f"must be add, list or delete, not {action!r}")
