@@ -6,13 +6,18 @@ null. ``wrap`` turns a SearchResult into that shape.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from seclake.search.root import SearchResult
 
 
-def wrap(result: SearchResult, *, index: str, facet_names: dict[str, list[str]], id_of) -> dict[str, Any]:
-    """``id_of(hit)`` gives the ``_id`` of a hit (summaries keep their own id)."""
+def wrap(
+    result: SearchResult, *, index: str, facet_names: dict[str, list[str]], id_of,
+    source_of: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """``id_of(hit)`` gives the ``_id`` of a hit (summaries keep their own id);
+    ``source_of`` turns a stored record into its wire ``_source``."""
     hits = []
     for h in result.hits:
         _id = id_of(h)
@@ -32,7 +37,7 @@ def wrap(result: SearchResult, *, index: str, facet_names: dict[str, list[str]],
             "_version": None,
             "sort": [sort] if sort is not None else [],
             "highlight": None,
-            "_source": h.source,
+            "_source": h.source if source_of is None else source_of(h.source),
             "fields": None,
             "_explanation": None,
             "matched_queries": None,

@@ -14,6 +14,8 @@ rule, in the order first met::
      "values": [{"value": "alice", "count": 2}, {"value": "bob", "count": 1}],
      "otherCount": 0}
 
+(On the wire, ``api/calls/summaries.wire_summary`` sends ``values`` as the
+strings the clients read, the counted entries as ``valueCounts``.)
 ``count`` is how many behaviors carried the attribute; ``values`` holds at
 most ``max_attribute_values`` distinct values (the first ones met, so a
 value's count never jumps when others arrive); occurrences of further values

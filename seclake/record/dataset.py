@@ -91,7 +91,8 @@ SUMMARIES = Dataset(
 AUDIT = Dataset(
     name="audit",
     time_field="createdOn",
-    text_fields=frozenset({"detail"}),
+    # action_info and error repeat detail under the clients' names.
+    text_fields=frozenset({"detail", "action_info", "error"}),
     date_fields=frozenset({"createdOn"}),
     default_sort="createdOn",
     aliases=(("user.", "username."),),

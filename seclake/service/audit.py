@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, insert, select
 
 from seclake.db.database import Database
-from seclake.db.models import AuditEntry
+from seclake.db.models import AuditEntry, User
 from seclake.errors import LimitExceeded
 from seclake.service.clock import Clock, iso
 
@@ -91,11 +91,12 @@ class Audit:
         if range_to is not None:
             # created_on keeps microseconds; the range is inclusive of its last millisecond.
             query = query.where(AuditEntry.created_on < _moment(range_to + 1))
+        query = query.add_columns(User.email, User.roles).outerjoin(User, User.username == AuditEntry.username)
         with self.db.session() as s:
-            rows = list(s.scalars(query.order_by(AuditEntry.id).limit(cap + 1)))
+            rows = list(s.execute(query.order_by(AuditEntry.id).limit(cap + 1)))
         if len(rows) > cap:
             raise LimitExceeded("number of audit entries in the range", f"more than {cap}", cap)
-        return [(str(e.id).zfill(ID_WIDTH), audit_record(e)) for e in rows]
+        return [(str(e.id).zfill(ID_WIDTH), audit_record(e, email, roles)) for e, email, roles in rows]
 
     def time_bounds(self) -> tuple[int, int] | None:
         self.flush()
@@ -168,12 +169,20 @@ class Audit:
         self.flush()
 
 
-def audit_record(e: AuditEntry) -> dict[str, Any]:
-    """One entry as ds/audit_search answers and searches it (dataset ``audit``)."""
+def audit_record(e: AuditEntry, email: str | None = None, roles: list[str] | None = None) -> dict[str, Any]:
+    """One entry as ds/audit_search answers and searches it (dataset ``audit``):
+    seclake's own fields, then the same facts under the names of the clients'
+    audit record (``email`` and ``role`` are the user's now, when it exists)."""
+    created = _ms(e.created_on)
     return {
-        "createdOn": _ms(e.created_on), "kind": e.kind, "username": e.username, "call": e.call,
+        "createdOn": created, "kind": e.kind, "username": e.username, "call": e.call,
         "client": e.client, "outcome": e.outcome, "status": e.status, "durationMs": e.duration_ms,
         "detail": e.detail,
+        "account": "", "email": email or "", "role": ",".join(roles or []), "clientIP": e.client,
+        "country": "", "city": "", "dur": e.duration_ms, "category": e.kind,
+        "error": e.detail if e.outcome != "OK" and e.detail else "",
+        "dayIndex": e.created_on.strftime("%Y-%m-%d"), "partition": "default",
+        "action": e.call, "action_type": e.outcome, "action_info": e.detail or "",
     }
 
 

@@ -342,7 +342,7 @@ def test_every_change_is_audited_with_what_changed(srv, new_name):
     srv.call("auth/userUpdate", {"user": {"username": "analyst-globex", "roles": ["analyst"]}}, srv.token)
     srv.call("auth/roleDelete", {"name": role}, srv.token)
     srv.call("auth/dataPolicyDelete", {"name": policy}, srv.token)
-    details = [e["detail"] for e in srv.services.audit.recent(20) if e["kind"] == "call" and e["outcome"] == "OK"]
+    details = [e["detail"] or "" for e in srv.services.audit.recent(20) if e["kind"] == "call" and e["outcome"] == "OK"]
     joined = "\n".join(details)
     assert f"data policy '{policy}' added: " in joined and "filters={'event': '@customer:acme'}" in joined
     assert f"data policy '{policy}': filters.event: '@customer:acme' -> '@customer:globex'" in joined
@@ -382,8 +382,16 @@ def test_audit_search_with_facets_on_user_call_and_outcome(srv):
     assert total > 10 and len(res["hits"]["hits"]) == 5
     stamps = [h["_source"]["createdOn"] for h in res["hits"]["hits"]]
     assert stamps == sorted(stamps, reverse=True)
-    assert set(res["hits"]["hits"][0]["_source"]) == {"createdOn", "kind", "username", "call", "client", "outcome",
-                                                       "status", "durationMs", "detail"}
+    # seclake's fields, then the clients' audit record; _id a string (Go fails on a number).
+    assert set(res["hits"]["hits"][0]["_source"]) == {
+        "createdOn", "kind", "username", "call", "client", "outcome", "status", "durationMs", "detail",
+        "account", "email", "role", "clientIP", "country", "city", "dur", "category", "error", "dayIndex",
+        "partition", "action", "action_type", "action_info"}
+    assert all(isinstance(h["_id"], str) and h["_id"].isdigit() for h in res["hits"]["hits"])
+    mine = [h["_source"] for h in res["hits"]["hits"] if h["_source"]["username"] == "admin"]
+    assert all(s["role"] == "admin" and s["action"] == s["call"] and s["clientIP"] == s["client"] for s in mine)
+    assert srv.call(AUDIT, {"options": {"searchStr": f'action:"{EVENTS}" AND action_type:ERROR', "fetchLimit": 1}},
+                    srv.token)["hits"]["total"] >= 1
     aggs = res["aggregations"]
     users = {b["key"]: b["doc_count"] for b in aggs["user"]["buckets"]}
     assert {"admin", "analyst-acme", "analyst-globex"} <= set(users)

@@ -67,6 +67,20 @@ def test_wrapper_and_hit_shape(srv):
             "risks"} <= set(src)
 
 
+def test_attribute_values_are_strings_as_the_clients_decode_them(srv):
+    """The clients' models decode attributeSummaries[].values as []string;
+    objects there made the Go CLI drop every summary."""
+    res = search(srv, fetchLimit=20, range_field="from", range_from=T0, range_to=T0 + 3 * DAY)
+    elements = [e for h in res["hits"]["hits"] for e in h["_source"]["summaryList"]]
+    attrs = [a for e in elements for a in e["attributeSummaries"]]
+    assert attrs and all(a["values"] and all(isinstance(v, str) for v in a["values"]) for a in attrs)
+    assert all(a["values"] == [c["value"] for c in a["valueCounts"]] for a in attrs)
+    assert all(sum(c["count"] for c in a["valueCounts"]) + a["otherCount"] == a["count"] for a in attrs)
+    # Triage answers with the same shape.
+    updated = srv.call(UPDATE, {"id": res["hits"]["hits"][0]["_id"], "comment": "shape"}, srv.token)
+    assert all(isinstance(v, str) for e in updated["summaryList"] for a in e["attributeSummaries"] for v in a["values"])
+
+
 def test_default_sort_is_risk_score_descending(srv):
     res = search(srv, fetchLimit=20)
     scores = [h["_source"]["riskScore"] for h in res["hits"]["hits"]]

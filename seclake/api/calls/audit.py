@@ -4,8 +4,11 @@ Options as other searches (2.4, 2.5): ``searchStr``, ``facets`` (``username``
 or ``user``, ``call``, ``outcome``, ``kind``, ``status``, ``client``...),
 ``dateFacets``, paging, ``sortField``/``range_field`` ``createdOn`` (the
 defaults; epoch ms). Records: ``{createdOn, kind, username, call, client,
-outcome, status, durationMs, detail}``, ``detail`` analyzed as text. The
-answer is the 2.9 wrapper, ``_id`` the entry's number.
+outcome, status, durationMs, detail}``, ``detail`` analyzed as text, plus the
+fields of the clients' audit record (``account, email, role, clientIP,
+country, city, dur, category, error, dayIndex, partition, action,
+action_type, action_info``; see ``service.audit.audit_record``). The answer
+is the 2.9 wrapper, ``_id`` the entry's number as a string.
 
 The rows in the range are read from SQL and searched by the in-memory engine
 (as summaries are), so counts are exact. Admin only by default; data
@@ -45,4 +48,5 @@ def audit_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         options, AUDIT, ctx.settings, data_bounds=visible_bounds(audit.time_bounds, search, AUDIT, restriction),
         restriction=restriction,
     )
-    return wrap(search(plan), index="audit", facet_names=names, id_of=lambda h: int(h.record_id))
+    # _id a string: the clients' Go decoding fails on a number there.
+    return wrap(search(plan), index="audit", facet_names=names, id_of=lambda h: str(int(h.record_id)))

@@ -35,7 +35,8 @@ def summary_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         restriction=restriction,
     )
     result = store.search(plan)
-    return wrap(result, index="behavior_summary", facet_names=names, id_of=lambda h: h.source["id"])
+    return wrap(result, index="behavior_summary", facet_names=names, id_of=lambda h: h.source["id"],
+                source_of=wire_summary)
 
 
 @call("ds/behavior_incident_update", permission="triage")
@@ -64,4 +65,28 @@ def incident_update(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         ctx.audit_detail = f"summary {summary['id']}: " + "; ".join(last["actions"])
     elif kargs.get("comment"):
         ctx.audit_detail = f"summary {summary['id']}: comment"
-    return summary
+    return wire_summary(summary)
+
+
+def wire_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """A stored summary as the clients read it: ``attributeSummaries[].values``
+    is an array of strings in their models (Go ``Values []string``), so the
+    distinct values go there and their counts under ``valueCounts``."""
+    elements = summary.get("summaryList")
+    if not isinstance(elements, list):
+        return summary
+    return {**summary, "summaryList": [_wire_element(e) for e in elements]}
+
+
+def _wire_element(element: Any) -> Any:
+    if not isinstance(element, dict) or not isinstance(element.get("attributeSummaries"), list):
+        return element
+    out = []
+    for a in element["attributeSummaries"]:
+        counted = a.get("values") if isinstance(a, dict) else None
+        if not isinstance(counted, list):
+            out.append(a)
+            continue
+        values = [v["value"] if isinstance(v, dict) else v for v in counted]
+        out.append({**a, "values": [str(v) for v in values], "valueCounts": counted})
+    return {**element, "attributeSummaries": out}
