@@ -93,6 +93,28 @@ def test_search_with_query_facets_paging(srv, admin: str, analyst: str) -> None:
     assert [b["name"] for b in by_text["buckets"]] == ["encoded-powershell"]
 
 
+def test_search_and_dao_in_the_clients_shapes(srv, admin: str, analyst: str) -> None:
+    """RuleSearch reads the search-hit wrapper (one rule per hits.hits[]._source);
+    the DAO is sent {action, args: {id, entry}} and read as entry/entries."""
+    res = srv.call(SEARCH, {"options": {"searchStr": "brute", "fetchLimit": 100, "sortField": "name",
+                                        "sortOrder": "asc", "facets": {"facets": [], "mustFilters": [],
+                                                                       "mustNotFilters": []}}}, analyst)
+    hits = res["hits"]["hits"]
+    assert res["hits"]["total"] == len(hits) >= 4 and res["_shards"]["failed"] == 0
+    assert all(h["_id"] == h["_source"]["name"] and h["_index"] == "eventwatch_bucket" for h in hits)
+    assert [h["_source"] for h in hits] == res["buckets"]
+    listed = srv.call(DAO, {"action": "list"}, analyst)
+    assert listed["entries"] == listed["buckets"] and listed["tags"] == [] and listed["groups"] == []
+    got = srv.call(DAO, {"action": "get", "args": {"id": "ssh-brute-force-source"}}, analyst)
+    assert got["entry"]["name"] == "ssh-brute-force-source" and got["entry"] == got["bucket"]
+    name = "client-form"
+    srv.call(DAO, {"action": "add", "args": {"entry": bucket(name)}}, admin)
+    assert srv.call(DAO, {"action": "toggle", "args": {"id": name}}, admin)["bucket"]["enabled"] is False
+    assert srv.call(DAO, {"action": "toggle", "args": {"id": name}}, admin)["bucket"]["enabled"] is True
+    srv.call(DAO, {"action": "delete", "args": {"id": name}}, admin)
+    assert stored(srv, name) is None
+
+
 def test_search_errors_name_the_option(srv, analyst: str) -> None:
     assert "position" in srv.fail(SEARCH, {"options": {"searchStr": "a AND ("}}, analyst)
     assert err(srv, SEARCH, {"options": {"fetchLimit": -1}}, analyst).startswith("kargs.options.fetchLimit")

@@ -1,9 +1,14 @@
 """Behavior rules, "buckets" in the original service's words (client-compat, "Other calls").
 
 * ``ds/eventwatch_bucket_search {options}``: search the rules with the usual
-  search options; answers ``{total, buckets, aggregations}``.
+  search options; answers in the search-hit wrapper (2.9, one rule per
+  ``hits.hits[]._source``, ``_id`` its name), as the clients read it, with
+  seclake's earlier ``total`` and ``buckets`` beside.
 * ``ds/eventwatch_bucket_dao {action, bucket?, name?, enabled?}``: list, get,
   add, update, toggle, delete. Reading needs ``search``, changing ``admin``.
+  The clients' form ``{action, args: {id, entry}}`` means ``name`` and
+  ``bucket``; their toggle sends no ``enabled`` and flips the rule; ``list``
+  also answers ``entries`` (with ``tags`` and ``groups``), ``get`` ``entry``.
 * ``ds/eventwatch_rule_test {bucket, input}``: what one rule makes of one
   event, stored nowhere.
 
@@ -23,7 +28,7 @@ import logging
 import time
 from typing import Any
 
-from seclake.api.hitwrapper import aggregations_of
+from seclake.api.hitwrapper import wrap
 from seclake.api.options import build_plan, read_options
 from seclake.api.registry import CallContext, call
 from seclake.detect.rule import Rule, rule_from_dict, window_text
@@ -49,7 +54,7 @@ RULES = Dataset(
 )
 ACTIONS = ("list", "get", "add", "update", "toggle", "delete")
 WRITE_ACTIONS = ("add", "update", "toggle", "delete")
-DAO_FIELDS = ("action", "bucket", "name", "enabled")
+DAO_FIELDS = ("action", "bucket", "name", "enabled", "args")
 TEST_FIELDS = ("bucket", "input")
 TEST_VENDOR = "test"
 
@@ -70,9 +75,9 @@ def bucket_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     records = [(r.name, r.to_dict()) for r in _book(ctx).rules()]
     result = search_records(records, plan, RULES)
     return {
+        **wrap(result, index="eventwatch_bucket", facet_names=names, id_of=lambda h: h.record_id),
         "total": result.total,
         "buckets": [h.source for h in result.hits],
-        "aggregations": aggregations_of(result, names),
     }
 
 
@@ -81,6 +86,21 @@ def _known_fields(kargs: dict[str, Any], allowed: tuple[str, ...], what: str) ->
     for name in kargs:
         if name not in allowed:
             raise ValidationFailed(str(name)[:100], f"is not a field of {what}; use {', '.join(allowed)}")
+
+
+def _with_args(kargs: dict[str, Any]) -> dict[str, Any]:
+    """The clients' ``args.id`` and ``args.entry`` as ``name`` and ``bucket``."""
+    args = kargs.get("args")
+    if args is None:
+        return kargs
+    if not isinstance(args, dict):
+        raise ValidationFailed("args", "must be an object with id (a rule name) or entry (a rule)")
+    out = dict(kargs)
+    if "entry" in args and "bucket" not in out:
+        out["bucket"] = args["entry"]
+    if "id" in args and "name" not in out:
+        out["name"] = args["id"]
+    return out
 
 
 def _bucket(kargs: dict[str, Any], ctx: CallContext) -> Rule:
@@ -102,6 +122,7 @@ def _name(kargs: dict[str, Any]) -> str:
 @call("ds/eventwatch_bucket_dao", permission="search")
 def bucket_dao(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     _known_fields(kargs, DAO_FIELDS, "eventwatch_bucket_dao")
+    kargs = _with_args(kargs)
     action = kargs.get("action")
     if action not in ACTIONS:
         raise ValidationFailed("action", f"must be one of {', '.join(ACTIONS)}, not {str(action)[:40]!r}")
@@ -112,10 +133,11 @@ def bucket_dao(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         )
     book = _book(ctx)
     if action == "list":
-        rules = book.rules()
-        return {"action": action, "total": len(rules), "buckets": [r.to_dict() for r in rules]}
+        rules = [r.to_dict() for r in book.rules()]
+        return {"action": action, "total": len(rules), "buckets": rules, "entries": rules, "tags": [], "groups": []}
     if action == "get":
-        return {"action": action, "bucket": book.get(_name(kargs)).to_dict()}
+        got = book.get(_name(kargs)).to_dict()
+        return {"action": action, "bucket": got, "entry": got}
 
     if action == "add":
         rule = book.add(_bucket(kargs, ctx))
@@ -123,6 +145,8 @@ def bucket_dao(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         rule = book.update(_bucket(kargs, ctx))
     elif action == "toggle":
         enabled = kargs.get("enabled")
+        if enabled is None and "args" in kargs:  # the clients' toggle flips
+            enabled = not book.get(_name(kargs)).enabled
         if not isinstance(enabled, bool):
             raise ValidationFailed("enabled", f"must be true or false, not {str(enabled)[:40]!r}")
         rule = book.toggle(_name(kargs), enabled)
