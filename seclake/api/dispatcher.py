@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from seclake.api.authentication import token_from
 from seclake.api.body import check_json_media_type, parse_kargs, read_capped
+from seclake.api.calls.unsupported import unsupported_reason
 from seclake.api.envelope import exception, failure, ok, status_sent
 from seclake.api.registry import REGISTRY, Call, CallContext
 from seclake.errors import Forbidden, MethodNotAllowed, NotFound, SeclakeError, ValidationFailed
@@ -67,6 +68,9 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
 
     try:
         if work is None or permission is None:
+            reason = unsupported_reason(name)
+            if reason is not None:
+                raise NotFound(f"not supported by this server: {reason}")
             raise NotFound(f"unknown call {name[:100]!r}")
         if request.method != "POST":
             raise MethodNotAllowed(f"use POST, not {request.method}")

@@ -50,3 +50,14 @@ def test_concurrent_callers_all_get_answers(server, admin_token) -> None:
     with ThreadPoolExecutor(16) as pool:
         statuses = list(pool.map(work, range(200)))
     assert statuses == [200] * 200
+
+
+@pytest.mark.parametrize("name", ["auth/setUserSitePolicy", "ds/kql_search", "ds/kql_validate",
+                                  "ds/collector_list", "ds/get_system_status"])
+def test_calls_of_the_original_service_not_served_here_say_so(server, name) -> None:
+    """The public clients send these; they get a clear ERROR naming the call and
+    what to use instead, not a bare 'unknown call' or an HTTP 404 they cannot read."""
+    r = server.post(name, {"kql": "T | take 1"}, server.login())
+    assert (r.status_code, status_of(r)) == (200, 404)
+    message = r.json()["error"]
+    assert message.startswith(f"{name}: not supported by this server: ") and len(message) > 80

@@ -136,6 +136,11 @@ def test_queries_over_http(srv):
 def test_flow_search_uses_the_flow_dataset(srv):
     res = search(srv, kargs_extra={"dataType": "flow"}, dataType="flow")
     assert res["hits"]["total"] == 1 and res["hits"]["hits"][0]["_type"] == "flow"
+    # The clients of the original read flow fields under @metaflow.flow; queries alias the path.
+    source = res["hits"]["hits"][0]["_source"]
+    assert source["@metaflow"] == {"flow": {"sip": "10.0.0.1", "dp": 22}} and source["@fields"]["dp"] == 22
+    assert search(srv, kargs_extra={"dataType": "flow"}, dataType="flow",
+                  searchStr='@metaflow.flow.sip:"10.0.0.0/8" AND @metaflow.flow.dp:22')["hits"]["total"] == 1
 
 
 def test_range_is_inclusive(srv):

@@ -28,6 +28,18 @@ def _data_type(kargs: dict[str, Any], options: dict[str, Any]) -> str:
     return outer or inner or "event"
 
 
+# The flow fields the clients of the original read under @metaflow.flow
+# (client-compat); seclake keeps them in @fields, and queries alias the path.
+FLOW_FIELDS = ("sip", "dip", "sp", "dp", "prot", "rxB", "txB", "totalB", "rxP", "txP", "dur", "time_ms")
+
+
+def _flow_source(source: dict[str, Any]) -> dict[str, Any]:
+    fields = source.get("@fields")
+    if "@metaflow" in source or not isinstance(fields, dict):
+        return source
+    return {**source, "@metaflow": {"flow": {k: fields[k] for k in FLOW_FIELDS if k in fields}}}
+
+
 @call("ds/get_index_zoom_histogram_lv3", permission="search")
 def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     partition = kargs.get("partition", "default")
@@ -64,7 +76,7 @@ def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
                     "_type": data_type,
                     "_id": record_id(h.docid),
                     "docId": h.docid,
-                    "_source": h.source,
+                    "_source": _flow_source(h.source) if data_type == "flow" else h.source,
                     "_sort": h.sort_value if not isinstance(h.sort_value, float) or not h.sort_value.is_integer() else int(h.sort_value),
                     "token": False,
                 }
