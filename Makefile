@@ -17,15 +17,18 @@ test-cluster: $(VENV)/.installed-test
 	$(BIN)/python -m pip install --quiet -e ".[cluster]"
 	./scripts/test-postgres.sh $(BIN)/python -m pytest tests/cluster $(PYTEST_ARGS)
 
-# Browser test tools for tests/web (playwright-core from package-lock.json;
-# the browser is the Debian chromium package). Without npm the browser test
-# is skipped (under CI=true it fails).
+# Node test tools, each from its package-lock.json: tests/web (playwright-core;
+# the browser is the Debian chromium package) and tests/clients (the public
+# npm client ingext-api). Without npm those tests are skipped (under CI=true
+# they fail).
 web-test-tools:
-	@if [ ! -d tests/web/node_modules/playwright-core ] || [ tests/web/package-lock.json -nt tests/web/node_modules/.package-lock.json ]; then \
-		if command -v npm >/dev/null 2>&1; then \
-			(cd tests/web && npm ci --no-audit --no-fund --loglevel=error); \
-		else echo "npm not found: the browser tests in tests/web will be skipped"; fi; \
-	fi
+	@for dir in tests/web tests/clients; do \
+		if [ ! -f $$dir/node_modules/.package-lock.json ] || [ $$dir/package-lock.json -nt $$dir/node_modules/.package-lock.json ]; then \
+			if command -v npm >/dev/null 2>&1; then \
+				(cd $$dir && npm ci --no-audit --no-fund --loglevel=error); \
+			else echo "npm not found: the tests in $$dir will be skipped"; fi; \
+		fi; \
+	done
 
 # make bench: the benchmark (docs/benchmarks.md, bench-results/); BENCH_ARGS="--events 200000" for a smaller run.
 BENCH_ARGS ?=
