@@ -213,7 +213,7 @@ def _facets(
         if size > settings.max_facet_size:
             raise LimitExceeded(where + ".size", size, settings.max_facet_size)
         order = entry.get("order")
-        if order not in FACET_ORDERS:
+        if not isinstance(order, str | None) or order not in FACET_ORDERS:
             raise ValidationFailed(where + ".order", f"must be count or desc, not {order!r}"[:200])
         path = dataset.resolve(field)
         if path in names:

@@ -372,6 +372,8 @@ def _window(value: Any, at: str) -> int:
     if isinstance(value, (int, float)):
         if not math.isfinite(value) or value <= 0:
             raise ValidationFailed(at, f"must be a positive number of seconds, not {value!r}")
+        if value > MAX_WINDOW_MS / 1000:  # before scaling: 1e308 * 1000 is no number
+            raise ValidationFailed(at, f"must be between 1s and 1d, not {value!r} seconds"[:200])
         ms = int(round(value * 1000))
     elif isinstance(value, str):
         m = _WINDOW.match(value)
