@@ -59,9 +59,14 @@ class Settings(BaseSettings):
     password_min_length: int = Field(10, ge=8, le=128, description="Shortest password accepted.")
     session_idle_minutes: float = Field(30, gt=0, description="A session ends after this many idle minutes.")
     session_max_hours: float = Field(12, gt=0, description="A session ends this many hours after login.")
-    login_max_failures: int = Field(10, ge=1, description="Consecutive failed logins that lock a username.")
+    login_max_failures: int = Field(
+        10, ge=1, description="Failed logins of one username from one address that lock that username there."
+    )
+    login_address_max_failures: int = Field(
+        100, ge=1, description="Failed logins from one address, over every username, that lock the address out."
+    )
     login_window_minutes: float = Field(15, gt=0, description="Window in which failed logins are counted.")
-    login_lockout_minutes: float = Field(15, gt=0, description="How long a locked username is refused.")
+    login_lockout_minutes: float = Field(15, gt=0, description="How long a locked username or address is refused.")
 
     # ingestion and storage
     commit_interval_seconds: float = Field(

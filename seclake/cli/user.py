@@ -8,6 +8,7 @@ import typer
 
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.errors import SeclakeError
+from seclake.service.users import check_username
 
 app = typer.Typer(help="Manage users.", no_args_is_help=True)
 
@@ -64,7 +65,18 @@ def passwd(username: str, password: Password, data_dir: DataDir = None, config: 
         services.users.set_password(username, password)
     except SeclakeError as e:
         raise fail(e) from None
-    typer.echo(f"password of {username} changed")
+    typer.echo(f"password of {username} changed (its sessions ended, its lockouts cleared)")
+
+
+@app.command("unlock")
+def unlock(username: str, data_dir: DataDir = None, config: ConfigFile = None) -> None:
+    """End a username's lockouts after failed logins, from every address."""
+    services = open_services(data_dir, config)
+    try:
+        ended = services.login.unlock(check_username(username))
+    except SeclakeError as e:
+        raise fail(e) from None
+    typer.echo(f"unlocked {username} ({ended} lockout counter(s) cleared)")
 
 
 @app.command("disable")

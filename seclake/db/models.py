@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Integer, String
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from seclake.db.base import Base, UTCDateTime
@@ -81,11 +81,15 @@ class ApiToken(Base):
 
 
 class LoginFailure(Base):
-    """Consecutive failed logins of one username (known or not)."""
+    """Failed logins of one username (known or not) from one client address;
+    username "" counts the address's failures over every username."""
 
     __tablename__ = "login_failures"
 
+    __table_args__ = (Index("ix_login_failures_first_failure", "first_failure"),)
+
     username: Mapped[str] = mapped_column(String(128), primary_key=True)
+    client: Mapped[str] = mapped_column(String(64), primary_key=True)
     failures: Mapped[int] = mapped_column(Integer)
     first_failure: Mapped[datetime] = mapped_column(UTCDateTime)
     locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)

@@ -6,7 +6,7 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from seclake.db.database import Database
 from seclake.db.models import LoginFailure, User
@@ -22,6 +22,8 @@ from seclake.settings import Settings
 # One message for a wrong password and an unknown user, so that the answer
 # does not tell which usernames exist.
 BAD_CREDENTIALS = "invalid username or password"
+# The counter row of an address over every username.
+ANY_USER = ""
 
 
 class Login:
@@ -57,8 +59,10 @@ class Login:
         elif not self.hasher.verify(user.password_hash, password):
             self._failed(username, client, "wrong password")
         elif user.disabled:
+            # The same answer as a wrong password: the right password of a
+            # disabled account must not confirm itself. Not counted as a failure.
             self.audit.login(username, client, False, "user disabled")
-            raise Unauthorized(f"user {username!r} is disabled")
+            raise Unauthorized(BAD_CREDENTIALS)
 
         token, session = self.sessions.create(user.id, now)
         with self.db.session(write=True) as s:
@@ -66,7 +70,7 @@ class Login:
             stored.last_login = now
             if self.hasher.needs_rehash(stored.password_hash):
                 stored.password_hash = self.hasher.hash(password)
-            failures = s.get(LoginFailure, username)
+            failures = s.get(LoginFailure, (username, _client(client)))
             if failures is not None:
                 s.delete(failures)
         self.audit.login(username, client, True)
@@ -87,31 +91,52 @@ class Login:
             "profile": user.profile,
         }
 
+    def unlock(self, username: str) -> int:
+        """End every lockout of ``username`` (an admin's unlock); how many there were."""
+        with self.db.session(write=True) as s:
+            return s.execute(delete(LoginFailure).where(LoginFailure.username == username)).rowcount or 0
+
     def _refuse_if_locked(self, username: str, client: str, now: datetime) -> None:
+        # Counted per (username, address) and per address: a stranger's
+        # failures lock that username for the stranger's address only.
         with self.db.session() as s:
-            row = s.get(LoginFailure, username)
-        if row is not None and row.locked_until is not None and row.locked_until > now:
-            wait = math.ceil((row.locked_until - now).total_seconds())
-            self.audit.login(username, client, False, "locked out")
-            raise TooManyAttempts(
-                f"too many failed logins for {username!r}; try again in {math.ceil(wait / 60)} minute(s)",
-                retry_after_seconds=wait,
-            )
+            mine = s.get(LoginFailure, (username, _client(client)))
+            address = s.get(LoginFailure, (ANY_USER, _client(client)))
+        for row, whose in ((address, "from this address"), (mine, f"for {username!r} from this address")):
+            if row is not None and row.locked_until is not None and row.locked_until > now:
+                wait = math.ceil((row.locked_until - now).total_seconds())
+                self.audit.login(username, client, False, "locked out " + whose.removeprefix(f"for {username!r} "))
+                raise TooManyAttempts(
+                    f"too many failed logins {whose}; try again in {math.ceil(wait / 60)} minute(s)",
+                    retry_after_seconds=wait,
+                )
 
     def _failed(self, username: str, client: str, why: str) -> None:
         now = self.clock()
         window = timedelta(minutes=self.settings.login_window_minutes)
+        limits = ((username, self.settings.login_max_failures), (ANY_USER, self.settings.login_address_max_failures))
         with self.db.session(write=True) as s:
-            row = s.get(LoginFailure, username, with_for_update=True)
-            if row is None:
-                row = LoginFailure(username=username, failures=0, first_failure=now)
-                s.add(row)
-            stale = now - row.first_failure > window
-            lock_over = row.locked_until is not None and row.locked_until <= now
-            if stale or lock_over:
-                row.failures, row.first_failure, row.locked_until = 0, now, None
-            row.failures += 1
-            if row.failures >= self.settings.login_max_failures:
-                row.locked_until = now + timedelta(minutes=self.settings.login_lockout_minutes)
+            # Old counters go here, so the table holds only the last window's.
+            s.execute(delete(LoginFailure).where(
+                LoginFailure.first_failure < now - window,
+                (LoginFailure.locked_until.is_(None)) | (LoginFailure.locked_until <= now),
+            ))
+            for who, limit in limits:
+                key = (who, _client(client))
+                row = s.get(LoginFailure, key, with_for_update=True)
+                if row is None:
+                    row = LoginFailure(username=who, client=key[1], failures=0, first_failure=now)
+                    s.add(row)
+                stale = now - row.first_failure > window
+                lock_over = row.locked_until is not None and row.locked_until <= now
+                if stale or lock_over:
+                    row.failures, row.first_failure, row.locked_until = 0, now, None
+                row.failures += 1
+                if row.failures >= limit:
+                    row.locked_until = now + timedelta(minutes=self.settings.login_lockout_minutes)
         self.audit.login(username, client, False, why)
         raise Unauthorized(BAD_CREDENTIALS)
+
+
+def _client(address: str) -> str:
+    return address[:64]

@@ -9,11 +9,11 @@ from typing import Any
 from zoneinfo import available_timezones
 
 import orjson
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from seclake.db.database import Database
-from seclake.db.models import User
+from seclake.db.models import LoginFailure, User, UserSession
 from seclake.errors import Conflict, NotFound, ValidationFailed
 from seclake.service.clock import Clock, iso
 from seclake.service.password import PasswordHasher, check_password, generate_password
@@ -149,9 +149,22 @@ class Users:
         with self.db.session(write=True) as s:
             user = _find(s, name)
             _check_names(s, values, where)
+            ends_sessions = (
+                "password" in values
+                or (values.get("disabled") is True and not user.disabled)
+                or ("roles" in values and list(values["roles"]) != list(user.roles))
+            )
             _apply(user, values, self.hasher, self.clock())
             s.flush()
             _keep_an_admin(s, f"cannot change {name!r}")
+            if ends_sessions:
+                # A new password, a disabled account or other roles: every
+                # session opened before is over (API tokens follow the user's
+                # state and roles at each call by themselves).
+                s.execute(delete(UserSession).where(UserSession.user_id == user.id))
+            if "password" in values:
+                # A reset ends any lockout of the account.
+                s.execute(delete(LoginFailure).where(LoginFailure.username == name))
             return user_record(user)
 
     def set_password(self, username: object, password: object) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 // The web interface's entry point: the page shell, the routes, the session
 // guard and the keyboard shortcuts. Plain ES modules, no build step.
 
-import { flash, isAdmin, session, signOut, whenSessionEnds } from './api.js';
+import { call, flash, isAdmin, session, signOut, whenSessionEnds } from './api.js';
 import { h, replace } from './dom.js';
 import { interceptLinks, link, navigate, onNavigate } from './router.js';
 import { timeZone } from './time.js';
@@ -47,9 +47,21 @@ function shell(view, active) {
       h('div', { class: 'user-menu' },
         h('span', { class: 'user-name', title: `Signed in as ${s.userName} (${(s.roles || []).join(', ')})` }, s.fullName || s.userName),
         h('span', { class: 'user-zone', title: 'Times are shown in this time zone' }, timeZone()),
-        h('button', { type: 'button', id: 'sign-out', onClick: () => { signOut(); flash('You signed out.'); navigate('/login', { replace: true }); } }, 'Sign out')),
+        h('button', { type: 'button', id: 'sign-out', onClick: () => signOutEverywhere() }, 'Sign out')),
     ),
     view);
+}
+
+/** Sign-out ends the session on the server too, not only in this tab. */
+async function signOutEverywhere() {
+  try {
+    await call('auth/logout', {});
+  } catch {
+    // Ended already, or the server is unreachable: this tab forgets it anyway.
+  }
+  signOut();
+  flash('You signed out.');
+  navigate('/login', { replace: true });
 }
 
 function render() {

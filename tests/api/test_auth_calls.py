@@ -182,11 +182,16 @@ def test_disabled_or_deleted_user_is_refused_at_once(server, admin_token, new_na
         server.call("auth/userList", {}, api)
         if how == "disable":
             server.call("auth/userUpdate", {"user": {"username": name, "disabled": True}}, admin_token)
-            assert "disabled" in server.fail("auth/userList", {}, session, status=401)
+            # Disabling ends the sessions; the token stays but is refused while the user is disabled.
+            assert "no such session" in server.fail("auth/userList", {}, session, status=401)
             assert "disabled" in server.fail("auth/userList", {}, api, status=401)
-            assert "disabled" in server.fail(
-                "auth/login", {"username": name, "password": "user-password-1"}, status=401
-            )
+            # The right password of a disabled account gets the wrong password's answer.
+            right = server.fail("auth/login", {"username": name, "password": "user-password-1"}, status=401)
+            assert right.endswith("invalid username or password")
+            # Enabled again: the old session does not come back.
+            server.call("auth/userUpdate", {"user": {"username": name, "disabled": False}}, admin_token)
+            server.fail("auth/userList", {}, session, status=401)
+            server.call("auth/userList", {}, api)
         else:
             server.call("auth/userDelete", {"username": name}, admin_token)
             server.fail("auth/userList", {}, session, status=401)
@@ -367,3 +372,39 @@ def test_a_token_cannot_widen_its_users_roles(server, admin_token, new_name) -> 
     # An admin making a token for the analyst: only the analyst's own roles.
     assert "can only narrow" in server.fail(
         "auth/api_token", {"action": "add", "username": name, "roles": ["admin"]}, admin_token, status=400)
+
+
+# -- sessions end with what made them: logout, password, roles ---------------------------
+
+
+def test_logout_ends_the_session_on_the_server(server, admin_token, new_name) -> None:
+    session = server.add_user(admin_token, new_name("bye"), ["analyst"])
+    server.call("ds/eventwatch_bucket_search", {"options": {}}, session)
+    assert server.call("auth/logout", {}, session) == {"loggedOut": True}
+    assert "no such session" in server.fail("ds/eventwatch_bucket_search", {"options": {}}, session, status=401)
+    # Again, or with no token at all: the same answer, nothing told.
+    assert server.call("auth/logout", {}, session) == server.call("auth/logout", {}) == {"loggedOut": True}
+
+
+def test_password_or_role_change_ends_the_users_sessions(server, admin_token, new_name) -> None:
+    name = new_name("moved")
+    first = server.add_user(admin_token, name, ["analyst"])
+    server.call("auth/userUpdate", {"user": {"username": name, "password": "another-password-2"}}, admin_token)
+    server.fail("ds/eventwatch_bucket_search", {"options": {}}, first, status=401)
+    second = server.login(name, "another-password-2")
+    server.call("auth/userUpdate", {"user": {"username": name, "firstName": "Same"}}, admin_token)
+    server.call("ds/eventwatch_bucket_search", {"options": {}}, second)  # other fields: the session stays
+    server.call("auth/userUpdate", {"user": {"username": name, "roles": ["analyst", "ingest"]}}, admin_token)
+    server.fail("ds/eventwatch_bucket_search", {"options": {}}, second, status=401)
+
+
+def test_an_admin_unlocks_a_locked_user(server, admin_token, new_name) -> None:
+    name = new_name("locked")
+    server.add_user(admin_token, name, ["analyst"])
+    for _ in range(10):
+        server.fail("auth/login", {"username": name, "password": "wrong-password"}, status=401)
+    server.fail("auth/login", {"username": name, "password": "user-password-1"}, status=429)
+    assert server.call("auth/userUnlock", {"username": name}, admin_token) == {"username": name, "cleared": 1}
+    server.login(name, "user-password-1")
+    analyst = server.login(name, "user-password-1")
+    assert "admin permission" in server.fail("auth/userUnlock", {"username": name}, analyst, status=403)

@@ -44,6 +44,8 @@ USER = {"username": "fuzz-target", "password": "fuzz-password-1", "email": "f@ex
 EXAMPLES: dict[str, dict[str, Any]] = {
     "auth/login": {"username": "fuzz-target", "password": "not-the-password"},
     "auth/userList": {},
+    "auth/logout": {},
+    "auth/userUnlock": {"username": "fuzz-target"},
     "auth/getUser": {"username": "fuzz-target"},
     "auth/userAdd": {"user": {**USER, "username": "fuzz-added"}},
     "auth/userUpdate": {"user": {"username": "fuzz-target", "firstName": "F", "disabled": False}},
@@ -101,7 +103,8 @@ def _put(value: Any, path: tuple, new: Any) -> Any:
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
     with running_server(tmp_path_factory.mktemp("fuzz")) as s:
-        s.token = s.login()
+        # An API token: auth/logout, fuzzed too, leaves it working (it ends sessions only).
+        s.token = s.call("auth/api_token", {"action": "add", "name": "fuzz"}, s.login())["token"]
         s.call("auth/userAdd", {"user": USER}, s.token)
         yield s
 

@@ -12,9 +12,12 @@ from seclake.errors import TooManyAttempts, Unauthorized, ValidationFailed
 PASSWORD = "admin-test-password"
 
 
-def fail(services, username: str = "admin", password: str = "wrong-password") -> None:
+ATTACKER = "10.0.0.1"
+
+
+def fail(services, username: str = "admin", password: str = "wrong-password", client: str = ATTACKER) -> None:
     with pytest.raises(Unauthorized):
-        services.login.login(username, password, "10.0.0.1")
+        services.login.login(username, password, client)
 
 
 def test_ten_failures_in_the_window_lock_for_the_lockout_time(services, clock) -> None:
@@ -22,13 +25,54 @@ def test_ten_failures_in_the_window_lock_for_the_lockout_time(services, clock) -
         fail(services)
         clock.advance(seconds=30)
     with pytest.raises(TooManyAttempts) as locked:
-        services.login.login("admin", PASSWORD)
+        services.login.login("admin", PASSWORD, ATTACKER)
     assert 0 < locked.value.retry_after_seconds <= 15 * 60
     clock.advance(minutes=14)
     with pytest.raises(TooManyAttempts):
-        services.login.login("admin", PASSWORD)
+        services.login.login("admin", PASSWORD, ATTACKER)
     clock.advance(minutes=1, seconds=1)
-    assert services.login.login("admin", PASSWORD)["status"] == "succeed"
+    assert services.login.login("admin", PASSWORD, ATTACKER)["status"] == "succeed"
+
+
+def test_a_stranger_cannot_lock_a_user_out_from_elsewhere(services, clock) -> None:
+    for _ in range(10):
+        fail(services)
+    with pytest.raises(TooManyAttempts):
+        services.login.login("admin", PASSWORD, ATTACKER)
+    # The admin, from its own address, signs in as ever.
+    assert services.login.login("admin", PASSWORD, "192.0.2.10")["status"] == "succeed"
+
+
+def test_one_address_guessing_across_usernames_is_locked_out(services, clock) -> None:
+    limit = services.settings.login_address_max_failures
+    for i in range(limit):
+        fail(services, f"user{i}")  # never ten for one name
+    with pytest.raises(TooManyAttempts, match="from this address"):
+        services.login.login("admin", PASSWORD, ATTACKER)
+    assert services.login.login("admin", PASSWORD, "192.0.2.10")["status"] == "succeed"
+
+
+def test_an_unlock_or_a_password_reset_ends_the_lockout(services, clock) -> None:
+    for _ in range(10):
+        fail(services)
+    assert services.login.unlock("admin") == 1  # its counter from the one address that failed
+    assert services.login.login("admin", PASSWORD, ATTACKER)["status"] == "succeed"
+    for _ in range(10):
+        fail(services)
+    services.users.set_password("admin", "a-new-password-3")
+    assert services.login.login("admin", "a-new-password-3", ATTACKER)["status"] == "succeed"
+
+
+def test_old_failure_counters_are_purged(services, clock) -> None:
+    from seclake.db.models import LoginFailure  # noqa: PLC0415
+    from sqlalchemy import func, select  # noqa: PLC0415
+
+    for i in range(30):
+        fail(services, f"someone{i}", client=f"198.51.100.{i}")
+    clock.advance(minutes=16)
+    fail(services, "late")  # each failure purges counters past the window
+    with services.db.session() as s:
+        assert s.scalar(select(func.count()).select_from(LoginFailure)) == 2  # late's and its address's
 
 
 def test_failures_spread_beyond_the_window_do_not_lock(services, clock) -> None:
@@ -41,10 +85,10 @@ def test_failures_spread_beyond_the_window_do_not_lock(services, clock) -> None:
 def test_success_resets_the_count(services, clock) -> None:
     for _ in range(9):
         fail(services)
-    services.login.login("admin", PASSWORD)
+    services.login.login("admin", PASSWORD, ATTACKER)
     for _ in range(9):
         fail(services)
-    assert services.login.login("admin", PASSWORD)["status"] == "succeed"
+    assert services.login.login("admin", PASSWORD, ATTACKER)["status"] == "succeed"
 
 
 def test_login_records_last_login_and_audit(services, clock) -> None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from seclake.api.authentication import token_from
 from seclake.api.registry import CallContext, call
 from seclake.errors import ValidationFailed
 from seclake.service.policies import changes
+from seclake.service.secret import SESSION_PREFIX
+from seclake.service.users import check_username
 
 # The fields of a user record that decide what its caller may do.
 ACCESS_FIELDS = ("roles", "dataPolicies", "APIPolicies", "disabled")
@@ -15,6 +18,29 @@ ACCESS_FIELDS = ("roles", "dataPolicies", "APIPolicies", "disabled")
 @call("auth/login", permission="public")
 def login(ctx: CallContext, kargs: dict[str, Any]) -> Any:
     return ctx.services.login.login(kargs.get("username"), kargs.get("password"), ctx.client)
+
+
+@call("auth/logout", permission="public")
+def logout(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+    """End the session whose token the request carries (the web sign-out).
+
+    Answered alike whether or not the token was a live session: logging out
+    twice, or with an API token (which is revoked with auth/api_token, not
+    here), tells nothing and changes nothing.
+    """
+    token = token_from(ctx.headers)
+    if token and token.startswith(SESSION_PREFIX):
+        ctx.services.sessions.end(token)
+    return {"loggedOut": True}
+
+
+@call("auth/userUnlock", permission="admin")
+def user_unlock(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+    """End the lockouts of a username after failed logins (from any address)."""
+    username = check_username(kargs.get("username"))
+    ended = ctx.services.login.unlock(username)
+    ctx.audit_detail = f"user {username!r} unlocked ({ended} lockout counter(s) cleared)"
+    return {"username": username, "cleared": ended}
 
 
 @call("auth/userList", permission="admin")
