@@ -16,12 +16,12 @@ key, so running it again after a crash stores only the batches not stored.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
 from seclake.ingest.parser import FORMATS, iter_records
 from seclake.ingest.reader import IngestCounts, Line, iter_lines
-from seclake.errors import Conflict, ValidationFailed
+from seclake.errors import Conflict, Forbidden, ValidationFailed
 from seclake.service.idempotency import Idempotency, RequestDigest, Stored, attempt
 from seclake.storage.lake import Lake
 
@@ -38,6 +38,39 @@ def check_target(dataset: str, fmt: str) -> None:
 
 class Replayed(dict):
     """The report of a keyed import stored earlier: the remembered reply, nothing stored now."""
+
+
+class _LineNumber:
+    """The number of the line whose record is being looked at: the parser
+    yields each record as soon as its line is read."""
+
+    def __init__(self) -> None:
+        self.number = 0
+
+    def follow(self, lines: Iterable[Line]) -> Iterator[Line]:
+        for line in lines:
+            self.number = line[0]
+            yield line
+
+
+class Admission:
+    """What a sender may write: the records its data policies would show it
+    (issue: a user limited to one customer must not file records under
+    another, by ``customer=`` or by ``@customer`` in a line)."""
+
+    def __init__(self, visible: Callable[[dict[str, Any]], bool], username: str):
+        self.visible = visible
+        self.username = username
+
+    def check(self, records: Iterable[dict[str, Any]], at: _LineNumber) -> Iterator[dict[str, Any]]:
+        for record in records:
+            if not self.visible(record):
+                customer = record.get("@customer")
+                raise Forbidden(
+                    f"line {at.number}: the record (@customer {customer!r}) is outside the data policies of "
+                    f"{self.username!r}; an import may hold only records its sender may see. Nothing was stored"[:400]
+                )
+            yield record
 
 
 class Ingestion:
@@ -70,11 +103,13 @@ class Ingestion:
         compressed: bool | None = None,
         max_bytes: int,
         key: tuple[str, str] | None = None,
+        admit: Admission | None = None,
     ) -> dict[str, Any]:
         """Parse and store a whole body; ``key`` (scope, idempotency key) stores it at most once.
 
         A keyed import stored before returns a ``Replayed`` report: the
-        reply remembered with the key, nothing stored now.
+        reply remembered with the key, nothing stored now. ``admit`` (the
+        sender's data policies) must accept every record, or nothing is stored.
         """
         check_target(dataset, fmt)
         counts = IngestCounts()
@@ -82,7 +117,11 @@ class Ingestion:
         digest = RequestDigest(vendor=vendor, dataset=dataset, fmt=fmt, customer=customer) if key else None
         if digest is not None:
             lines = digest.lines(lines)
-        items = [(dataset, r) for r in self._records(lines, vendor=vendor, dataset=dataset, fmt=fmt, customer=customer, counts=counts)]
+        at = _LineNumber()
+        records = self._records(at.follow(lines), vendor=vendor, dataset=dataset, fmt=fmt, customer=customer, counts=counts)
+        if admit is not None:
+            records = admit.check(records, at)
+        items = [(dataset, r) for r in records]
         if key is None or digest is None:
             first, last = self._append(items)
             return self._report(counts, first, last)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from typing import Any
 
 import pytest
 
 from seclake.demo.generator import generate
-from tests.conftest import running_server
+from tests.conftest import running_server, status_of
 
 DAY = 86_400_000
 EVENTS = "ds/get_index_zoom_histogram_lv3"
@@ -418,3 +419,32 @@ def test_audit_search_obeys_audit_data_policies(srv, new_name):
     want = srv.call(AUDIT, {"options": {**options, "searchStr": "user:analyst-acme"}}, srv.token)
     assert mine["hits"]["total"] == want["hits"]["total"]
     assert "auth/userList" in srv.fail("auth/userList", {}, session, status=403)
+
+
+# -- ingest obeys data policies ------------------------------------------------------------------
+
+
+def test_an_ingest_user_writes_only_what_its_policies_show_it(srv, new_name):
+    name = new_name("feeder")
+    srv.call("auth/userAdd", {"user": {"username": name, "password": PASSWORD, "roles": ["ingest"],
+                                       "dataPolicies": ["only-acme"]}}, srv.token)
+    feeder = srv.login(name, PASSWORD)
+    before = events(srv, srv.token, searchStr="@sender:feeder-test")["hits"]["total"]
+
+    def send(body: str, **params) -> Any:
+        return srv.http.post("/api/import/kv", content=body.encode(), params=params, headers={"Servicetoken": feeder})
+
+    # The report's two ways round the policy: customer= in the URL, @customer in a line.
+    r = send("src=1.2.3.4 host=feeder-test", customer="globex")
+    assert status_of(r) == 403 and r.json()["error"].startswith("import/kv: line 1: the record (@customer 'globex')")
+    line = '{"@timestamp": %d, "@customer": "globex", "@sender": "feeder-test", "@message": "x"}' % srv.now
+    ok_line = line.replace("globex", "acme")
+    r = send(f"{ok_line}\n\n{line}")
+    assert status_of(r) == 403 and "line 3:" in r.json()["error"] and "Nothing was stored" in r.json()["error"]
+    # What the policy shows is taken; customer= files every line under it.
+    assert send(ok_line).json()["response"]["accepted"] == 1
+    assert send(line, customer="acme").json()["response"]["accepted"] == 1
+    srv.services.lake.flush()
+    after = events(srv, srv.token, searchStr="@sender:feeder-test")
+    assert after["hits"]["total"] == before + 2
+    assert {h["_source"]["@customer"] for h in after["hits"]["hits"]} == {"acme"}

@@ -10,6 +10,10 @@ body is read and parsed here and the records are stored by the ingest node
 (``cluster/remoteingestion.py``): the reply then waits for its fsync, and
 says 503 when no ingest node can be reached.
 
+A sender restricted by data policies may import only records those
+policies would show it: any other record (by ``customer=`` or a line's own
+``@customer``) refuses the whole import with 403, naming the line.
+
 Optional header ``Idempotency-Key`` (``service/idempotency.py``): an import
 sent again with the same key by the same user is stored at most once; the
 retry gets the first reply with ``Idempotent-Replayed: true``, a key reused
@@ -28,7 +32,9 @@ from seclake.errors import ValidationFailed
 from seclake.ingest.reader import GZIP_MAGIC
 from seclake.ingest.vendor import validate_vendor
 from seclake.service.idempotency import HEADER, REPLAYED_HEADER, parse_key, user_scope
-from seclake.service.ingestion import Replayed
+from seclake.query.matcher import compile_matcher
+from seclake.record.dataset import DATASETS
+from seclake.service.ingestion import Admission, Replayed
 
 MAX_CUSTOMER = 128
 
@@ -56,6 +62,10 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
         assert ctx.caller is not None
         # Keys are the caller's own: another user's same key is another key.
         scoped = (user_scope(ctx.services.db, ctx.caller.username), key) if key is not None else None
+        # A sender writes only what its data policies would show it.
+        target = DATASETS.get(dataset)
+        restriction = ctx.caller.restriction(target, settings) if target is not None else None
+        admit = None if restriction is None else Admission(compile_matcher(restriction, target), ctx.caller.username)
         return ctx.services.ingestion.import_body(
             body,
             vendor=vendor,
@@ -65,6 +75,7 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
             compressed=compressed,
             max_bytes=settings.max_import_bytes,
             key=scoped,
+            admit=admit,
         )
 
     report = await run_in_threadpool(store)
