@@ -8,7 +8,15 @@ from seclake.record.identity import record_id
 
 # Keys longer than this are cut: they are stored in the history tables.
 MAX_KEY = 256
+# Detector state keeps at most this much of a customer name (the state tables' column).
+MAX_CUSTOMER = 128
 
+
+
+def customer_of(record: dict[str, Any]) -> str:
+    """The customer a record's behaviors, windows and history belong to ("" for none)."""
+    customer = record.get("@customer")
+    return customer if isinstance(customer, str) else ""
 
 def make_behavior(
     rule,
@@ -45,7 +53,7 @@ def make_behavior(
         "ruleRisks": list(rule.risks),
         "ruleHits": [{"name": rule.name, "scope": rule.scope, "risks": list(rule.risks)}],
         "scoreLevel": score_level,
-        "customer": record.get("@customer") if isinstance(record.get("@customer"), str) else "",
+        "customer": customer_of(record),
         "history": history,
         "keyContext": {"infoList": None},
         # Where it came from: the id of the record that made the rule fire.

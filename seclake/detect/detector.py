@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select, tuple_
 
 from seclake.db.database import Database
-from seclake.detect.behavior import MAX_KEY, make_behavior
+from seclake.detect.behavior import MAX_CUSTOMER, MAX_KEY, customer_of, make_behavior
 from seclake.detect.history import History
 from seclake.detect.scorelevel import score_level
 from seclake.detect.signal import Window
@@ -45,7 +45,8 @@ class Detector:
         self.summaries = summaries
         self.lock = threading.RLock()
         self.history = History()
-        self.windows: dict[tuple[str, str], Window] = {}
+        # (rule, customer, key): each customer's records count only toward its own windows.
+        self.windows: dict[tuple[str, str, str], Window] = {}
         self._dirty: set[tuple[str, str]] = set()
         self.sequence = 0  # behaviors made so far: the next one's `sequence`
         self.seq = 0  # the log sequence the in-memory state is exact for
@@ -95,9 +96,10 @@ class Detector:
         if key is None or key == "":
             return None
         key = key[:MAX_KEY]
+        customer = customer_of(record)[:MAX_CUSTOMER]
         aggregate = None
         if rule.threshold is not None:
-            wkey = (rule.name, key)
+            wkey = (rule.name, customer, key)
             window = self.windows.get(wkey)
             if window is None:
                 window = self.windows[wkey] = Window(rule.threshold)
@@ -109,7 +111,7 @@ class Detector:
             self._dirty.add(wkey)
             if aggregate is None:
                 return None
-        flags = self.history.observe(rule.key_type, key, rule.behavior)
+        flags = self.history.observe(customer, rule.key_type, key, rule.behavior)
         behavior = make_behavior(
             rule, record, key=key, record_seq=seq, sequence=self.sequence + 1, history=flags,
             score_level=score_level(rule.risk_score, self.bands), aggregate=aggregate,
@@ -131,15 +133,18 @@ class Detector:
         thousands of keys between two saves)."""
         dirty = list(self._dirty)
         rows = []
-        for rule_name, key in dirty:
-            window = self.windows.get((rule_name, key))
+        for wkey in dirty:
+            window = self.windows.get(wkey)
             if window is None or window.is_empty():
-                self.windows.pop((rule_name, key), None)
+                self.windows.pop(wkey, None)
             else:
-                rows.append({"rule": rule_name, "key": key, "state": json.dumps(window.to_json())})
+                rule_name, customer, key = wkey
+                rows.append({"rule": rule_name, "customer": customer, "key": key,
+                             "state": json.dumps(window.to_json())})
         for i in range(0, len(dirty), SAVE_CHUNK):
             chunk = dirty[i : i + SAVE_CHUNK]
-            s.execute(delete(SignalState).where(tuple_(SignalState.rule, SignalState.key).in_(chunk)))
+            s.execute(delete(SignalState).where(
+                tuple_(SignalState.rule, SignalState.customer, SignalState.key).in_(chunk)))
         for i in range(0, len(rows), SAVE_CHUNK):
             s.execute(insert(SignalState), rows[i : i + SAVE_CHUNK])
 
@@ -164,7 +169,8 @@ class Detector:
                 for row in s.scalars(select(SignalState)):
                     rule = self.rulebook.get_or_none(row.rule)
                     if rule is not None and rule.threshold is not None:
-                        self.windows[(row.rule, row.key)] = Window.from_json(rule.threshold, json.loads(row.state))
+                        self.windows[(row.rule, row.customer, row.key)] = Window.from_json(
+                            rule.threshold, json.loads(row.state))
             self.history.take_new()
             count = 0
             for seq, dataset, record in replay or ():

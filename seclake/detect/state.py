@@ -6,6 +6,10 @@ them. Its state is saved here every commit interval with the log sequence
 it corresponds to (``detector_progress``); after a crash the records logged
 since are run through the detector again, state only, which brings the
 state back exactly (detection is a deterministic function of the log).
+
+History and windows are kept per customer (the record's ``@customer``,
+"" for none): one customer's records never count toward another's
+threshold or change its first-seen flags.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ class SeenBehavior(Base):
 
     __tablename__ = "seen_behaviors"
 
+    customer: Mapped[str] = mapped_column(String(128), primary_key=True)
     behavior: Mapped[str] = mapped_column(String(200), primary_key=True)
 
 
@@ -29,6 +34,7 @@ class SeenKey(Base):
 
     __tablename__ = "seen_keys"
 
+    customer: Mapped[str] = mapped_column(String(128), primary_key=True)
     key_type: Mapped[str] = mapped_column(String(64), primary_key=True)
     key: Mapped[str] = mapped_column(String(512), primary_key=True)
 
@@ -38,17 +44,19 @@ class SeenKeyBehavior(Base):
 
     __tablename__ = "seen_key_behaviors"
 
+    customer: Mapped[str] = mapped_column(String(128), primary_key=True)
     key_type: Mapped[str] = mapped_column(String(64), primary_key=True)
     key: Mapped[str] = mapped_column(String(512), primary_key=True)
     behavior: Mapped[str] = mapped_column(String(200), primary_key=True)
 
 
 class SignalState(Base):
-    """The open threshold window of one rule and key, as JSON."""
+    """The open threshold window of one rule, customer and key, as JSON."""
 
     __tablename__ = "signal_windows"
 
     rule: Mapped[str] = mapped_column(String(100), primary_key=True)
+    customer: Mapped[str] = mapped_column(String(128), primary_key=True)
     key: Mapped[str] = mapped_column(String(512), primary_key=True)
     state: Mapped[str] = mapped_column(Text)
 

@@ -116,6 +116,34 @@ def test_behaviors_have_every_field_and_history_flags(rigs):
     assert b[2]["history"] == {"BehaviorFirstSeen": False, "KeyFirstSeen": True, "KeyBehaviorFirstSeen": True, "ReOccurrence": False}
 
 
+def test_each_customer_has_its_own_windows_and_history(rigs, tmp_path):
+    """9 globex failures and 1 acme failure from one address made an acme
+    brute-force behavior, and one customer's history showed in another's
+    first-seen flags (issue 17, point 7)."""
+    rig = rigs(rules=(FAILED, BRUTE))
+    globex = [("event", {**r, "@customer": "globex"}) for _, r in (failed(i) for i in range(4))]
+    rig.ingestion.append_records(globex + [failed(4)])  # 4 globex + 1 acme: the threshold is 5
+    b = rig.behaviors()
+    assert [x["behaviorRule"] for x in b].count("ssh-brute") == 0
+    acme = [x for x in b if x["customer"] == "acme"]
+    # acme's first failure is the first acme has seen, whatever globex saw before.
+    assert acme[0]["history"] == {"BehaviorFirstSeen": True, "KeyFirstSeen": True, "KeyBehaviorFirstSeen": True,
+                                  "ReOccurrence": False}
+    # Its own four more make five: now it fires, for acme.
+    rig.ingestion.append_records([failed(i) for i in range(5, 9)])
+    brute = [x for x in rig.behaviors() if x["behaviorRule"] == "ssh-brute"]
+    assert [x["customer"] for x in brute] == ["acme"]
+    # Saved and restored per customer: after a restart globex's four still
+    # count, and its fifth fires for globex alone.
+    rig.services.detector.save()
+    rig.stop()
+    again = rigs(name="a", rules=(FAILED, BRUTE))
+    assert "globex" in {c for _, c, _ in again.services.detector.windows}
+    again.ingestion.append_records([("event", {**failed(20)[1], "@customer": "globex"})])
+    after = [x["customer"] for x in again.behaviors() if x["behaviorRule"] == "ssh-brute"]
+    assert after == ["acme", "globex"]
+
+
 def test_threshold_fires_once_per_burst(rigs):
     rig = rigs(rules=(BRUTE,))
     rig.ingestion.append_records([failed(i) for i in range(12)])
