@@ -84,7 +84,7 @@ class Services:
             self.lake = CatalogView(Catalog(self.db), Layout(settings.data_dir))
         # tantivy releases the GIL while searching: leaves run in parallel threads.
         self.search_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seclake-leaf")
-        self.search = Root(self.lake.splits, self._leaf_executor(), max_expansions=settings.max_expansions)
+        self.search = Root(self.lake.splits, self._leaf_executor())
         # Behavior summaries (daily per key): folded by the detector, triaged and searched by calls.
         self.summaries = SummaryStore(self.db, settings.score_bands)
         # Behavior rules, run on every record as it arrives: in the database, shared by

@@ -92,9 +92,6 @@ class Settings(BaseSettings):
     max_facet_size: int = Field(1000, ge=1, description="Largest facet size accepted.")
     max_query_length: int = Field(8192, ge=16, description="Longest searchStr accepted, in characters.")
     max_clauses: int = Field(1024, ge=1, description="Most clauses (terms, phrases, ranges...) in one query.")
-    max_expansions: int = Field(
-        10000, ge=1, description="Most distinct terms a wildcard, regex or string range may expand to."
-    )
     max_pattern_length: int = Field(256, ge=1, description="Longest wildcard or regex pattern accepted.")
     max_histogram_buckets: int = Field(2000, ge=1, description="Most buckets a date histogram may have.")
 

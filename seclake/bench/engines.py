@@ -166,7 +166,7 @@ class EngineLayer:
         self.services = Services(self.settings)
         self.view = SplitView(data_dir, self.services.db)
         self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bench-leaf")
-        self.root = Root(self.view.splits, self.pool, max_expansions=self.settings.max_expansions)
+        self.root = Root(self.view.splits, self.pool)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)

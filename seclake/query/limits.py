@@ -1,8 +1,10 @@
 """How costly a query may be (query-semantics.md, "Errors").
 
-Parsing checks length, clause count, nesting and pattern length; the engine
-compiler checks ``max_expansions`` while it expands patterns and ranges.
-Past a limit the query fails with ``LimitExceeded``; nothing runs partially.
+Parsing checks length, clause count, nesting and pattern length; nothing
+depends on the data searched (patterns and string ranges run as automata
+with no expansion limit, so no limit can tell a restricted caller about
+values it may not see). Past a limit the query fails with
+``LimitExceeded``; nothing runs partially.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ class QueryLimits:
     max_query_length: int = 8192
     max_clauses: int = 1024
     max_pattern_length: int = 256
-    max_expansions: int = 10000
     # Not a setting: deeper trees are never written by people, and every
     # consumer of the tree recurses; this keeps them far from Python's limit.
     max_depth: int = 64
@@ -32,7 +33,6 @@ class QueryLimits:
             max_query_length=settings.max_query_length,
             max_clauses=settings.max_clauses,
             max_pattern_length=settings.max_pattern_length,
-            max_expansions=settings.max_expansions,
         )
 
     def check_length(self, search_str: str) -> None:

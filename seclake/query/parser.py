@@ -36,6 +36,7 @@ from luqum.visitor import TreeVisitor
 
 from seclake.errors import LimitExceeded, QueryError, ValidationFailed
 from seclake.query import ast, datemath, pattern
+from seclake.query.pattern import MAX_RANGE_BOUND
 from seclake.query.limits import QueryLimits
 from seclake.record.dataset import Dataset
 from seclake.record.value import as_network, as_number, scalar_text, tokens
@@ -494,6 +495,10 @@ class _Builder(TreeVisitor):
         given = [t for t in (lo_text, hi_text) if t is not None]
         if all(as_number(t) is not None for t in given):
             return ast.Range(path, _number(lo_text), _number(hi_text), include_lo, include_hi, "number")
+        for item, text in ((low, lo_text), (high, hi_text)):
+            if text is not None and len(text) > MAX_RANGE_BOUND:
+                raise self.error(f"a string range bound of more than {MAX_RANGE_BOUND} characters", item,
+                                 "a shorter bound")
         return ast.Range(
             path,
             lo_text.lower() if lo_text is not None else None,

@@ -335,3 +335,101 @@ def full_matcher(body: str, offset: int = 0) -> Callable[[str], bool]:
         return match(_ANCHOR_BOTH, data, 0, len(data))[0] != _NO_MATCH
 
     return test
+
+
+# A string range is compiled to a regex over the split's terms (tantivy has no
+# range over string terms) instead of expanding the matching terms into a
+# list: a list bounded by a limit made the limit an oracle on terms a
+# restricted caller may not see (docs/security.md). The regex grows with the
+# bounds' length, so longer bounds are refused, whatever the data.
+MAX_RANGE_BOUND = 200
+_ANY = "(?s:.)*"
+_SOME = "(?s:.)+"
+_MAX_CODE = 0x10FFFF
+
+
+def range_regex(lo: str | None, hi: str | None, include_lo: bool, include_hi: bool) -> str | None:
+    """A regex body (RE2 and Rust read it alike) matching exactly the strings
+    ``s`` with ``lo <= s <= hi`` in code point order (``<`` where a bound is
+    exclusive; None: unbounded); None when no string is in the range.
+    Linear in the bounds' length. (Rust refuses a class that matches nothing,
+    so "no string" is None, and alternatives that match nothing are left out.)"""
+    for bound in (lo, hi):
+        if bound is not None and len(bound) > MAX_RANGE_BOUND:
+            raise QueryError(f"a string range bound longer than {MAX_RANGE_BOUND} characters is not supported")
+    if lo is None and hi is None:
+        return _ANY
+    if lo is None:
+        return _at_most(hi, include_hi)
+    if hi is None:
+        return _at_least(lo, include_lo)
+    if lo > hi or (lo == hi and not (include_lo and include_hi)):
+        return None
+    if lo == hi:
+        return literal_regex(lo)
+    p = 0
+    while p < len(lo) and p < len(hi) and lo[p] == hi[p]:
+        p += 1
+    prefix, lo, hi = literal_regex(lo[:p]), lo[p:], hi[p:]
+    if not lo:  # lo is a prefix of hi: what lies below hi after it (the empty rest if lo counts)
+        rest = _below(hi, include_hi)
+        parts = [""] if include_lo else []
+        parts += [rest] if rest is not None else []
+        return prefix + _group(parts) if parts else None
+    # lo[0] < hi[0]: three ways to lie between them.
+    parts = [_then(lo[0], _at_least(lo[1:], include_lo))]
+    between = _class(ord(lo[0]) + 1, ord(hi[0]) - 1)
+    if between:
+        parts.append(between + _ANY)
+    parts.append(_then(hi[0], _at_most(hi[1:], include_hi)))
+    return prefix + _group([p for p in parts if p is not None])
+
+
+def _group(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 and parts[0] == "" else "(?:" + "|".join(parts) + ")"
+
+
+def _then(char: str, rest: str | None) -> str | None:
+    return None if rest is None else literal_regex(char) + f"(?:{rest})"
+
+
+def _at_least(s: str, inclusive: bool) -> str:
+    """Strings >= s (> s when not inclusive): never none."""
+    if not s:
+        return _ANY if inclusive else _SOME
+    # s[0] then at least the rest, or a greater first character then anything.
+    parts = [literal_regex(s[0]) + f"(?:{_at_least(s[1:], inclusive)})"]
+    greater = _class(ord(s[0]) + 1, _MAX_CODE)
+    if greater:
+        parts.append(greater + _ANY)
+    return "|".join(parts)
+
+
+def _at_most(s: str, inclusive: bool) -> str | None:
+    """Strings <= s (< s when not inclusive); None when there are none."""
+    if not s:
+        return "" if inclusive else None
+    rest = _below(s, inclusive)
+    return "|".join(["", rest]) if rest is not None else ""  # "": the empty string, below any s
+
+
+def _below(s: str, inclusive: bool) -> str | None:
+    """Non-empty strings <= s (< s when not inclusive); s is not empty."""
+    parts = []
+    then = _then(s[0], _at_most(s[1:], inclusive))
+    if then is not None:
+        parts.append(then)
+    smaller = _class(0, ord(s[0]) - 1)
+    if smaller:
+        parts.append(smaller + _ANY)
+    return "|".join(parts) if parts else None
+
+
+def _class(first: int, last: int) -> str:
+    """A character class of the code points first..last, surrogates left out
+    (no string holds them and Rust refuses them as class ends); "" if empty."""
+    ranges = []
+    for a, b in ((first, min(last, 0xD7FF)), (max(first, 0xE000), last)):
+        if a <= b:
+            ranges.append(f"\\x{{{a:X}}}-\\x{{{b:X}}}" if a < b else f"\\x{{{a:X}}}")
+    return f"[{''.join(ranges)}]" if ranges else ""

@@ -14,8 +14,9 @@ from collections.abc import Callable
 import tantivy
 from tantivy import FieldType, Occur, Query
 
-from seclake.errors import LimitExceeded, QueryError
+from seclake.errors import QueryError
 from seclake.query import ast
+from seclake.query.pattern import range_regex
 from seclake.record.dataset import Dataset
 from seclake.record.value import as_number, keyword, tokens
 from seclake.storage.fieldmap import SEP, cut
@@ -32,12 +33,11 @@ def rx_escape(text: str) -> str:
 
 
 class TantivyCompiler:
-    def __init__(self, split: Split, dataset: Dataset, *, max_expansions: int = 10000):
+    def __init__(self, split: Split, dataset: Dataset):
         self.split = split
         self.schema = split.schema
         self.fields = split.fields
         self.dataset = dataset
-        self.max_expansions = max_expansions
 
     def compile(self, node: ast.Node) -> Query:
         method: Callable[[ast.Node], Query] = getattr(self, "_" + type(node).__name__)
@@ -142,26 +142,17 @@ class TantivyCompiler:
         )
 
     def _string_range(self, node: ast.Range) -> Query:
-        # tantivy has no range over string terms: expand the split's own terms
-        # for this path, bounded by max_expansions.
-        prefix = node.path + SEP
+        # tantivy has no range over string terms: a regex (an automaton run
+        # over the term dictionary) matches exactly the keyword values in the
+        # range. Expanding the matching terms into a list needed a limit, and
+        # that limit, counted over every customer's terms, told a restricted
+        # caller about values it may not see.
         lo = str(node.lo).lower() if node.lo is not None else None
         hi = str(node.hi).lower() if node.hi is not None else None
-        hits = []
-        for term, _count in self.split.searcher.terms_with_prefix("kw", prefix):
-            value = term[len(prefix):]
-            if lo is not None and (value < lo or (value == lo and not node.include_lo)):
-                continue
-            if hi is not None and (value > hi or (value == hi and not node.include_hi)):
-                continue
-            hits.append(term)
-            if len(hits) > self.max_expansions:
-                raise LimitExceeded(
-                    f"range on {node.path}: number of matching values", len(hits), self.max_expansions
-                )
-        if not hits:
+        inside = range_regex(lo, hi, node.include_lo, node.include_hi)
+        if inside is None:
             return Query.empty_query()
-        return Query.term_set_query(self.schema, "kw", hits)
+        return self._regex("kw", rx_escape(node.path + SEP) + f"(?:{inside})", node.path)
 
     # -- boolean --------------------------------------------------------
 
@@ -204,5 +195,5 @@ class TantivyCompiler:
         return Query.boolean_query([(Occur.Must, Query.all_query()), (Occur.MustNot, self.compile(node.child))])
 
 
-def compile_for_split(node: ast.Node, split: Split, dataset: Dataset, *, max_expansions: int = 10000) -> tantivy.Query:
-    return TantivyCompiler(split, dataset, max_expansions=max_expansions).compile(node)
+def compile_for_split(node: ast.Node, split: Split, dataset: Dataset) -> tantivy.Query:
+    return TantivyCompiler(split, dataset).compile(node)

@@ -91,7 +91,6 @@ class LeafTask:
     facets: tuple[str, ...] = ()
     # (name, bucket starts, end) of each date histogram
     histograms: tuple[tuple[str, tuple[int, ...], int], ...] = ()
-    max_expansions: int = 10000
 
 
 _COMPILED: OrderedDict[tuple[str, ast.Node, int], Query] = OrderedDict()
@@ -107,13 +106,13 @@ def _compiled(split: Split, task: LeafTask) -> Query:
     to compile (its automaton), as much as searching a small split. Splits
     never change, so (split id, query tree) names the compiled query.
     """
-    key = (split.meta.split_id, task.query, task.max_expansions)
+    key = (split.meta.split_id, task.query)
     with _COMPILED_LOCK:
         query = _COMPILED.get(key)
         if query is not None:
             _COMPILED.move_to_end(key)
             return query
-    query = compile_for_split(task.query, split, DATASETS[task.dataset], max_expansions=task.max_expansions)
+    query = compile_for_split(task.query, split, DATASETS[task.dataset])
     with _COMPILED_LOCK:
         _COMPILED[key] = query
         while len(_COMPILED) > _COMPILED_MAX:

@@ -166,13 +166,10 @@ class Root:
         self,
         splits_for: Callable[[str, int | None, int | None], Sequence[Any]],
         executor: Executor | LeafExecutor,
-        *,
-        max_expansions: int = 10000,
     ):
         """``executor``: a thread pool (leaves in this process) or a ``LeafExecutor``."""
         self.splits_for = splits_for
         self.leaves: LeafExecutor = InProcessLeaves(executor) if isinstance(executor, Executor) else executor
-        self.max_expansions = max_expansions
 
     def search(self, plan: SearchPlan) -> SearchResult:
         started = time.perf_counter()
@@ -206,7 +203,6 @@ class Root:
             k=k,
             facets=tuple(f.path for f in plan.facets),
             histograms=tuple((h.name, h.starts, h.end) for h in plan.histograms),
-            max_expansions=self.max_expansions,
         )
         by_id = {meta_of(s).split_id: s for s in splits}
         answered, failed = self.leaves.search(splits, task)

@@ -448,3 +448,21 @@ def test_an_ingest_user_writes_only_what_its_policies_show_it(srv, new_name):
     after = events(srv, srv.token, searchStr="@sender:feeder-test")
     assert after["hits"]["total"] == before + 2
     assert {h["_source"]["@customer"] for h in after["hits"]["hits"]} == {"acme"}
+
+
+def test_string_ranges_tell_nothing_about_values_outside_the_policies(srv):
+    """A restricted analyst recovered another customer's value character by
+    character: the range's expansion limit counted every customer's terms, so
+    'probeuser:[pu TO "<guess>~~~"]' flipped between an answer and "matching
+    values is 10001, above the limit" (issue 17, point 6). Ranges now run as
+    an automaton with no such limit: the same answer whatever lies outside."""
+    body = "\n".join('{"@timestamp": %d, "probeuser": "pu_%05d"}' % (srv.now - 1000, i) for i in range(10_050))
+    r = srv.http.post("/api/import/probe", content=body.encode(), params={"customer": "globex"},
+                      headers={"Servicetoken": srv.token})
+    assert r.json()["response"]["accepted"] == 10_050
+    srv.services.lake.flush()
+    acme = srv.users["acme"]
+    for query in ('probeuser:[pu TO "pu_1~~~"]', "probeuser:[a TO z]", "probeuser:[* TO pu_5]", "probeuser:>pu"):
+        assert events(srv, acme, searchStr=query)["hits"]["total"] == 0
+    # The unrestricted admin sees them all, with no limit either.
+    assert events(srv, srv.token, searchStr="probeuser:[pu TO pv]")["hits"]["total"] == 10_050

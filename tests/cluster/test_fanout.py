@@ -162,7 +162,7 @@ def test_nothing_hangs_past_the_deadline(pool):
 
 def test_errors_of_the_query_itself_propagate(pool):
     def behaviour(item, s):
-        raise LimitExceeded("max_expansions", 20000, 10000)
+        raise LimitExceeded("max_clauses", 2000, 1024)
 
     with pytest.raises(LimitExceeded):
         fan_out(ITEMS, SEARCHERS, caller(pool, behaviour), timeout=5, is_fatal=lambda e: isinstance(e, LimitExceeded))

@@ -18,13 +18,12 @@ NOW = 1_700_000_000_000
 
 
 def test_limits_come_from_settings():
-    settings = Settings(max_query_length=100, max_clauses=5, max_pattern_length=10, max_expansions=7)
+    settings = Settings(max_query_length=100, max_clauses=5, max_pattern_length=10)
     limits = QueryLimits.from_settings(settings)
-    assert (limits.max_query_length, limits.max_clauses, limits.max_pattern_length, limits.max_expansions) == (
+    assert (limits.max_query_length, limits.max_clauses, limits.max_pattern_length) == (
         100,
         5,
         10,
-        7,
     )
 
 

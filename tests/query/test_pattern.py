@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from seclake.errors import QueryError
 from seclake.query.ast import Wildcard
-from seclake.query.pattern import full_matcher, literal_regex, translate
+from seclake.query.pattern import full_matcher, literal_regex, range_regex, translate
 
 tantivy = pytest.importorskip("tantivy")  # the Rust side of the comparison
 
@@ -108,3 +109,54 @@ def test_wildcard_regex_agrees_with_rust(rust):
     for pattern in ["a*", "a?b", "*b", "a\\*", "*", "?", "a.b*", "x<*"]:
         regex = Wildcard(None, pattern).regex()
         assert python(regex) == rust(regex), pattern
+
+
+# -- string ranges as regexes --------------------------------------------------------------
+
+RANGE_ALPHABET = "ab~é\x00\U0001F600"
+RANGE_WORDS = sorted({"".join(p) for n in range(4) for p in itertools.product("ab~é\x00", repeat=n)}
+                     | {"\U0001F600", "a\U0001F600", "\ud7ff", "\ue000", "\U0010FFFF"})
+
+
+@pytest.fixture(scope="module")
+def exact():
+    """Case-sensitive regexes over RANGE_WORDS in tantivy, as the compiler runs them on keyword terms."""
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("k", stored=True, tokenizer_name="raw")
+    schema = builder.build()
+    index = tantivy.Index(schema)
+    writer = index.writer(15_000_000, 1)
+    for w in RANGE_WORDS:
+        writer.add_document(tantivy.Document(k="p\x00" + w))
+    writer.commit()
+    index.reload()
+    searcher = index.searcher()
+
+    def find(pattern: str) -> set[str]:
+        query = tantivy.Query.regex_query(schema, "k", "p\\x00(?:" + pattern + ")")
+        return {searcher.doc(addr)["k"][0][2:] for _, addr in searcher.search(query, 1000).hits}
+
+    return find
+
+
+bounds = st.none() | st.text(alphabet=RANGE_ALPHABET, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lo=bounds, hi=bounds, include_lo=st.booleans(), include_hi=st.booleans())
+def test_a_string_range_regex_matches_exactly_the_range_in_both_engines(exact, lo, hi, include_lo, include_hi):
+    expected = {w for w in RANGE_WORDS
+                if (lo is None or w > lo or (include_lo and w == lo)) and (hi is None or w < hi or (include_hi and w == hi))}
+    pattern = range_regex(lo, hi, include_lo, include_hi)
+    if pattern is None:
+        assert expected == set()
+        return
+    test = full_matcher(f"(?-i:{pattern})")
+    assert {w for w in RANGE_WORDS if test(w)} == expected
+    assert exact(pattern) == expected
+
+
+def test_string_range_bounds_are_limited_whatever_the_data():
+    with pytest.raises(QueryError, match="longer than"):
+        range_regex("a" * 201, None, True, True)
+    assert range_regex("a" * 200, "b" * 200, True, True)
