@@ -15,7 +15,8 @@ from starlette.routing import Route
 
 import seclake.api.calls  # noqa: F401  (registers every call)
 from seclake.api.dispatcher import dispatch
-from seclake.api.envelope import failure
+from seclake.api.envelope import JSONResponse, failure
+from seclake.api.schema import openapi_document
 from seclake.api.slashes import CollapseSlashes
 from seclake.errors import MethodNotAllowed, NotFound, SeclakeError
 from seclake.services import Services
@@ -42,7 +43,14 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
     # Plain Starlette: the dispatcher reads each request itself, so a
     # framework's per-request validation and dependency solving would only
     # add time to every call.
+    document = JSONResponse(openapi_document())
+
+    async def openapi(request: Request) -> Response:
+        return document
+
     routes = [
+        # The calls' document (api/schema.py): public, the same for everyone.
+        Route("/api/openapi.json", openapi, methods=["GET", "HEAD"]),
         # Every method reaches the dispatcher, so a GET gets a 405 envelope.
         Route("/api/{name:path}", dispatch, methods=ALL_METHODS),
         *web_routes(),  # /, /assets/..., client-side routes: seclake/web/

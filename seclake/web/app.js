@@ -10,6 +10,7 @@ import { eventsPage } from './page-events.js';
 import { timelinePage } from './page-timeline.js';
 import { summariesPage } from './page-summaries.js';
 import { adminPage } from './page-admin.js';
+import { referencePage } from './page-reference.js';
 
 const app = document.getElementById('app');
 const NAV = [
@@ -17,6 +18,7 @@ const NAV = [
   { path: '/timeline', label: 'Timeline' },
   { path: '/summaries', label: 'Summaries' },
   { path: '/admin', label: 'Admin', admin: true },
+  { path: '/reference', label: 'API' },
 ];
 
 let current = null; // {key, view}
@@ -31,6 +33,7 @@ function routeOf(pathname) {
     case 'timeline': return { key: 'timeline', mount: timelinePage };
     case 'summaries': return { key: 'summaries', mount: summariesPage };
     case 'admin': return { key: `admin/${parts[1] || ''}`, mount: adminPage, section: '/admin' };
+    case 'reference': return { key: 'reference', mount: referencePage };
     default: return { key: 'missing' };
   }
 }

@@ -521,10 +521,26 @@ await step('an ended session returns to sign-in with a message', async () => {
   await searched();
 });
 
+await step('the API reference lists every call from the OpenAPI document', async () => {
+  await page.click('nav a[href="/reference"]');
+  await page.waitForSelector('#reference section.reference-call');
+  const calls = await page.locator('#reference section.reference-call h2').allTextContents();
+  check(calls.includes('/api/ds/get_index_zoom_histogram_lv3') && calls.includes('/api/auth/login'), `calls: ${calls.slice(0, 5)}`);
+  check(calls.length >= 26, `only ${calls.length} calls listed`);
+  const login = page.locator('section#auth_login');
+  check((await login.textContent()).includes('sessionToken'), 'the login reply is not described');
+  await shot('30-reference');
+});
+
 await step('sign out', async () => {
+  const token = await page.evaluate(() => JSON.parse(sessionStorage.getItem('seclake.session')).sessionToken);
   await page.click('#sign-out');
   await page.waitForURL(/\/login/);
   check(await page.evaluate(() => sessionStorage.getItem('seclake.session')) === null, 'session still stored');
+  // Signing out ended the session on the server too.
+  const r = await fetch(`${origin}/api/auth/userList`, { method: 'POST', headers: { 'Content-Type': 'application/json', Servicetoken: token }, body: '{"kargs":{}}' });
+  const sent = Number(r.headers.get('X-Seclake-Status')) || r.status;
+  check(sent === 401, `the signed-out session still answered ${sent}`);
   await page.goto(`${base}/summaries`);
   await page.waitForURL(/\/login\?next=%2Fsummaries/);
 });

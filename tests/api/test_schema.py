@@ -1,0 +1,102 @@
+"""The calls' models and their OpenAPI document (api/schema.py): every call has
+them, the document is valid OpenAPI 3.1 and served, and what a real server
+answers validates against the reply models, so the document cannot drift."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from openapi_spec_validator import validate
+from pydantic import TypeAdapter
+
+from seclake.api.registry import REGISTRY
+from seclake.api.schema import CALLS, RAW
+from seclake.service.demo import load_demo
+from tests.conftest import running_server
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_call_has_a_request_and_a_reply_model():
+    assert set(CALLS) == set(REGISTRY.calls), set(CALLS) ^ set(REGISTRY.calls)
+    assert set(RAW) == {r.pattern for r in REGISTRY.raw_routes}
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    with running_server(tmp_path_factory.mktemp("schema"), commit_interval_seconds=0.2) as s:
+        load_demo(s.services.ingestion, days=1, end_ms=int(time.time() * 1000))
+        s.services.lake.flush()
+        s.services.detector.save()
+        s.token = s.login()
+        yield s
+
+
+def test_the_document_is_served_to_anyone_and_is_valid_openapi(srv):
+    r = srv.http.get("/api/openapi.json")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    document = r.json()
+    validate(document)
+    assert document["openapi"] == "3.1.0"
+    assert {p.removeprefix("/api/") for p in document["paths"]} == set(CALLS) | set(RAW)
+
+
+def test_what_the_server_answers_fits_the_reply_models(srv):
+    now = int(time.time() * 1000)
+    options = {"searchStr": "", "range_from": now - 2 * 86_400_000, "range_to": now + 60_000, "fetchLimit": 5,
+               "facets": {"facets": [{"field": "status", "size": 5}]}}
+    summary_id = srv.call("ds/behavior_summary_search", {"options": {**options, "range_field": "from"}},
+                          srv.token)["hits"]["hits"][0]["_id"]
+    rule = {"name": "schema-rule", "behavior": "Schema", "description": "a rule of the schema test",
+            "query": "EventID:4625", "keyField": "IpAddress", "keyType": "ip", "risks": ["T1110"], "riskScore": 10}
+    policy = {"name": "schema-policy", "filters": {"event": "@customer:acme"}}
+    role = {"name": "schema-role", "permissions": ["search"]}
+    user = {"username": "schema-user", "password": "schema-password-1", "roles": ["analyst"]}
+    requests: list[tuple[str, Any]] = [
+        ("auth/userList", {}),
+        ("auth/userAdd", {"user": user}),
+        ("auth/getUser", {"username": "schema-user"}),
+        ("auth/userUpdate", {"user": {"username": "schema-user", "firstName": "S"}}),
+        ("auth/userUnlock", {"username": "schema-user"}),
+        ("auth/login", {"username": "schema-user", "password": "schema-password-1"}),
+        ("auth/api_token", {"action": "add", "args": {"entry": {"name": "schema", "roles": ["analyst"]}}}),
+        ("auth/api_token", {"action": "list"}),
+        ("auth/api_token", {"action": "delete", "args": {"id": "schema"}}),
+        ("auth/dataPolicyAdd", {"policy": policy}),
+        ("auth/dataPolicyUpdate", {"policy": {**policy, "description": "d"}}),
+        ("auth/dataPolicyList", {}),
+        ("auth/roleAdd", {"role": role}),
+        ("auth/roleUpdate", {"role": {**role, "description": "d"}}),
+        ("auth/roleList", {}),
+        ("auth/roleDelete", {"name": "schema-role"}),
+        ("auth/dataPolicyDelete", {"name": "schema-policy"}),
+        ("auth/userDelete", {"username": "schema-user"}),
+        ("ds/get_index_zoom_histogram_lv3", {"partition": "default", "dataType": "event", "options": {
+            **options, "dateFacetField": "@timestamp",
+            "facets": {"facets": [{"field": "@sender", "size": 5}],
+                       "dateFacets": [{"name": "dateHistogram", "key": "@timestamp", "interval": "hour"}]}}}),
+        ("ds/get_index_zoom_histogram_lv3", {"partition": "default", "dataType": "flow",
+                                             "options": {**options, "dateFacetField": "@timestamp", "facets": {}}}),
+        ("ds/behavior_summary_search", {"options": {**options, "range_field": "from"}}),
+        ("ds/behavior_incident_update", {"id": summary_id, "status": "acknowledged", "comment": "schema"}),
+        ("ds/fsm_behavior_search", {"options": {**options, "range_field": "timestamp", "facets": {}}}),
+        ("ds/audit_search", {"options": {**options, "range_field": "createdOn", "facets": {}}}),
+        ("ds/eventwatch_bucket_search", {"options": {"searchStr": "brute"}}),
+        ("ds/eventwatch_bucket_dao", {"action": "add", "bucket": rule}),
+        ("ds/eventwatch_bucket_dao", {"action": "list"}),
+        ("ds/eventwatch_bucket_dao", {"action": "delete", "name": "schema-rule"}),
+        ("ds/eventwatch_rule_test", {"bucket": rule, "input": {"@fields": {"EventID": 4625, "IpAddress": "1.2.3.4"}}}),
+        ("auth/logout", {}),
+    ]
+    r = srv.http.post("/api/import/schema", content=b"a=1\n", headers={"Servicetoken": srv.token})
+    TypeAdapter(RAW["import/{vendor}"][0]).validate_python(r.json()["response"])
+    seen = set()
+    for name, kargs in requests:  # auth/logout last: it ends this session
+        _request, reply, _summary = CALLS[name]
+        TypeAdapter(_request).validate_python(kargs)  # the examples are what the document says to send
+        # strict: a number where the model says string (or the reverse) fails, as it does in Go.
+        TypeAdapter(reply).validate_python(srv.call(name, kargs, srv.token), strict=True)
+        seen.add(name)
+    assert seen == set(CALLS)
