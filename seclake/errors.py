@@ -18,7 +18,8 @@ HTTP status) in one place, so nothing below the API knows about HTTP.
     ├── UnsupportedMediaType      unsupported_media  (415)
     ├── Unprocessable             unprocessable      (422)  well-formed, but contradicts an earlier request
     ├── TooManyAttempts           too_many_attempts  (429)
-    └── Unavailable               unavailable        (503)  a part the call needs is not reachable
+    ├── Unavailable               unavailable        (503)  a part the call needs is not reachable
+    └── InsufficientStorage       insufficient_storage (507) the disk (log or database) is full
 
 Anything else that escapes a call is an unexpected fault: the API answers
 ``EXCEPTION`` with a short message and logs the trace.
@@ -127,3 +128,27 @@ class Unavailable(SeclakeError):
     """A part of the deployment the call needs is not reachable (cluster mode: the ingest node)."""
 
     code = "unavailable"
+
+
+class InsufficientStorage(SeclakeError):
+    """The disk the log or the database writes to is full (or over quota):
+    nothing of the request was stored, and it may be sent again once there is room."""
+
+    code = "insufficient_storage"
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether ``error``, or what caused it, is a full disk: ENOSPC/EDQUOT from
+    a write, or the database saying so (SQLite "database or disk is full",
+    PostgreSQL's DiskFull)."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in (28, 122):  # ENOSPC, EDQUOT
+            return True
+        text = str(e).lower()
+        if "disk is full" in text or "no space left on device" in text or type(e).__name__ == "DiskFull":
+            return True
+        e = e.__cause__ or e.__context__
+    return False

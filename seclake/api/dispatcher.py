@@ -21,7 +21,9 @@ from seclake.api.body import check_json_media_type, parse_kargs, read_capped
 from seclake.api.calls.unsupported import unsupported_reason
 from seclake.api.envelope import exception, failure, ok, status_sent
 from seclake.api.registry import REGISTRY, Call, CallContext
-from seclake.errors import Forbidden, MethodNotAllowed, NotFound, SeclakeError, ValidationFailed
+from seclake.errors import (
+    Forbidden, InsufficientStorage, MethodNotAllowed, NotFound, SeclakeError, ValidationFailed, disk_full,
+)
 from seclake.service.caller import Caller
 
 log = logging.getLogger("seclake.api")
@@ -81,13 +83,14 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
         response = failure(e, name, http_status=http_status)
         outcome, detail = "ERROR", e.message
     except Exception as e:
-        ref = secrets.token_hex(4)
-        log.exception("call %s failed unexpectedly (ref %s)", name[:200], ref)
-        response = exception(
-            f"internal error in {name[:100]}: {type(e).__name__} (ref {ref}, see the server log)",
-            http_status=http_status,
-        )
-        outcome, detail = "EXCEPTION", f"{type(e).__name__} (ref {ref})"
+        if disk_full(e):
+            log.error("call %s: the disk is full (%s)", name[:200], e)
+            error = InsufficientStorage("the server's disk is full: nothing of this request was stored; "
+                                        "send it again once there is room")
+            response = failure(error, name, http_status=http_status)
+            outcome, detail = "ERROR", error.message
+        else:
+            response, outcome, detail = _fault(name, e, http_status)
     duration_ms = round((time.perf_counter() - started) * 1000)
     caller = ctx.caller
     try:
@@ -100,6 +103,17 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
         # A failing audit write is logged; the caller still gets its answer.
         log.exception("could not write the audit entry of call %s", name[:200])
     return response
+
+
+def _fault(name: str, e: Exception, http_status: bool) -> tuple[Response, str, str]:
+    """An unexpected fault: a short EXCEPTION for the caller, the trace in the log."""
+    ref = secrets.token_hex(4)
+    log.exception("call %s failed unexpectedly (ref %s)", name[:200], ref)
+    response = exception(
+        f"internal error in {name[:100]}: {type(e).__name__} (ref {ref}, see the server log)",
+        http_status=http_status,
+    )
+    return response, "EXCEPTION", f"{type(e).__name__} (ref {ref})"
 
 
 def _authorized(services: Any, request: Request, name: str, permission: str) -> Caller:

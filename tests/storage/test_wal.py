@@ -127,3 +127,96 @@ def test_a_keyed_append_that_fails_after_its_fsync_says_it_is_logged(tmp_path):
     assert (caught.value.first, caught.value.last) == (2, 3)
     wal.close()
     assert _open(tmp_path).keys == [(2, {**KEY, "n": 2})]
+
+
+# -- damage: one corrupt entry costs that entry; a failed write leaves nothing -------------
+
+
+def _flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def _offsets(path: Path) -> list[int]:
+    """Where each entry starts in a segment."""
+    from seclake.storage.wal import HEADER  # noqa: PLC0415
+
+    data = path.read_bytes()
+    pos, out = len(FORMAT_LINE), []
+    while pos < len(data):
+        out.append(pos)
+        length = HEADER.unpack_from(data, pos)[0]
+        pos += HEADER.size + length
+    return out
+
+
+@pytest.mark.parametrize("where", ["payload", "header"])
+def test_a_flipped_byte_mid_segment_costs_that_entry_only_and_is_logged(tmp_path, caplog, where):
+    """One flipped byte used to cut the log there at start, without a word:
+    every acknowledged record after it was gone (issue 17, point 5)."""
+    wal = _open(tmp_path)
+    for b in range(6):
+        wal.append([("event", {"batch": b, "n": i}) for i in range(10)])
+    wal.close()
+    seg = sorted(tmp_path.glob("*.wal"))[-1]
+    start = _offsets(seg)[23]  # the 24th entry: sequence 24
+    _flip(seg, start + (30 if where == "payload" else 2))
+    with caplog.at_level("ERROR", logger="seclake.wal"):
+        wal = _open(tmp_path)
+    seqs = [s for s, _, _ in wal.replay(0)]
+    assert seqs == [s for s in range(1, 61) if s != 24]
+    assert [d["lost"] for d in wal.damage] == [(24, 24)] and wal.damage[0]["kind"] == "corrupt"
+    assert "entries 24 to 24 are lost" in caplog.text
+    # The log goes on after it, and says so again at the next start.
+    assert wal.append([("event", {"after": True})]) == (61, 61)
+    wal.close()
+    assert [d["lost"] for d in _open(tmp_path).damage] == [(24, 24)]
+
+
+def test_damage_in_an_older_segment_is_skipped_not_fatal(tmp_path):
+    wal = _open(tmp_path, segment_bytes=300)
+    for i in range(12):
+        wal.append([("event", {"n": i})])
+    wal.close()
+    first = sorted(tmp_path.glob("*.wal"))[0]
+    _flip(first, _offsets(first)[1] + 20)
+    wal = _open(tmp_path, segment_bytes=300)
+    assert [r["n"] for _, _, r in wal.replay(0)] == [0] + list(range(2, 12))
+    assert wal.damage[0]["lost"] == (2, 2)
+
+
+class _FullDisk:
+    """A file whose writes land half, then fail as a full disk does: an
+    injected ENOSPC (the tmpfs test in tests/api/test_durability.py fills a
+    real one)."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def write(self, buf):
+        self.real.write(bytes(buf[: len(buf) // 2]))
+        self.real.flush()
+        raise OSError(28, "No space left on device")
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def test_a_write_that_fails_leaves_nothing_and_later_writes_are_kept(tmp_path):
+    from seclake.storage.wal import LogFull  # noqa: PLC0415
+
+    wal = _open(tmp_path)
+    wal.append([("event", {"n": i}) for i in range(3)])
+    seg = sorted(tmp_path.glob("*.wal"))[-1]
+    size = seg.stat().st_size
+    real = wal._file
+    wal._file = _FullDisk(real)
+    with pytest.raises(LogFull, match="disk is full; nothing of this batch was stored"):
+        wal.append([("event", {"refused": i}) for i in range(500)])
+    assert seg.stat().st_size == size and wal.next_seq == 4
+    wal._file = real
+    assert wal.append([("event", {"n": 3})]) == (4, 4)  # space is back
+    wal.close()
+    wal = _open(tmp_path)
+    assert [r for _, _, r in wal.replay(0)] == [{"n": i} for i in range(4)] and wal.damage == []
