@@ -93,6 +93,9 @@ class Settings(BaseSettings):
     max_query_length: int = Field(8192, ge=16, description="Longest searchStr accepted, in characters.")
     max_clauses: int = Field(1024, ge=1, description="Most clauses (terms, phrases, ranges...) in one query.")
     max_pattern_length: int = Field(256, ge=1, description="Longest wildcard or regex pattern accepted.")
+    max_query_memory_mb: int = Field(
+        64, ge=1, description="Most memory one query's wildcards, regexes and string ranges may compile to (estimated from the query text), in MB."
+    )
     max_histogram_buckets: int = Field(2000, ge=1, description="Most buckets a date histogram may have.")
 
     # triage

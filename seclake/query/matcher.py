@@ -10,11 +10,14 @@ ast.py. It reads values with the same functions indexing uses
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 from typing import Any
 
+from cachetools import LRUCache, cached
+
 from seclake.query import ast, datemath
+from seclake.query.cost import query_bytes
 from seclake.query.pattern import full_matcher
 from seclake.record.dataset import Dataset
 from seclake.record.flatten import exists_at, leaves
@@ -28,7 +31,13 @@ def matches(node: ast.Node, record: dict, dataset: Dataset) -> bool:
     return compile_matcher(node, dataset)(record)
 
 
-@lru_cache(maxsize=512)
+# Compiled matchers are kept by their estimated bytes (``query.cost``), not
+# their number: rules and repeated searches reuse them, hostile query texts
+# cannot pile them up.
+_MATCHERS: LRUCache = LRUCache(maxsize=64 << 20, getsizeof=lambda match: match.cost)
+
+
+@cached(_MATCHERS, lock=threading.Lock())
 def compile_matcher(node: ast.Node, dataset: Dataset) -> Matcher:
     """A function record -> bool equivalent to ``matches(node, record, dataset)``."""
     test = _Compiler(dataset).compile(node)
@@ -38,6 +47,7 @@ def compile_matcher(node: ast.Node, dataset: Dataset) -> Matcher:
         # reads each path once for all of them.
         return test(record if isinstance(record, RecordView) else RecordView(record, dataset))
 
+    match.cost = query_bytes(node)  # type: ignore[attr-defined]
     return match
 
 

@@ -23,12 +23,12 @@ caller gave, or a ``LimitExceeded``.
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
+from cachetools import LRUCache, cached
 from luqum import parser as luqum_parser
 from luqum import tree as lt
 from luqum.exceptions import IllegalCharacterError, ParseSyntaxError
@@ -36,6 +36,7 @@ from luqum.visitor import TreeVisitor
 
 from seclake.errors import LimitExceeded, QueryError, ValidationFailed
 from seclake.query import ast, datemath, pattern
+from seclake.query.cost import parsed_bytes
 from seclake.query.pattern import MAX_RANGE_BOUND
 from seclake.query.limits import QueryLimits
 from seclake.record.dataset import Dataset
@@ -75,10 +76,16 @@ def parse(
     builder = _Builder(dataset, default_operator, limits, now_ms, source)
     node = builder.build(tree)
     limits.check_clauses(builder.clauses)
+    limits.check_memory(node)
     return node
 
 
-@functools.lru_cache(maxsize=1024)
+# luqum's trees, kept by their estimated bytes: a 10 KB query text parses
+# to about half a megabyte, so a count of entries bounds nothing.
+_PARSED: LRUCache = LRUCache(maxsize=32 << 20, getsizeof=lambda parsed: parsed_bytes(parsed[0].original))
+
+
+@cached(_PARSED, lock=threading.Lock())
 def _parsed(search_str: str) -> tuple[_Source, lt.Item]:
     """luqum's tree of a query text, kept for the texts seen recently.
 

@@ -9,16 +9,17 @@ those ties are fetched again ordered by docId: pages never repeat or skip.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 import tantivy
+from cachetools import LRUCache
 from tantivy import FieldType, Occur, Query
 
 from seclake.query import ast
+from seclake.query.cost import query_bytes
 from seclake.query.tantivy_compiler import compile_for_split
 from seclake.record.dataset import DATASETS
 from seclake.storage.fieldmap import SEP
@@ -93,8 +94,11 @@ class LeafTask:
     histograms: tuple[tuple[str, tuple[int, ...], int], ...] = ()
 
 
-_COMPILED: OrderedDict[tuple[str, ast.Node, int], Query] = OrderedDict()
-_COMPILED_MAX = 512
+# Compiled queries hold tantivy's automata (``query.cost``): bounded by
+# their estimated bytes, not their number, so a few pattern-heavy queries
+# cannot pile up gigabytes across splits.
+COMPILED_CACHE_BYTES = 256 << 20
+_COMPILED: LRUCache = LRUCache(maxsize=COMPILED_CACHE_BYTES, getsizeof=lambda entry: entry[1])
 _COMPILED_LOCK = threading.Lock()
 
 
@@ -108,15 +112,14 @@ def _compiled(split: Split, task: LeafTask) -> Query:
     """
     key = (split.meta.split_id, task.query)
     with _COMPILED_LOCK:
-        query = _COMPILED.get(key)
-        if query is not None:
-            _COMPILED.move_to_end(key)
-            return query
+        entry = _COMPILED.get(key)
+    if entry is not None:
+        return entry[0]
     query = compile_for_split(task.query, split, DATASETS[task.dataset])
-    with _COMPILED_LOCK:
-        _COMPILED[key] = query
-        while len(_COMPILED) > _COMPILED_MAX:
-            _COMPILED.popitem(last=False)
+    size = query_bytes(task.query)
+    if size <= COMPILED_CACHE_BYTES // 8:  # one query never pushes out most of the others
+        with _COMPILED_LOCK:
+            _COMPILED[key] = (query, size)
     return query
 
 
