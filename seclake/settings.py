@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     max_import_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="Largest raw import body accepted (after decompression), in bytes."
     )
+    max_import_memory_mb: int = Field(
+        512, ge=16, description="Most memory one HTTP import's records may take before they are stored (about 1 KB per line plus its length), in MB."
+    )
     max_json_depth: int = Field(32, ge=2, le=1000, description="Deepest JSON nesting accepted in a call body.")
     http_error_status: bool = Field(
         False,

@@ -125,6 +125,34 @@ def test_import_body_cap_and_gzip_bomb(start_server):
     assert "after decompression" in error_of(_import(srv, token, "bomb", bomb), 413)
 
 
+def test_tiny_lines_cannot_blow_up_memory(start_server):
+    # Issue 17.3: 4 MB of 2-byte lines, 4,100 bytes gzipped, took the process
+    # tree to +3.1 GB for 73 s. Each line costs a record of Python objects,
+    # so the import is measured first and refused, at once, storing nothing.
+    srv = start_server()
+    token = srv.login()
+    bomb = gzip.compress(b"a\n" * 2_000_000)
+    assert len(bomb) < 10_000
+    started = time.monotonic()
+    msg = error_of(_import(srv, token, "tiny", bomb, headers={"Content-Encoding": "gzip"}), 413)
+    assert time.monotonic() - started < 5
+    assert "2000000 lines" in msg and "max_import_memory_mb" in msg and "Nothing was stored" in msg
+    time.sleep(1.2)
+    assert _search(srv, token, "@source:tiny")["hits"]["total"] == 0
+
+
+def test_the_import_memory_budget_is_a_setting(start_server):
+    srv = start_server(max_import_memory_mb=16)
+    token = srv.login()
+    lines = [f"{{\"n\": {i}, \"user\": \"u{i % 50}\"}}" for i in range(20_000)]
+    # 10,000 lines of ~27 bytes: ~10 MB by the estimate, under 16 MB.
+    r = _import(srv, token, "budget", "\n".join(lines[:10_000]).encode())
+    assert r.status_code == 200 and r.json()["response"]["accepted"] == 10_000, r.text
+    assert "above the limit of 16 MB" in error_of(_import(srv, token, "budget2", "\n".join(lines).encode()), 413)
+    assert _wait_for(srv, token, "@source:budget", 10_000)["hits"]["total"] == 10_000
+    assert _search(srv, token, "@source:budget2")["hits"]["total"] == 0
+
+
 def test_import_needs_a_token_and_the_ingest_permission(lake_server, new_name):
     assert status_of(lake_server.http.post("/api/import/x", content=b"a=1")) == 401
     admin = lake_server.login()

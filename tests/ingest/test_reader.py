@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from seclake.errors import PayloadTooLarge, ValidationFailed
 from seclake.ingest import reader
-from seclake.ingest.reader import IngestCounts, Line, iter_lines
+from seclake.ingest.reader import IngestCounts, Line, iter_lines, measure
 
 MB = 1 << 20
 
@@ -150,3 +150,18 @@ def test_any_bytes_give_numbered_lines(data: bytes, max_line: int) -> None:
         assert line.text.strip(" \t\r\n\v\f")  # blank = ASCII whitespace, as in the parser
         assert len(line.text.encode("utf-8", "surrogatepass")) <= max_line * 3  # U+FFFD is 3 bytes
         assert line.truncated or len(line.text) <= max_line
+
+
+@pytest.mark.parametrize("body", [b"", b"a", b"a\n", b"a\nb", b"a\r\nb\r\n\n", b"x" * 70_000 + b"\ny\n"])
+def test_measure_counts_what_iter_lines_would_read(body: bytes) -> None:
+    # At most one more than the non-blank lines (blank ones count too), and
+    # the same through gzip, without building a line.
+    lines, size = measure(body, max_bytes=1 << 20)
+    assert size == len(body)
+    assert len(list(iter_lines(body, max_bytes=1 << 20))) <= lines <= body.count(b"\n") + 1
+    assert measure(gzip.compress(body), max_bytes=1 << 20) == (lines, size)
+
+
+def test_measure_keeps_the_size_cap() -> None:
+    with pytest.raises(PayloadTooLarge):
+        measure(gzip.compress(b"a\n" * 100_000), max_bytes=1000)

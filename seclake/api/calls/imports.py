@@ -76,6 +76,7 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
             max_bytes=settings.max_import_bytes,
             key=scoped,
             admit=admit,
+            max_memory=settings.max_import_memory_mb << 20,
         )
 
     report = await run_in_threadpool(store)
