@@ -60,6 +60,9 @@ class Settings(BaseSettings):
 
     # authentication
     password_min_length: int = Field(10, ge=8, le=128, description="Shortest password accepted.")
+    password_min_strength: int = Field(
+        2, ge=0, le=4, description="Least zxcvbn rating (0-4) a new password needs: common, repeated or guessable ones are refused; 0 checks length only."
+    )
     session_idle_minutes: float = Field(30, gt=0, description="A session ends after this many idle minutes.")
     session_max_hours: float = Field(12, gt=0, description="A session ends this many hours after login.")
     login_max_failures: int = Field(

@@ -81,7 +81,10 @@ def new_record(
         "@type": dataset,
     }
     if customer:
-        record["@customer"] = customer
+        # Queries and data policies match @customer case-insensitively (it is
+        # a keyword), so "ACME" and "acme" must be one tenant, not two that
+        # see each other's records: the name is kept in lower case.
+        record["@customer"] = customer.lower()
     if dataset == "flow":
         coerce_flow_numbers(fields)
     return record

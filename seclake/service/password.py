@@ -1,11 +1,14 @@
-"""Password hashing with argon2id at OWASP's recommended parameters."""
+"""Password hashing with argon2id at OWASP's recommended parameters, and the rule a new password must pass."""
 
 from __future__ import annotations
 
 import secrets
+import unicodedata
+from collections.abc import Sequence
 
 from argon2 import PasswordHasher as _Argon2, Type
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from zxcvbn import zxcvbn
 
 from seclake.errors import ValidationFailed
 
@@ -48,14 +51,34 @@ class PasswordHasher:
         return self._argon2.check_needs_rehash(password_hash)
 
 
-def check_password(password: object, min_length: int, field: str = "password") -> str:
-    """Return the password if acceptable, else raise naming the field."""
+def check_password(
+    password: object, min_length: int, field: str = "password", *, min_strength: int = 0, context: Sequence[str] = ()
+) -> str:
+    """Return the password if acceptable, else raise naming the field.
+
+    Length alone let ten spaces or ten NULs through. As NIST SP 800-63B
+    advises, there are no composition rules; instead control characters are
+    refused and the password must not be easy to guess: zxcvbn (Dropbox's
+    estimator: common passwords, dictionary words, keyboard walks,
+    repeats, dates, and ``context`` such as the user's own name) must rate
+    it at least ``min_strength`` (0-4). zxcvbn reads at most 72 characters
+    (its own bound on work); longer passwords are rated by their start.
+    """
     if not isinstance(password, str):
         raise ValidationFailed(field, "must be a string")
     if len(password) < min_length:
         raise ValidationFailed(field, f"must be at least {min_length} characters long")
     if len(password) > MAX_PASSWORD_LENGTH:
         raise ValidationFailed(field, f"must be at most {MAX_PASSWORD_LENGTH} characters long")
+    if any(unicodedata.category(c) == "Cc" for c in password):
+        raise ValidationFailed(field, "must not contain control characters (NUL, tab, newline...)")
+    if min_strength > 0:
+        rating = zxcvbn(password[:72], user_inputs=[c for c in context if c][:8])
+        if rating["score"] < min_strength:
+            feedback = rating.get("feedback") or {}
+            why = feedback.get("warning") or "it follows a common pattern"
+            hint = " ".join(feedback.get("suggestions") or ["Add another word or two; uncommon words are better."])
+            raise ValidationFailed(field, f"is too easy to guess: {why.rstrip('.')}. {hint}"[:300])
     return password
 
 

@@ -108,7 +108,7 @@ class Users:
         username = check_username(fields.get("username"), f"{where}.username")
         if fields.get("roles", 0) is None:  # the clients send null for "none given"
             fields = {k: v for k, v in fields.items() if k != "roles"}
-        values = self._check_changes(fields, where)
+        values = self._check_changes(fields, where, username)
         values.setdefault("roles", ["analyst"])
         now = self.clock()
         user = User(
@@ -145,7 +145,7 @@ class Users:
         unknown = set(fields) - EDITABLE - READ_ONLY - {"username"}
         if unknown:
             raise ValidationFailed(f"{where}.{sorted(unknown)[0]}", "unknown field")
-        values = self._check_changes(fields, where)
+        values = self._check_changes(fields, where, name)
         with self.db.session(write=True) as s:
             user = _find(s, name)
             _check_names(s, values, where)
@@ -199,14 +199,18 @@ class Users:
 
     # -- validation ----------------------------------------------------------
 
-    def _check_changes(self, fields: Mapping[str, Any], where: str) -> dict[str, Any]:
+    def _check_changes(self, fields: Mapping[str, Any], where: str, username: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in fields.items():
             path = f"{where}.{key}"
             if key in READ_ONLY or key == "username":
                 continue
             if key == "password":
-                out[key] = check_password(value, self.settings.password_min_length, path)
+                context = (username, str(fields.get("email") or ""), str(fields.get("firstName") or ""), "seclake")
+                out[key] = check_password(
+                    value, self.settings.password_min_length, path,
+                    min_strength=self.settings.password_min_strength, context=context,
+                )
             elif key in MAX_TEXT:
                 out[key] = _check_text(value, MAX_TEXT[key], path)
                 # The clients' AddUser copies the user name into email.

@@ -42,3 +42,19 @@ def test_flow_numbers() -> None:
     f = {"sp": "80", "dur": "1.5", "prot": "TCP", "rxB": "n/a", "txB": 5, "dp": "inf", "sip": "10.0.0.1"}
     coerce_flow_numbers(f)
     assert f == {"sp": 80, "dur": 1.5, "prot": "TCP", "rxB": "n/a", "txB": 5, "dp": "inf", "sip": "10.0.0.1"}
+
+
+def test_a_customer_is_one_tenant_whatever_its_case() -> None:
+    # Issue 17.13: data policies match @customer case-insensitively, so an
+    # "ACME" beside "acme" was a second tenant that acme's analysts saw.
+    from seclake.ingest.parser import iter_records  # noqa: PLC0415
+    from seclake.ingest.reader import IngestCounts, iter_lines  # noqa: PLC0415
+
+    assert new_record("m", {}, vendor="v", dataset="event", timestamp=1, customer="ACME")["@customer"] == "acme"
+    body = b'{"@customer": "Acme", "@message": "one"}\n{"@message": "two"}\n'
+    for customer, expected in ((None, ["acme", None]), ("GLOBEX", ["globex", "globex"])):
+        records = iter_records(
+            iter_lines(body, max_bytes=1 << 20), vendor="v", dataset="event", fmt="jsonl",
+            received_ms=RECEIVED, customer=customer, counts=IngestCounts(),
+        )
+        assert [r.get("@customer") for r in records] == expected

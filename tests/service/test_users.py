@@ -37,8 +37,36 @@ def test_passwords_are_argon2id_at_owasp_parameters(services) -> None:
 
 def test_password_minimum_length_follows_the_setting(services) -> None:
     with pytest.raises(ValidationFailed, match="at least 10 characters"):
-        services.users.add({"username": "bob", "password": "123456789"})
-    services.users.add({"username": "bob", "password": "1234567890"})
+        services.users.add({"username": "bob", "password": "plum-kite"})
+    services.users.add({"username": "bob", "password": "plum-kite7"})
+
+
+@pytest.mark.parametrize(
+    ("password", "why"),
+    [
+        # Issue 17.13: length alone let these through.
+        (" " * 10, "too easy to guess"),
+        ("\x00" * 10, "control characters"),
+        ("1234567890", "too easy to guess"),
+        ("password123", "too easy to guess"),
+        ("aaaaaaaaaaaa", "too easy to guess"),
+        ("qwertyuiop", "too easy to guess"),
+        ("carol12345", "too easy to guess"),  # the user's own name and a count
+        ("seclake123", "too easy to guess"),  # the service's name
+        ("tab\tinside-it", "control characters"),
+    ],
+)
+def test_guessable_passwords_are_refused_with_the_reason(services, password: str, why: str) -> None:
+    with pytest.raises(ValidationFailed, match=why) as err:
+        services.users.add({"username": "carol", "password": password})
+    assert str(err.value).startswith("user.password")
+    with pytest.raises(ValidationFailed, match=why):
+        services.users.set_password("admin", password)
+
+
+def test_passphrases_and_random_passwords_pass(services) -> None:
+    for i, password in enumerate(["correct horse battery staple", "plum-kite7", "x7#Qv9!mZ2", "Überraschung-Ahorn"]):
+        services.users.add({"username": f"dan{i}", "password": password})
 
 
 def test_the_last_enabled_admin_is_kept(services) -> None:
