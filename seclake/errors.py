@@ -130,6 +130,12 @@ class Unavailable(SeclakeError):
     code = "unavailable"
 
 
+class SearchTimeout(SeclakeError):
+    """A search ran past its deadline and was stopped: no partial answer."""
+
+    code = "timeout"
+
+
 class InsufficientStorage(SeclakeError):
     """The disk the log or the database writes to is full (or over quota):
     nothing of the request was stored, and it may be sent again once there is room."""

@@ -39,6 +39,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "unprocessable": 422,
     "too_many_attempts": 429,
     "unavailable": 503,
+    "timeout": 504,
     "insufficient_storage": 507,
 }
 

@@ -144,6 +144,7 @@ def build_plan(
         limit=limit,
         facets=facets,
         histograms=histograms,
+        timeout=settings.search_timeout_seconds,
     )
     return plan, names
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from seclake.errors import SearchTimeout
 from seclake.query import ast
 from seclake.query.matcher import compile_matcher
 from seclake.record.dataset import Dataset
@@ -31,10 +32,38 @@ from seclake.storage.fieldmap import MAX_TERM_CHARS, SEP
 SPLIT_ID = "memory"
 
 
+# Records between two looks at the clock: a few milliseconds of matching.
+CHECK_EVERY = 2048
+
+
+class _Deadline:
+    """Stops a search that runs past ``plan.timeout``: matching is linear
+    (RE2), but a broad query over many records still takes time, and the
+    worker thread it holds serves no one else meanwhile."""
+
+    def __init__(self, started: float, timeout: float | None):
+        self.timeout = timeout
+        self.stop = None if timeout is None else started + timeout
+
+    def every(self, items: Sequence[Any]) -> Any:
+        stop = self.stop
+        if stop is None:
+            yield from items
+            return
+        for i, item in enumerate(items):
+            if i % CHECK_EVERY == 0 and time.perf_counter() > stop:
+                raise SearchTimeout(
+                    f"the search was stopped after {self.timeout:g} s (setting search_timeout_seconds), "
+                    f"having looked at {i} of {len(items)} records; narrow the time range or the query"
+                )
+            yield item
+
+
 def search_records(records: Sequence[tuple[str, dict[str, Any]]], plan: SearchPlan, dataset: Dataset) -> SearchResult:
     started = time.perf_counter()
+    deadline = _Deadline(started, plan.timeout)
     match = compile_matcher(_bounded(plan, dataset), dataset)
-    found = [(pos, rid, rec) for pos, (rid, rec) in enumerate(records) if match(rec)]
+    found = [(pos, rid, rec) for pos, (rid, rec) in enumerate(deadline.every(records)) if match(rec)]
 
     sort_path = plan.sort_path or dataset.default_sort
     keyed = [(_sort_value(rec, sort_path), pos, rid, rec) for pos, rid, rec in found]
@@ -51,7 +80,7 @@ def search_records(records: Sequence[tuple[str, dict[str, Any]]], plan: SearchPl
     hits = [Hit(SPLIT_ID, pos, value, rec, record_id=rid) for value, pos, rid, rec in page]
 
     matched = [rec for _, _, rec in found]
-    facets = {f.path: merge_facet([_facet_counts(matched, f.path, dataset)], f.size) for f in plan.facets}
+    facets = {f.path: merge_facet([_facet_counts(deadline.every(matched), f.path, dataset)], f.size) for f in plan.facets}
     histograms = {h.name: _histogram(matched, dataset, h.starts, h.end) for h in plan.histograms}
     took = int((time.perf_counter() - started) * 1000)
     return SearchResult(len(found), hits, facets, histograms, took, 1)
@@ -83,7 +112,7 @@ def _sort_value(record: dict[str, Any], path: str) -> int | float | None:
     return None
 
 
-def _facet_counts(records: list[dict[str, Any]], path: str, dataset: Dataset) -> FacetCounts:
+def _facet_counts(records: Iterable[dict[str, Any]], path: str, dataset: Dataset) -> FacetCounts:
     """Counts shaped like one split's, so ``merge_facet`` ranks and spells them."""
     counts = FacetCounts()
     # The lake indexes neither the time field nor text fields as keywords.

@@ -40,3 +40,6 @@ class SearchPlan:
     limit: int = 10
     facets: tuple[FacetSpec, ...] = field(default_factory=tuple)
     histograms: tuple[HistogramSpec, ...] = field(default_factory=tuple)
+    # Seconds the in-memory engine may spend before it stops with an error
+    # (setting search_timeout_seconds); None: no bound.
+    timeout: float | None = None

@@ -30,3 +30,13 @@ def test_logins_and_calls_are_audited_and_survive_a_restart(start_server, tmp_pa
     again = start_server(data, admin_password="a-different-password")
     assert again.services.audit.recent(len(entries))[::-1] == entries[::-1]
     again.login()
+
+
+def test_a_search_past_search_timeout_seconds_answers_504_and_the_server_goes_on(start_server) -> None:
+    # Here every search is past its deadline at once: the answer is a clear
+    # ERROR (504 in the status header), never a hang or a partial answer.
+    srv = start_server(search_timeout_seconds=1e-6)
+    token = srv.login()
+    message = srv.fail("ds/audit_search", {"options": {"searchStr": "*"}}, token, status=504)
+    assert "stopped after 1e-06 s (setting search_timeout_seconds)" in message
+    srv.call("auth/userList", {}, token)

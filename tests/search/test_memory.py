@@ -161,3 +161,20 @@ def test_empty_input():
     plan = SearchPlan(dataset="summary", query=ast.MatchAll(), facets=(FacetSpec("status", 5),))
     res = search_records([], plan, SUMMARIES)
     assert res.total == 0 and res.hits == [] and res.facets["status"].buckets == []
+
+
+def test_a_search_past_its_deadline_stops_with_an_error():
+    # Matching is linear, but a broad query over many records still holds a
+    # worker thread: the plan's timeout stops it instead of letting it run.
+    import time  # noqa: PLC0415
+
+    from seclake.errors import SearchTimeout  # noqa: PLC0415
+
+    records = [(str(i), {"timestamp": T0 + i, "key": f"host-{i}", "behavior": "Port Scan"}) for i in range(200_000)]
+    query = parse("*o*s*t*", SUMMARIES)
+    started = time.perf_counter()
+    with pytest.raises(SearchTimeout, match=r"stopped after 0.05 s .* of 200000 records"):
+        search_records(records, SearchPlan("summary", query, timeout=0.05), SUMMARIES)
+    assert time.perf_counter() - started < 1.5
+    # Without a deadline, the same search answers in full.
+    assert search_records(records, SearchPlan("summary", query), SUMMARIES).total == 200_000
