@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
 from typing import Protocol
 
 from seclake.db.database import Database
+from seclake.db.models import DeploymentKey
 from seclake.detect.detector import Detector
 from seclake.detect.rulebook import RuleBook
 from seclake.detect.summaries import SummaryStore
+from seclake.record.identity import RecordIds
 from seclake.search.root import InProcessLeaves, Root
 from seclake.service.access import Access
 from seclake.service.audit import Audit
@@ -90,7 +93,9 @@ class Services:
         # Behavior rules, run on every record as it arrives: in the database, shared by
         # every node; <data dir>/rules holds the files of before, imported once.
         self.rules = RuleBook(self.db, legacy_directory=settings.data_dir / "rules")
-        self.detector = Detector(self.rules, self.db, bands=settings.score_bands, summaries=self.summaries)
+        self.detector = Detector(
+            self.rules, self.db, bands=settings.score_bands, summaries=self.summaries, ids=lambda: self.record_ids
+        )
         if not settings.ingest:
             if settings.ray_address:
                 # Cluster mode: imports are parsed here and stored by the ingest node's ingestor.
@@ -159,6 +164,11 @@ class Services:
             return InProcessLeaves(self.search_pool, lambda entry: cache.get(entry.dataset, entry.split_id))
         return self.search_pool
 
+    @cached_property
+    def record_ids(self) -> RecordIds:
+        """How callers see record ids: opaque by the deployment's key (migration 0013)."""
+        return record_ids_in(self.db, self.settings)
+
     def prepare(self) -> str | None:
         """Migrate the database and create the first admin on an empty one.
 
@@ -190,3 +200,15 @@ class Services:
         self.search_pool.shutdown(wait=True)
         self.audit.close()
         self.db.dispose()
+
+
+def record_ids_in(db: Database, settings: Settings) -> RecordIds:
+    """The record ids a deployment shows: its ``record_ids`` key, unless
+    ``opaque_record_ids`` is off. (A function: the benchmark reads them too.)"""
+    if not settings.opaque_record_ids:
+        return RecordIds(None)
+    with db.session() as s:
+        key = s.get(DeploymentKey, "record_ids")
+        if key is None:
+            raise RuntimeError("the database has no record_ids key: run the migrations (seclake serve does)")
+        return RecordIds(key.value)

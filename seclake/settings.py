@@ -129,6 +129,9 @@ class Settings(BaseSettings):
     ingest_timeout_seconds: float = Field(
         60.0, gt=0, le=3600, description="Cluster mode: how long a read-only API node waits for the ingest node to take an import."
     )
+    opaque_record_ids: bool = Field(
+        True, description="Show docId, _id and behavior sequence/eventId through a keyed permutation of the log sequence, so they reveal no volumes; false shows the sequence itself."
+    )
     search_timeout_seconds: float = Field(
         30.0, gt=0, le=3600, description="Most time a search of records kept in the database (summaries, audit, rules) may take; past it the search stops and answers an error (504)."
     )

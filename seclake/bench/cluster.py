@@ -30,6 +30,7 @@ from typing import Any
 
 from seclake.bench.agree import Agreement
 from seclake.bench.classes import QueryClass
+from seclake.bench.server import record_ids_of
 
 # Searchers list again every 2 s (SearcherDirectory): wait past that after adding one.
 DIRECTORY_REFRESH = 2.0
@@ -124,13 +125,14 @@ def run_cluster(lake_dir: Path, log_dir: Path, classes: list[QueryClass], *, rep
         api = Server(lake_dir, log_dir / "cluster-api.log", args=("--ray-address", nodes.address, "--no-ingest"),
                      env=settings)
         api.start()
-        engines["http"] = HttpEngine(embedded.url, embedded.token or "")
+        shown = record_ids_of(lake_dir)
+        engines["http"] = HttpEngine(embedded.url, embedded.token or "", shown)
         for count, other in ((1, None), (2, "c")):
             if other is not None:
                 _searcher(nodes.address, lake_dir, ids[other], env, log_dir / "cluster-searchers.log")
                 time.sleep(DIRECTORY_REFRESH + 1)
             name = f"cluster-{count}"
-            engines[name] = HttpEngine(api.url, embedded.token or "")  # one token, any node (shared database)
+            engines[name] = HttpEngine(api.url, embedded.token or "", shown)  # one token, any node (shared database)
             echo(f"  cluster: {count} searcher(s): warm-up and {reps} rounds")
             pair = {"http": engines["http"], name: engines[name]}
             timed_round(pair, record=False)  # warm-up: the new searcher opens its splits

@@ -18,7 +18,7 @@ import httpx
 
 from seclake.bench.classes import FACET_SIZE, FACETS, OFFSETS, PAGE, SUMMARY_FACETS, TIMELINE_FACETS, Answer, QueryClass
 from seclake.bench.data import END_MS
-from seclake.record.identity import record_id
+from seclake.record.identity import RecordIds, record_id
 from seclake.record.value import keyword
 
 SEARCH = "ds/get_index_zoom_histogram_lv3"
@@ -68,17 +68,21 @@ def facet_key(key: Any) -> str:
 
 
 class HttpEngine:
-    """seclake over HTTP: one keep-alive httpx client, JSON in and out."""
+    """seclake over HTTP: one keep-alive httpx client, JSON in and out.
+
+    The server runs with its default opaque record ids; ``ids`` (the
+    deployment's, read from its database) turns them back into the log
+    sequences the other engines answer with, so pages compare."""
 
     name = "http"
 
-    def __init__(self, url: str, token: str):
-        self.url, self.token = url, token
+    def __init__(self, url: str, token: str, ids: RecordIds):
+        self.url, self.token, self.ids = url, token, ids
         self.http = httpx.Client(base_url=url, headers={"Servicetoken": token}, timeout=600)
 
     def reopen(self, url: str, token: str) -> None:
         self.http.close()
-        self.__init__(url, token)
+        self.__init__(url, token, self.ids)
 
     def close(self) -> None:
         self.http.close()
@@ -95,9 +99,11 @@ class HttpEngine:
             hits = resp["hits"]["hits"]
             if offset >= 0:
                 if qc.kind == "bundle":
-                    answer.pages[offset] = [h["docId"] for h in hits]
-                else:
+                    answer.pages[offset] = [self.ids.sequence(h["docId"]) for h in hits]
+                elif qc.kind == "summary":  # summaries have ids of their own
                     answer.pages[offset] = [h["_id"] for h in hits]
+                else:
+                    answer.pages[offset] = [record_id(self.ids.sequence(int(h["_id"], 16))) for h in hits]
             aggs = resp.get("aggregations") or {}
             if offset == 0:
                 for f in facet_fields(qc):

@@ -168,8 +168,8 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
             engines: dict[str, Any] = {}
             peer_names: list[str] = []
             with log.stage(f"{scale}x: open engines"):
-                engines["http"] = HttpEngine(server.url, server.token or "")
                 engines["engine"] = EngineLayer(server.data_dir)
+                engines["http"] = HttpEngine(server.url, server.token or "", engines["engine"].services.record_ids)
                 engines["raw"] = RawEngine(split_dirs(server.data_dir, engines["engine"].services.db))
             if full and opts.peers:
                 from seclake.bench.peers import DuckPeer, SqlitePeer, export_rows

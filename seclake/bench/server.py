@@ -33,6 +33,20 @@ def bench_env(data_dir: Path) -> dict[str, str]:
     return env
 
 
+def record_ids_of(data_dir: Path):
+    """The record ids a server on ``data_dir`` shows (its deployment's key)."""
+    from seclake.db.database import Database
+    from seclake.services import record_ids_in
+    from seclake.settings import load_settings
+
+    settings = load_settings(data_dir=data_dir)
+    db = Database(settings.effective_database_url)
+    try:
+        return record_ids_in(db, settings)
+    finally:
+        db.dispose()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

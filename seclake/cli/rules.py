@@ -119,7 +119,7 @@ def run(
     lo, hi = _time(time_from, lower=True), _time(time_to, lower=False)
     services = started_services(data_dir, config)
     try:
-        report = backfill(services.ingestion, services.rules, services.settings.score_bands, lo, hi)
+        report = backfill(services.ingestion, services.rules, services.settings.score_bands, lo, hi, services.record_ids)
     finally:
         services.stop()
     typer.echo(f"scanned {report['scanned']} records, made {report['behaviors']} behaviors")

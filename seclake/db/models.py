@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, String
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from seclake.db.base import Base, UTCDateTime
@@ -185,3 +185,13 @@ class RuleGeneration(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     value: Mapped[int] = mapped_column(BigInteger)
     seeded_on: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class DeploymentKey(Base):
+    """A secret made once per deployment by a migration (0013): ``record_ids``
+    keys the permutation that shows record ids (``record/identity.py``)."""
+
+    __tablename__ = "deployment_keys"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[bytes] = mapped_column(LargeBinary)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.record.identity import record_id
 
 # Keys longer than this are cut: they are stored in the history tables.
 MAX_KEY = 256
@@ -23,7 +22,7 @@ def make_behavior(
     record: dict[str, Any],
     *,
     key: str,
-    record_seq: int,
+    event_id: str,
     sequence: int,
     history: dict[str, bool],
     score_level: str,
@@ -57,6 +56,6 @@ def make_behavior(
         "history": history,
         "keyContext": {"infoList": None},
         # Where it came from: the id of the record that made the rule fire.
-        "eventId": record_id(record_seq),
+        "eventId": event_id,
         "dataset": record.get("@type") if record.get("@type") in ("event", "flow") else "event",
     }

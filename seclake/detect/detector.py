@@ -16,7 +16,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import delete, insert, select, tuple_
@@ -29,6 +29,7 @@ from seclake.detect.signal import Window
 from seclake.detect.state import DetectorProgress, SignalState
 from seclake.query.matcher import RecordView
 from seclake.record.dataset import DATASETS
+from seclake.record.identity import RecordIds
 
 log = logging.getLogger("seclake.detect")
 
@@ -38,8 +39,11 @@ SAVE_CHUNK = 400
 
 
 class Detector:
-    def __init__(self, rulebook, db: Database | None, *, bands, summaries=None):
+    def __init__(self, rulebook, db: Database | None, *, bands, summaries=None, ids: Callable[[], RecordIds] | None = None):
         self.rulebook = rulebook
+        # How behaviors name themselves and their record (opaque ids, record/identity.py);
+        # a callable because the deployment's key is read after migrations.
+        self.ids = ids or (lambda: RecordIds(None))
         self.db = db
         self.bands = bands
         self.summaries = summaries
@@ -112,8 +116,9 @@ class Detector:
             if aggregate is None:
                 return None
         flags = self.history.observe(customer, rule.key_type, key, rule.behavior)
+        ids = self.ids()
         behavior = make_behavior(
-            rule, record, key=key, record_seq=seq, sequence=self.sequence + 1, history=flags,
+            rule, record, key=key, event_id=ids.text(seq), sequence=ids.number(self.sequence + 1), history=flags,
             score_level=score_level(rule.risk_score, self.bands), aggregate=aggregate,
         )
         self.sequence += 1

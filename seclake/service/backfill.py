@@ -12,6 +12,7 @@ import heapq
 from typing import Any
 
 from seclake.detect.detector import SOURCE_DATASETS, Detector
+from seclake.record.identity import RecordIds
 from seclake.record.dataset import DATASETS
 from seclake.service.ingestion import Ingestion
 from seclake.storage.lake import Lake
@@ -34,10 +35,12 @@ def stored_records(lake: Lake, time_from: int | None, time_to: int | None):
     return heapq.merge(*streams, key=lambda row: row[0])
 
 
-def backfill(ingestion: Ingestion, rulebook, bands, time_from: int | None, time_to: int | None) -> dict[str, Any]:
+def backfill(
+    ingestion: Ingestion, rulebook, bands, time_from: int | None, time_to: int | None, ids: RecordIds | None = None
+) -> dict[str, Any]:
     lake = ingestion.lake
     lake.flush()
-    detector = Detector(rulebook, None, bands=bands)
+    detector = Detector(rulebook, None, bands=bands, ids=(lambda: ids) if ids is not None else None)
     behaviors: list[dict[str, Any]] = []
     scanned = 0
     for docid, dataset, record in stored_records(lake, time_from, time_to):

@@ -62,7 +62,42 @@ def test_imported_lines_are_counted_and_searchable_within_two_seconds(lake_serve
     assert len(raw) == 1 and raw[0]["@fields"] == {}
     ids = [h["_id"] for h in res["hits"]["hits"]]
     assert len(set(ids)) == 3
-    assert {h["docId"] for h in res["hits"]["hits"]} == {report["firstDocId"], report["firstDocId"] + 1, report["lastDocId"]}
+    # docIds are opaque; behind them are the three consecutive log sequences of this import.
+    shown = lake_server.services.record_ids
+    first = shown.sequence(report["firstDocId"])
+    assert {h["docId"] for h in res["hits"]["hits"]} == {shown.number(n) for n in (first, first + 1, first + 2)}
+    assert shown.sequence(report["lastDocId"]) == first + 2
+    assert {h["_id"] for h in res["hits"]["hits"]} == {f"{h['docId']:016x}" for h in res["hits"]["hits"]}
+
+
+def test_record_ids_reveal_neither_order_nor_how_much_others_sent(start_server, tmp_path):
+    """The log sequence is global: shown as is, the gap between two of one
+    customer's imports would count what every other customer sent between them."""
+    data = tmp_path / "ids"
+    server = start_server(data)
+    token = server.login()
+    reports = []
+    for i in range(6):
+        r = _import(server, token, "sshd", "\n".join(SSHD).encode(), {"customer": "acme" if i % 2 else "globex"})
+        reports.append(r.json()["response"])
+    mine = [(x["firstDocId"], x["lastDocId"]) for x in reports[1::2]]
+    numbers = [n for pair in mine for n in pair]
+    # Not the sequences (1..12), and no two a small step apart: neither within
+    # an import nor from one of acme's imports to the next (globex's between).
+    assert not set(numbers) & set(range(1, 13))
+    assert all(abs(b - a) > 1000 for a, b in zip(numbers, numbers[1:]))
+    assert all(0 < n < 2**53 for n in numbers), "docIds stay exact in JavaScript numbers"
+    hits = _wait_for(server, token, "@customer:acme", 6)["hits"]["hits"]
+    before = {h["_id"]: h["docId"] for h in hits}
+    server.stop()
+    # The key is the deployment's: the same records keep their ids after a restart.
+    again = start_server(data)
+    hits = _wait_for(again, again.login(), "@customer:acme", 6)["hits"]["hits"]
+    assert {h["_id"]: h["docId"] for h in hits} == before
+    # The setting turns it off: ids are the log sequences themselves.
+    plain = start_server(tmp_path / "plain", opaque_record_ids=False)
+    r = _import(plain, plain.login(), "sshd", "\n".join(SSHD).encode())
+    assert (r.json()["response"]["firstDocId"], r.json()["response"]["lastDocId"]) == (1, 2)
 
 
 def test_gzip_by_header_and_by_magic_bytes(lake_server):

@@ -110,7 +110,12 @@ def test_behaviors_have_every_field_and_history_flags(rigs):
     assert b[0]["key"] == "203.0.113.7" and b[0]["keyType"] == "ip" and b[0]["customer"] == "acme"
     assert b[0]["attributes"] == [{"key": "user", "aliase": "User", "value": "admin"}]
     assert b[0]["ruleHits"] == [{"name": "ssh-failed", "scope": "global", "risks": ["T1110"]}]
-    assert [x["sequence"] for x in b] == [1, 2, 3]
+    # Behavior numbers and record ids are opaque (a keyed permutation of the
+    # global counters), unique, and name the record that fired the rule.
+    ids = rig.services.record_ids
+    assert [x["sequence"] for x in b] == [ids.number(n) for n in (1, 2, 3)]
+    assert len({x["sequence"] for x in b}) == 3 and [x["sequence"] for x in b] != [1, 2, 3]
+    assert all(ids.sequence(int(x["eventId"], 16)) < ids.sequence(int(y["eventId"], 16)) for x, y in zip(b, b[1:]))
     assert b[0]["history"] == {"BehaviorFirstSeen": True, "KeyFirstSeen": True, "KeyBehaviorFirstSeen": True, "ReOccurrence": False}
     assert b[1]["history"] == {"BehaviorFirstSeen": False, "KeyFirstSeen": False, "KeyBehaviorFirstSeen": False, "ReOccurrence": True}
     assert b[2]["history"] == {"BehaviorFirstSeen": False, "KeyFirstSeen": True, "KeyBehaviorFirstSeen": True, "ReOccurrence": False}
@@ -166,8 +171,9 @@ def test_history_and_windows_survive_a_restart(rigs):
     assert len(brute) == 1, "3 failures before the restart and 2 after make 5 in the window"
     fails = [x for x in b if x["behaviorRule"] == "ssh-failed"]
     assert fails[-1]["history"]["ReOccurrence"] is True
-    assert [x["sequence"] for x in b] == sorted(x["sequence"] for x in b)
-    assert len({x["sequence"] for x in b}) == len(b)
+    # Shown sequences are opaque; behind them, the counter went on where it stopped.
+    made = [again.services.record_ids.sequence(x["sequence"]) for x in b]
+    assert made == sorted(made) and len(set(made)) == len(b)
 
 
 def test_a_crash_before_the_state_is_saved_loses_nothing(rigs):
@@ -179,12 +185,14 @@ def test_a_crash_before_the_state_is_saved_loses_nothing(rigs):
     b = again.behaviors()
     assert [x["behaviorRule"] for x in b].count("ssh-failed") == 5
     assert [x["behaviorRule"] for x in b].count("ssh-brute") == 1
-    assert [x["sequence"] for x in b] == list(range(1, 7))
+    assert [again.services.record_ids.sequence(x["sequence"]) for x in b] == list(range(1, 7))
 
 
-def _essence(b: dict) -> tuple:
+def _essence(rig, b: dict) -> tuple:
+    # Each rig has its own id key: compare the sequences behind the shown ones.
     return (b["behaviorRule"], b["key"], b["timestamp"], tuple(sorted(b["history"].items())),
-            tuple((a["key"], a["value"]) for a in b["attributes"]), b["description"], b["sequence"])
+            tuple((a["key"], a["value"]) for a in b["attributes"]), b["description"],
+            rig.services.record_ids.sequence(b["sequence"]))
 
 
 def test_backfill_gives_the_behaviors_streaming_gives(rigs):
@@ -213,7 +221,7 @@ def test_backfill_gives_the_behaviors_streaming_gives(rigs):
     assert quiet.behaviors() == []
     for r in starter:
         quiet.book.add(rule_from_dict(r))
-    report = backfill(quiet.ingestion, quiet.book, DEFAULT_BANDS, None, None)
+    report = backfill(quiet.ingestion, quiet.book, DEFAULT_BANDS, None, None, quiet.services.record_ids)
     filled = quiet.behaviors()
     assert report["behaviors"] == len(filled) == len(streamed)
-    assert [_essence(b) for b in filled] == [_essence(b) for b in streamed]
+    assert [_essence(quiet, b) for b in filled] == [_essence(streaming, b) for b in streamed]

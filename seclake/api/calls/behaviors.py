@@ -8,7 +8,6 @@ from seclake.api.hitwrapper import wrap
 from seclake.api.options import build_plan, read_options, visible_bounds
 from seclake.api.registry import CallContext, call
 from seclake.record.dataset import BEHAVIORS
-from seclake.record.identity import record_id
 
 
 @call("ds/fsm_behavior_search", permission="search")
@@ -27,4 +26,5 @@ def behavior_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         restriction=restriction,
     )
     result = search(plan)
-    return wrap(result, index="behavior", facet_names=facet_names, id_of=lambda h: record_id(h.docid))
+    ids = ctx.services.record_ids
+    return wrap(result, index="behavior", facet_names=facet_names, id_of=lambda h: ids.text(h.docid))

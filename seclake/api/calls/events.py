@@ -12,7 +12,6 @@ from seclake.api.registry import CallContext, call
 from seclake.errors import ValidationFailed
 from seclake.query.echo import highlight_terms, to_dict
 from seclake.record.dataset import DATASETS
-from seclake.record.identity import record_id
 
 DATA_TYPES = ("event", "flow")
 
@@ -65,6 +64,7 @@ def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     # The echo shows the caller's own query, never the data policy AND-ed into the plan.
     shown = search_query(options, dataset, ctx.settings, now_ms=now_ms)
     result = search(plan)
+    ids = ctx.services.record_ids
     response: dict[str, Any] = {
         "took": result.took_ms,
         "hits": {
@@ -74,8 +74,8 @@ def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
                 {
                     "_index": h.split_id,
                     "_type": data_type,
-                    "_id": record_id(h.docid),
-                    "docId": h.docid,
+                    "_id": ids.text(h.docid),
+                    "docId": ids.number(h.docid),
                     "_source": _flow_source(h.source) if data_type == "flow" else h.source,
                     "_sort": h.sort_value if not isinstance(h.sort_value, float) or not h.sort_value.is_integer() else int(h.sort_value),
                     "token": False,
