@@ -27,8 +27,10 @@ from seclake.service.detection import Detection
 from seclake.service.idempotency import Idempotency
 from seclake.service.ingestion import Ingestion
 from seclake.service.login import Login
+from seclake.service.metrics import LakeCollector, Metrics
 from seclake.service.password import PasswordHasher
 from seclake.service.policies import Policies
+from seclake.service.readiness import Readiness
 from seclake.service.retention import RetentionSchedule
 from seclake.service.sessions import Sessions
 from seclake.service.tokens import Tokens
@@ -65,6 +67,9 @@ class Services:
         self.auth = Authentication(self.sessions, self.tokens, self.access)
         self.login = Login(self.db, self.hasher, self.sessions, self.audit, settings, clock)
         self.components: list[Component] = []
+        # What operators see: GET /metrics, /healthz, /readyz (api/health.py).
+        self.metrics = Metrics()
+        self.readiness = Readiness(self)
         # Run once every component has started (seclake up loads demo data here).
         self.on_started: list = []
         # The lake: durable appends, background indexing, searches over splits.
@@ -94,8 +99,10 @@ class Services:
         # every node; <data dir>/rules holds the files of before, imported once.
         self.rules = RuleBook(self.db, legacy_directory=settings.data_dir / "rules")
         self.detector = Detector(
-            self.rules, self.db, bands=settings.score_bands, summaries=self.summaries, ids=lambda: self.record_ids
+            self.rules, self.db, bands=settings.score_bands, summaries=self.summaries, ids=lambda: self.record_ids,
+            made=self.metrics.behaviors,
         )
+        self.metrics.watch(LakeCollector(self.lake, self.detector if settings.ingest else None, self.readiness.ready))
         if not settings.ingest:
             if settings.ray_address:
                 # Cluster mode: imports are parsed here and stored by the ingest node's ingestor.
@@ -186,13 +193,16 @@ class Services:
         for problem in self.rules.load():
             log.warning("rule skipped: %s", problem)
         admin_password = self.settings.admin_password
-        return self.users.ensure_admin(admin_password.get_secret_value() if admin_password else None)
+        generated = self.users.ensure_admin(admin_password.get_secret_value() if admin_password else None)
+        self.readiness.prepared = True
+        return generated
 
     def start(self) -> None:
         for component in self.components:
             component.start()
         for hook in self.on_started:
             hook(self)
+        self.readiness.started = True
 
     def stop(self) -> None:
         for component in reversed(self.components):

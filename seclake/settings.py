@@ -132,6 +132,12 @@ class Settings(BaseSettings):
     opaque_record_ids: bool = Field(
         True, description="Show docId, _id and behavior sequence/eventId through a keyed permutation of the log sequence, so they reveal no volumes; false shows the sequence itself."
     )
+    metrics_token: SecretStr | None = Field(
+        None, description="Bearer token GET /metrics asks for; unset, /metrics answers loopback clients only."
+    )
+    slow_request_seconds: float = Field(
+        5.0, gt=0, le=3600, description="A call that takes longer is logged once (warning) with its caller and duration."
+    )
     search_timeout_seconds: float = Field(
         30.0, gt=0, le=3600, description="Most time a search of records kept in the database (summaries, audit, rules) may take; past it the search stops and answers an error (504)."
     )

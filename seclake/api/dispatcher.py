@@ -91,8 +91,15 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
             outcome, detail = "ERROR", error.message
         else:
             response, outcome, detail = _fault(name, e, http_status)
-    duration_ms = round((time.perf_counter() - started) * 1000)
+    seconds = time.perf_counter() - started
+    duration_ms = round(seconds * 1000)
     caller = ctx.caller
+    # Metrics by the call's registered name only: any other name a client
+    # makes up would be a new label (and a new series) each time.
+    services.metrics.request(_metric_name(name), outcome, seconds)
+    if seconds > services.settings.slow_request_seconds:
+        log.warning("slow call %s: %d ms (caller %s, client %s, outcome %s)", name[:200], duration_ms,
+                    caller.username if caller else "-", client or "-", outcome)
     try:
         # Queued, not written here: the audit writer commits it in a batch.
         services.audit.call(
@@ -103,6 +110,13 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
         # A failing audit write is logged; the caller still gets its answer.
         log.exception("could not write the audit entry of call %s", name[:200])
     return response
+
+
+def _metric_name(name: str) -> str:
+    if name in REGISTRY.calls:
+        return name
+    matched = REGISTRY.raw_match(name)
+    return matched[0].pattern if matched is not None else "(unknown)"
 
 
 def _fault(name: str, e: Exception, http_status: bool) -> tuple[Response, str, str]:

@@ -56,6 +56,16 @@ def wrap(
     }
 
 
+def say_if_incomplete(ctx: Any, response: dict[str, Any]) -> dict[str, Any]:
+    """Add ``incomplete`` (why, as text) while the node is not ready
+    (``service/readiness.py``): right after a restart, records acknowledged
+    before it are searchable again only once the log is replayed."""
+    why = ctx.services.readiness.why_not()
+    if why is not None:
+        response["incomplete"] = why
+    return response
+
+
 def shards(result: SearchResult) -> dict[str, Any]:
     """``_shards`` of a result: one shard per split searched.
 

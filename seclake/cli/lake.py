@@ -19,6 +19,7 @@ from seclake.errors import SeclakeError, ValidationFailed
 from seclake.ingest.vendor import validate_vendor
 from seclake.service.demo import load_demo
 from seclake.service.idempotency import LOCAL, MAX_KEY, parse_key
+from seclake.settings import load_settings
 
 console = Console(stderr=True)
 
@@ -136,3 +137,22 @@ def retention(
     finally:
         services.stop()
     typer.echo(f"deleted {deleted} splits older than {max_age} days" if max_age > 0 else "retention is off (0 days)")
+
+
+def backup(
+    dest: Annotated[Path, typer.Argument(help="New directory for the copy; it is a data dir `seclake serve --data-dir` opens.")],
+    data_dir: DataDir = None,
+    config: ConfigFile = None,
+) -> None:
+    """Copy the deployment (database and lake) while it runs (docs/operations.md)."""
+    from seclake.service.backup import BackupRefused
+    from seclake.service.backup import backup as copy_deployment
+
+    try:
+        report = copy_deployment(load_settings(data_dir=data_dir, config=config), dest)
+    except BackupRefused as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2)
+    typer.echo(f"backed up to {dest}: {report['splits']} splits ({report['split_bytes']} bytes; "
+               f"{report['files_linked']} files linked, {report['files_copied']} copied), "
+               f"{report['log_segments']} log segments, database {report['database_bytes']} bytes")

@@ -73,6 +73,7 @@ def _run(settings: Settings, demo: bool) -> None:
     app = create_app(settings, services)
     if demo and settings.load_demo and settings.ingest:
         services.on_started.append(_load_demo_when_empty)
+    services.on_started.append(_announce_when_ready)
     typer.echo(f"seclake is listening on http://{settings.host}:{settings.port}/")
     _quiet_collector()
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
@@ -96,6 +97,21 @@ def _quiet_collector() -> None:
     """
     gc.freeze()
     gc.set_threshold(YOUNG_COLLECTION_AT)
+
+
+def _announce_when_ready(services) -> None:
+    """Print once the node serves complete answers (GET /readyz): after a
+    restart, once the replayed log is searchable again."""
+    import threading
+    import time
+
+    def wait() -> None:
+        started = time.monotonic()
+        while not services.readiness.ready():
+            time.sleep(0.5)
+        typer.echo(f"seclake is ready: every acknowledged record is searchable ({time.monotonic() - started:.1f} s after start)")
+
+    threading.Thread(target=wait, name="seclake-ready", daemon=True).start()
 
 
 def _load_demo_when_empty(services) -> None:

@@ -39,11 +39,16 @@ SAVE_CHUNK = 400
 
 
 class Detector:
-    def __init__(self, rulebook, db: Database | None, *, bands, summaries=None, ids: Callable[[], RecordIds] | None = None):
+    def __init__(
+        self, rulebook, db: Database | None, *, bands, summaries=None, ids: Callable[[], RecordIds] | None = None,
+        made: Any = None,
+    ):
         self.rulebook = rulebook
         # How behaviors name themselves and their record (opaque ids, record/identity.py);
         # a callable because the deployment's key is read after migrations.
         self.ids = ids or (lambda: RecordIds(None))
+        # Behaviors made, by rule: a prometheus-client Counter (service/metrics.py), or None.
+        self.made = made
         self.db = db
         self.bands = bands
         self.summaries = summaries
@@ -122,6 +127,8 @@ class Detector:
             score_level=score_level(rule.risk_score, self.bands), aggregate=aggregate,
         )
         self.sequence += 1
+        if self.made is not None:
+            self.made.labels(rule.name).inc()
         return behavior
 
     def logged(self, last_seq: int, behaviors: Iterable[dict[str, Any]]) -> None:

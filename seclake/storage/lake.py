@@ -82,6 +82,10 @@ class Lake:
         self._pending_bytes = 0
         self._cond = threading.Condition()
         self._indexed_seq = 0
+        # The last sequence the log held at start: once it is indexed, every
+        # record acknowledged before the restart is searchable again (readiness).
+        self.replay_target = 0
+        self.merges_done = 0
         self._stop = False
         self._threads: list[threading.Thread] = []
         # Flushing and merging run in their own threads, so a long merge never
@@ -108,6 +112,7 @@ class Lake:
         self._open_published()
         self.wal.open(checkpoint)
         replayed = list(self.wal.replay(checkpoint))
+        self.replay_target = replayed[-1][0] if replayed else checkpoint
         if replayed:
             log.info("replaying %d records from the write-ahead log", len(replayed))
             self._enqueue([(seq, ds, rec, encoded(rec)) for seq, ds, rec in replayed])
@@ -231,6 +236,11 @@ class Lake:
             self._pending_bytes += sum(len(r[3]) for r in rows)
             self._cond.notify_all()
 
+    def replay_left(self) -> int:
+        """Records of the log replayed at start that are not searchable yet."""
+        with self._cond:
+            return max(0, self.replay_target - self._indexed_seq)
+
     def wait_indexed(self, seq: int, timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout
         with self._cond:
@@ -345,6 +355,7 @@ class Lake:
                         self._splits.pop(s.meta.split_id, None)
                 self._retire([(dataset, s.meta.split_id) for s in sources])
                 merged += 1
+        self.merges_done += merged
         return merged
 
     def retention(self, max_age_days: int, now_ms: int | None = None) -> int:

@@ -323,6 +323,16 @@ class WriteAheadLog:
                 if entry[0] > after_seq:
                     yield entry
 
+    def size_bytes(self) -> int:
+        """Bytes of the segments on disk (a segment trimmed meanwhile counts 0)."""
+        total = 0
+        for path in self._segments():
+            try:
+                total += path.stat().st_size
+            except FileNotFoundError:
+                pass
+        return total
+
     def trim(self, upto_seq: int) -> int:
         """Delete segments whose every entry is at or below ``upto_seq``."""
         with self._lock:

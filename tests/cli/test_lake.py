@@ -132,4 +132,6 @@ def test_a_running_server_keeps_the_lake_to_itself(tmp_path):
         assert busy.exit_code == 1 and "in use by process" in busy.output
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+        output = proc.communicate(timeout=30)[0]
+    # It said when it was ready: every acknowledged record searchable.
+    assert "seclake is ready" in output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.api.hitwrapper import wrap
+from seclake.api.hitwrapper import say_if_incomplete, wrap
 from seclake.api.options import build_plan, read_options, visible_bounds
 from seclake.api.registry import CallContext, call
 from seclake.record.dataset import BEHAVIORS
@@ -27,4 +27,5 @@ def behavior_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     )
     result = search(plan)
     ids = ctx.services.record_ids
-    return wrap(result, index="behavior", facet_names=facet_names, id_of=lambda h: ids.text(h.docid))
+    response = wrap(result, index="behavior", facet_names=facet_names, id_of=lambda h: ids.text(h.docid))
+    return say_if_incomplete(ctx, response)

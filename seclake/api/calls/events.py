@@ -6,7 +6,7 @@ from typing import Any
 
 import time
 
-from seclake.api.hitwrapper import shards
+from seclake.api.hitwrapper import say_if_incomplete, shards
 from seclake.api.options import build_plan, read_options, search_query, visible_bounds
 from seclake.api.registry import CallContext, call
 from seclake.errors import ValidationFailed
@@ -103,4 +103,4 @@ def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         for name, buckets in result.histograms.items():
             aggs[name] = {"buckets": [{"key": start, "doc_count": n} for start, n in buckets]}
         response["aggregations"] = aggs
-    return response
+    return say_if_incomplete(ctx, response)

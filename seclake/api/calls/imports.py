@@ -82,6 +82,8 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
     report = await run_in_threadpool(store)
     if isinstance(report, Replayed):
         ctx.response_headers[REPLAYED_HEADER] = "true"
+    else:
+        ctx.services.metrics.imported("import", dataset, report)
     # The ids of the first and last record stored, as searches show them
     # (opaque: not a range, record/identity.py).
     ids = ctx.services.record_ids

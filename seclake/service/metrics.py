@@ -1,0 +1,122 @@
+"""What a monitoring system scrapes from ``GET /metrics`` (Prometheus text format).
+
+Counters and histograms are moved by the code doing the work (the
+dispatcher, the import call, the detector); figures that already exist
+somewhere (the log, the lake, the detector's progress) are read when a
+scrape comes, by ``LakeCollector``, so nothing is counted twice.
+
+Each ``Services`` has its own registry: tests run several servers in one
+process, and prometheus-client's default registry is process-wide.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+log = logging.getLogger("seclake.metrics")
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# Request latency buckets (seconds): a search takes milliseconds, an import of
+# a large file or a cold search over months seconds.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        # Resident memory, CPU seconds, open files: prometheus-client's own (Linux /proc).
+        ProcessCollector(registry=self.registry)
+        self.requests = Counter(
+            "seclake_requests", "API calls answered, by call and outcome (OK, ERROR, EXCEPTION).",
+            ("call", "outcome"), registry=self.registry,
+        )
+        self.latency = Histogram(
+            "seclake_request_duration_seconds", "Time from request to answer, by call.",
+            ("call",), buckets=LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.records = Counter(
+            "seclake_records", "Records received, by path (import), dataset and outcome "
+            "(accepted: parsed; raw: kept unparsed; rejected: refused by the reader; truncated: cut to size).",
+            ("path", "dataset", "outcome"), registry=self.registry,
+        )
+        self.refused = Counter(
+            "seclake_imports_refused", "Imports refused whole (nothing stored), by path and reason.",
+            ("path", "reason"), registry=self.registry,
+        )
+        self.behaviors = Counter(
+            "seclake_behaviors", "Behaviors made by the detector, by rule.", ("rule",), registry=self.registry,
+        )
+
+    def request(self, call: str, outcome: str, seconds: float) -> None:
+        self.requests.labels(call, outcome).inc()
+        self.latency.labels(call).observe(seconds)
+
+    def imported(self, path: str, dataset: str, report: dict[str, Any]) -> None:
+        for outcome in ("accepted", "raw", "rejected", "truncated"):
+            n = report.get(outcome) or 0
+            if n:
+                self.records.labels(path, dataset, outcome).inc(n)
+
+    def watch(self, collector: Collector) -> None:
+        self.registry.register(collector)
+
+    def text(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class LakeCollector(Collector):
+    """Figures read at scrape time from the node's lake, log and detector."""
+
+    def __init__(self, lake: Any, detector: Any, ready: Callable[[], bool]):
+        self.lake = lake
+        self.detector = detector
+        self.ready = ready
+
+    def describe(self) -> list:
+        # Collected on demand only: describing would read the lake at registration.
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        ready = GaugeMetricFamily("seclake_ready", "1 when this node serves complete answers (GET /readyz).")
+        ready.add_metric([], 1 if self.ready() else 0)
+        yield ready
+        stats = self.lake.stats()
+        splits = GaugeMetricFamily("seclake_splits", "Published splits, by dataset.", labels=["dataset"])
+        records = GaugeMetricFamily("seclake_lake_records", "Records in published splits, by dataset.", labels=["dataset"])
+        size = GaugeMetricFamily("seclake_lake_bytes", "Bytes of published splits on disk, by dataset.", labels=["dataset"])
+        for dataset, d in sorted(stats.get("datasets", {}).items()):
+            splits.add_metric([dataset], d["splits"])
+            records.add_metric([dataset], d["records"])
+            size.add_metric([dataset], d["bytes"])
+        yield from (splits, records, size)
+        wal = getattr(self.lake, "wal", None)
+        if wal is None:  # an API node without a lake of its own
+            return
+        last = wal.next_seq - 1
+        indexed = stats.get("indexed_seq", 0)
+        yield _gauge("seclake_log_bytes", "Bytes of write-ahead log segments on disk.", wal.size_bytes())
+        yield _gauge("seclake_log_last_sequence", "Sequence of the last record written to the log.", last)
+        yield _gauge("seclake_log_lag_records", "Records in the log not yet searchable.", max(0, last - indexed))
+        yield _gauge("seclake_index_pending_records", "Records waiting for the indexer.", stats.get("pending", 0))
+        yield _gauge("seclake_log_damaged_entries", "Damaged log ranges skipped at the last start (see the log).",
+                     len(getattr(wal, "damage", ()) or ()))
+        if self.detector is not None:
+            yield _gauge("seclake_detector_lag_records", "Records in the log the detector has not run the rules on.",
+                         max(0, last - self.detector.seq))
+            merges = CounterMetricFamily("seclake_merges", "Merges of small splits done since start.")
+            merges.add_metric([], getattr(self.lake, "merges_done", 0))
+            yield merges
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    g = GaugeMetricFamily(name, doc)
+    g.add_metric([], value)
+    return g
