@@ -155,7 +155,8 @@ class Services:
             from seclake.cluster.leaves import RayLeaves
 
             return RayLeaves.connect(
-                settings.ray_address, namespace=settings.ray_namespace, timeout=settings.cluster_timeout_seconds
+                settings.ray_address, namespace=settings.ray_namespace, timeout=settings.cluster_timeout_seconds,
+                metrics=self.metrics,
             )
         if not settings.ingest:
             # No lake of our own: open the catalog's splits from shared storage here.

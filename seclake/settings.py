@@ -184,6 +184,9 @@ class Settings(BaseSettings):
     )
 
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Server log level.")
+    log_format: Literal["text", "json"] = Field(
+        "text", description="Server log lines: text, or json (one object per line, with request id, call, caller, outcome and duration)."
+    )
 
     @field_validator("score_bands", mode="after")
     @classmethod

@@ -7,6 +7,7 @@ and permission, run it, wrap the result in the envelope, write the audit.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -25,8 +26,12 @@ from seclake.errors import (
     Forbidden, InsufficientStorage, MethodNotAllowed, NotFound, SeclakeError, ValidationFailed, disk_full,
 )
 from seclake.service.caller import Caller
+from seclake.service.logformat import ACCESS, REQUEST
 
 log = logging.getLogger("seclake.api")
+
+REQUEST_ID_HEADER = "X-Request-Id"
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 
 Work = Callable[[CallContext, Callable[[], None]], Awaitable[Any]]
 
@@ -62,11 +67,16 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
     client = request.client.host if request.client else ""
     ctx = CallContext(services, None, client, request.headers, request)
     detail: str | None = None
+    # Every log line written for this call carries these (service/logformat.py).
+    request_id = _request_id(request.headers.get(REQUEST_ID_HEADER))
+    context = {"request_id": request_id, "call": _metric_name(name), "client": client}
+    REQUEST.set(context)
 
     def authorize() -> None:
         assert permission is not None
         if permission != "public":
             ctx.caller = _authorized(services, request, name, permission)
+            context["caller"] = ctx.caller.username
 
     try:
         if work is None or permission is None:
@@ -97,6 +107,9 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
     # Metrics by the call's registered name only: any other name a client
     # makes up would be a new label (and a new series) each time.
     services.metrics.request(_metric_name(name), outcome, seconds)
+    response.headers[REQUEST_ID_HEADER] = request_id
+    ACCESS.info("%s %s %d ms", name[:200], outcome, duration_ms,
+                extra={"outcome": outcome, "status": status_sent(response), "duration_ms": duration_ms})
     if seconds > services.settings.slow_request_seconds:
         log.warning("slow call %s: %d ms (caller %s, client %s, outcome %s)", name[:200], duration_ms,
                     caller.username if caller else "-", client or "-", outcome)
@@ -110,6 +123,13 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
         # A failing audit write is logged; the caller still gets its answer.
         log.exception("could not write the audit entry of call %s", name[:200])
     return response
+
+
+def _request_id(sent: str | None) -> str:
+    """The caller's X-Request-Id when it is a sane token (it goes into logs), else a new one."""
+    if sent and _REQUEST_ID.fullmatch(sent):
+        return sent
+    return secrets.token_hex(8)
 
 
 def _metric_name(name: str) -> str:

@@ -22,6 +22,7 @@ app.add_typer(access.policy_app, name="policy")
 app.add_typer(access.role_app, name="role")
 app.command("bench")(bench.bench)
 app.command("searcher")(cluster.searcher)
+app.add_typer(cluster.cluster_app, name="cluster")
 
 
 def main() -> None:

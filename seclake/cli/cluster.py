@@ -8,6 +8,9 @@ setting ``indexers_per_node``; 0 for none). Both are Ray actors, detached
 and restarted by Ray; this command stays in the foreground and stops them
 on Ctrl-C / SIGTERM, or returns once they are up with ``--detach`` (stop
 them later with ``seclake searcher --stop``).
+
+``seclake cluster status``: every searcher and indexer of the cluster, its
+node and process, what it holds and when it last answered.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ def searcher(
     indexers: Annotated[int | None, typer.Option("--indexers", help="Indexers on this node (setting indexers_per_node).", show_default=False)] = None,
     node_id: Annotated[str | None, typer.Option("--node-id", help="Ray node id (a prefix is enough) to pin the searchers to (default: this machine's node).", show_default=False)] = None,
     detach: Annotated[bool, typer.Option("--detach", help="Return once the searchers are up; they keep running.")] = False,
-    stop: Annotated[bool, typer.Option("--stop", help="Stop this node's searchers (those --count/--node-id name) and return.")] = False,
+    stop: Annotated[bool, typer.Option("--stop", help="Stop the searchers and indexers running on this node (or --node-id) and return.")] = False,
 ) -> None:
     """Start this node's searcher and indexer actors on the Ray cluster (cluster mode)."""
     try:
@@ -44,7 +47,8 @@ def searcher(
         typer.echo('error: cluster mode needs Ray: pip install "seclake[cluster]"', err=True)
         raise typer.Exit(1) from None
     from seclake.cluster.indexer import start_indexers
-    from seclake.cluster.placement import stop_actors
+    from seclake.cluster import INDEXER_PREFIX, SEARCHER_PREFIX
+    from seclake.cluster.placement import running_on_node, stop_actors
     from seclake.cluster.searcher import start_searchers
     from seclake.storage.layout import Layout
     from seclake.storage.splitstore import StoreConfig
@@ -55,6 +59,12 @@ def searcher(
     if not settings.ray_address:
         typer.echo("error: give --ray-address HOST:PORT (or set SECLAKE_RAY_ADDRESS)", err=True)
         raise typer.Exit(2)
+    if stop:
+        # Only what runs: starting the node's actors to stop them again took minutes.
+        running = running_on_node(settings.ray_address, [SEARCHER_PREFIX, INDEXER_PREFIX], node_id, settings.ray_namespace)
+        stop_actors(running, settings.ray_namespace)
+        typer.echo(f"stopped {', '.join(running)}" if running else "no searcher or indexer runs on this node")
+        return
     splits = Layout(settings.data_dir).splits
     infos = start_searchers(
         settings.ray_address,
@@ -75,10 +85,6 @@ def searcher(
         namespace=settings.ray_namespace,
     )
     names = [i["name"] for i in infos + indexer_infos]
-    if stop:
-        stop_actors(names, settings.ray_namespace)
-        typer.echo(f"stopped {', '.join(names)}")
-        return
     for info in infos:
         if info.get("split_store"):
             where = f"{info['split_store']} through copies in {info['cache_dir']}"
@@ -96,3 +102,46 @@ def searcher(
     done.wait()
     stop_actors(names, settings.ray_namespace)
     typer.echo(f"stopped {', '.join(names)}")
+
+
+cluster_app = typer.Typer(help="Cluster mode: what runs on the Ray cluster.", no_args_is_help=True)
+
+
+@cluster_app.command("status")
+def cluster_status(ray_address: RayAddress = None, config: ConfigFile = None) -> None:
+    """List the cluster's searchers and indexers: node, process, splits held, last answer.
+
+    Exit status 0 when every actor answered and there is a searcher, 1 otherwise."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        typer.echo('error: cluster mode needs Ray: pip install "seclake[cluster]"', err=True)
+        raise typer.Exit(1) from None
+    import time
+
+    from seclake.cluster import INDEXER_PREFIX, SEARCHER_PREFIX
+    from seclake.cluster.placement import actor_infos, connect
+
+    settings = load_settings(ray_address=ray_address, config=config)
+    if not settings.ray_address:
+        typer.echo("error: give --ray-address HOST:PORT (or set SECLAKE_RAY_ADDRESS)", err=True)
+        raise typer.Exit(2)
+    connect(settings.ray_address, settings.ray_namespace)
+    rows = actor_infos([SEARCHER_PREFIX, INDEXER_PREFIX], settings.ray_namespace)
+    now_ms = time.time() * 1000
+    healthy = any(name.startswith(SEARCHER_PREFIX) and info is not None for name, info, _ in rows)
+    for name, info, problem in rows:
+        if info is None:
+            healthy = False
+            typer.echo(f"{name}  UNREACHABLE: {problem}")
+        elif name.startswith(SEARCHER_PREFIX):
+            last = info.get("last_answer_ms")
+            ago = f"{(now_ms - last) / 1000:.1f} s ago" if last else "never"
+            typer.echo(f"{name}  node {info['node_id'][:12]}  pid {info['pid']}  splits open {info['open_splits']}  "
+                       f"answered {info.get('answered', 0)} calls, last {ago}")
+        else:
+            typer.echo(f"{name}  node {info['node_id'][:12]}  pid {info['pid']}  built {info['built']} splits "
+                       f"({info['records']} records)")
+    if not rows:
+        typer.echo(f"no searcher or indexer in namespace {settings.ray_namespace!r}")
+    raise typer.Exit(0 if healthy else 1)

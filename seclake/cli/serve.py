@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import logging
 from typing import Annotated
 
 import typer
@@ -57,9 +56,10 @@ def _run(settings: Settings, demo: bool) -> None:
     import uvicorn
 
     from seclake.api.app import create_app
+    from seclake.service.logformat import configure as configure_logs
     from seclake.services import Services
 
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logs(settings.log_level, settings.log_format)
     if settings.standby and not settings.ingest:
         typer.echo("error: --standby is for an ingest node (it takes over the lake); drop --no-ingest", err=True)
         raise typer.Exit(2)
@@ -76,7 +76,10 @@ def _run(settings: Settings, demo: bool) -> None:
     services.on_started.append(_announce_when_ready)
     typer.echo(f"seclake is listening on http://{settings.host}:{settings.port}/")
     _quiet_collector()
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    # JSON lines: uvicorn's own lines go through our handler, its text access lines are off.
+    json_logs = settings.log_format == "json"
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+                log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG, access_log=not json_logs)
 
 
 # Young collections after this many more container objects than were freed

@@ -70,15 +70,19 @@ class SearcherDirectory(ActorDirectory):
 
 
 class RayLeaves:
-    def __init__(self, directory: SearcherDirectory, *, timeout: float = 30.0):
+    def __init__(self, directory: SearcherDirectory, *, timeout: float = 30.0, metrics: Any = None):
         self.directory = directory
         self.timeout = timeout
+        # service/metrics.Metrics: calls, retried and failed splits are counted there.
+        self.metrics = metrics
         self._request = threading.local()
 
     @classmethod
-    def connect(cls, address: str, *, namespace: str = NAMESPACE, timeout: float = 30.0) -> "RayLeaves":
+    def connect(
+        cls, address: str, *, namespace: str = NAMESPACE, timeout: float = 30.0, metrics: Any = None
+    ) -> "RayLeaves":
         connect(address, namespace)
-        return cls(SearcherDirectory(namespace), timeout=timeout)
+        return cls(SearcherDirectory(namespace), timeout=timeout, metrics=metrics)
 
     # -- LeafExecutor ---------------------------------------------------
 
@@ -90,7 +94,7 @@ class RayLeaves:
         def call(split_ids: list[str], searcher: str) -> Future:
             return self._submit(handles[searcher], "search", [(datasets[s], s) for s in split_ids], task)
 
-        outcome = self._run(list(datasets), handles, call, self.timeout)
+        outcome = self._run("search", list(datasets), handles, call, self.timeout)
         return outcome.results, outcome.failed
 
     def fetch(self, splits: dict[str, Any], hits: Sequence[LeafHit]) -> tuple[dict[tuple[str, int], dict], list[str]]:
@@ -105,7 +109,7 @@ class RayLeaves:
             triples = [(meta_of(splits[s]).dataset, s, wanted[s]) for s in split_ids]
             return self._submit(handles[searcher], "fetch", triples)
 
-        outcome = self._run(list(wanted), handles, call, left)
+        outcome = self._run("fetch", list(wanted), handles, call, left)
         out: dict[tuple[str, int], dict] = {}
         failed = list(outcome.failed)
         for split_id, records in outcome.results.items():
@@ -120,7 +124,8 @@ class RayLeaves:
 
     # -- internals --------------------------------------------------------
 
-    def _run(self, items: list[str], handles: dict[str, Any], call, timeout: float):
+    def _run(self, phase: str, items: list[str], handles: dict[str, Any], call, timeout: float):
+        started = time.monotonic()
         outcome = fan_out(
             items,
             sorted(handles),
@@ -129,8 +134,16 @@ class RayLeaves:
             cancel=self._cancel,
             is_fatal=lambda e: isinstance(e, SeclakeError),
         )
+        retried = sorted(item for item, tried in outcome.tried.items() if len(tried) > 1)
+        if self.metrics is not None:
+            self.metrics.cluster(phase, outcome.calls, len(retried), len(outcome.failed))
+        if retried:
+            # Every retry is visible: it costs the request time (a dead or late searcher).
+            log.warning("cluster %s: %d of %d splits asked again of another searcher after a failure or the "
+                        "first deadline (%.0f ms in all): %s", phase, len(retried), len(items),
+                        (time.monotonic() - started) * 1000, retried[:10])
         if outcome.failed:
-            log.warning("cluster search: %d of %d splits failed: %s", len(outcome.failed), len(items), outcome.failed)
+            log.warning("cluster %s: %d of %d splits failed: %s", phase, len(outcome.failed), len(items), outcome.failed)
             # A searcher may be gone for good: list them again next time.
             self.directory.forget()
         elif any(len(t) > 1 for t in outcome.tried.values()):

@@ -48,14 +48,7 @@ def start_pinned(
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     connect(address, namespace)
-    alive = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
-    if node_id is None:
-        node = ray.get_runtime_context().get_node_id()
-    else:
-        matches = [n for n in alive if n.startswith(node_id)]
-        if len(matches) != 1:
-            raise ValueError(f"node id {node_id!r} matches {len(matches)} live nodes of the cluster")
-        node = matches[0]
+    node = _node(node_id)
     actor = ray.remote(cls)
     names = [f"{prefix}{node[:12]}-{i}" for i in range(count)]
     handles = [
@@ -78,6 +71,52 @@ def start_pinned(
     ]
     infos = ray.get([h.info.remote() for h in handles], timeout=ready_timeout)
     return [dict(info, name=name) for name, info in zip(names, infos)]
+
+
+def _node(node_id: str | None) -> str:
+    """The node a hex prefix names, or the one this process joined through."""
+    import ray
+
+    if node_id is None:
+        return ray.get_runtime_context().get_node_id()
+    alive = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+    matches = [n for n in alive if n.startswith(node_id)]
+    if len(matches) != 1:
+        raise ValueError(f"node id {node_id!r} matches {len(matches)} live nodes of the cluster")
+    return matches[0]
+
+
+def running_on_node(address: str, prefixes: list[str], node_id: str | None, namespace: str = NAMESPACE) -> list[str]:
+    """Names of the actors of these kinds that run on one node (named as ``start_pinned`` names them)."""
+    import ray
+
+    connect(address, namespace)
+    node = _node(node_id)
+    starts = tuple(f"{prefix}{node[:12]}-" for prefix in prefixes)
+    return sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                  if a["namespace"] == namespace and a["name"].startswith(starts))
+
+
+def actor_infos(prefixes: list[str], namespace: str = NAMESPACE, timeout: float = 10.0) -> list[tuple[str, Any, str | None]]:
+    """(name, info() or None, why not) of every named actor of these kinds, asked side by side."""
+    import ray
+
+    names = sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                   if a["namespace"] == namespace and a["name"].startswith(tuple(prefixes)))
+    asked = []
+    for name in names:
+        try:
+            asked.append((name, ray.get_actor(name, namespace=namespace).info.remote()))
+        except ValueError:  # gone between listing and lookup
+            continue
+    out = []
+    deadline = time.monotonic() + timeout
+    for name, ref in asked:
+        try:
+            out.append((name, ray.get(ref, timeout=max(0.1, deadline - time.monotonic())), None))
+        except Exception as e:  # noqa: BLE001 - reported: a dead or restarting actor
+            out.append((name, None, f"{type(e).__name__}: {str(e)[:200]}"))
+    return out
 
 
 def stop_actors(names: list[str], namespace: str = NAMESPACE) -> None:

@@ -15,6 +15,7 @@ cluster (``placement``: pinned, detached, restarted by Ray, named
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -52,6 +53,9 @@ class Searcher:
         # one request after the other, beside the searches.
         self._warmer = ThreadPoolExecutor(1, thread_name_prefix="warm")
         self.warmed = 0
+        # What `seclake cluster status` shows: calls answered and when the last one was.
+        self.answered = 0
+        self.last_answer_ms: int | None = None
         self.store = store
         self.cache = SplitCache(
             Path(splits_dir),
@@ -82,6 +86,8 @@ class Searcher:
             "downloaded": self.cache.downloaded,
             "evicted": self.cache.evicted,
             "warmed": self.warmed,
+            "answered": self.answered,
+            "last_answer_ms": self.last_answer_ms,
         }
 
     def search(self, splits: list[tuple[str, str]], task: LeafTask) -> dict[str, tuple[str, Any]]:
@@ -112,6 +118,8 @@ class Searcher:
                 return ("failed", f"{type(e).__name__}: {e}"[:500])
 
         answers = list(self._pool.map(one, splits)) if len(splits) > 1 else [one(p) for p in splits]
+        self.answered += 1
+        self.last_answer_ms = int(time.time() * 1000)
         return {split_id: a for (_dataset, split_id), a in zip(splits, answers)}
 
 

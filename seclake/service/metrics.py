@@ -51,6 +51,18 @@ class Metrics:
             "seclake_imports_refused", "Imports refused whole (nothing stored), by path and reason.",
             ("path", "reason"), registry=self.registry,
         )
+        self.cluster_calls = Counter(
+            "seclake_cluster_calls", "Cluster mode: calls to searchers (one per searcher and attempt), by phase.",
+            ("phase",), registry=self.registry,
+        )
+        self.cluster_retried = Counter(
+            "seclake_cluster_retried_splits", "Cluster mode: splits asked again of another searcher after a failure "
+            "or the first deadline, by phase.", ("phase",), registry=self.registry,
+        )
+        self.cluster_failed = Counter(
+            "seclake_cluster_failed_splits", "Cluster mode: splits no searcher answered (named in the reply's _shards).",
+            ("phase",), registry=self.registry,
+        )
         self.behaviors = Counter(
             "seclake_behaviors", "Behaviors made by the detector, by rule.", ("rule",), registry=self.registry,
         )
@@ -64,6 +76,13 @@ class Metrics:
             n = report.get(outcome) or 0
             if n:
                 self.records.labels(path, dataset, outcome).inc(n)
+
+    def cluster(self, phase: str, calls: int, retried: int, failed: int) -> None:
+        self.cluster_calls.labels(phase).inc(calls)
+        if retried:
+            self.cluster_retried.labels(phase).inc(retried)
+        if failed:
+            self.cluster_failed.labels(phase).inc(failed)
 
     def watch(self, collector: Collector) -> None:
         self.registry.register(collector)

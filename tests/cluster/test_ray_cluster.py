@@ -62,7 +62,9 @@ def cluster(tmp_path_factory):
             out = seclake("searcher", "--ray-address", rc.address, "--data-dir", str(base / "data"), "--node-id", nodes[w], "--detach")
             assert "up (pid" in out, out
         embedded = Root(lake.splits, pool)
-        leaves = RayLeaves(SearcherDirectory(refresh=0.5), timeout=60)
+        from seclake.service.metrics import Metrics
+
+        leaves = RayLeaves(SearcherDirectory(refresh=0.5), timeout=60, metrics=Metrics())
         yield {"rc": rc, "nodes": nodes, "embedded": embedded, "root": Root(lake.splits, leaves), "leaves": leaves, "ids": ids, "base": base}
     finally:
         rc.stop()
@@ -176,6 +178,27 @@ def test_indexers_on_the_worker_nodes_build_splits_and_a_killed_one_costs_only_t
         local.close()
 
 
+def test_cluster_status_lists_each_searcher_and_indexer_with_its_node_and_last_answer(cluster):
+    from tests.cluster.raycluster import BIN, env
+
+    cluster["root"].search(plans(biggest_case())[0])  # every searcher holding a split answers
+    out = seclake("cluster", "status", "--ray-address", cluster["rc"].address)
+    lines = [line for line in out.splitlines() if line.startswith("searcher-")]
+    infos = searchers()
+    assert sorted(line.split()[0] for line in lines) == sorted(infos)
+    for line in lines:
+        info = infos[line.split()[0]]
+        assert f"node {info['node_id'][:12]}" in line and f"pid {info['pid']}" in line
+    assert any("last " in line and "s ago" in line for line in lines), out
+    assert any(line.startswith("indexer-") and "built" in line for line in out.splitlines()), out
+    # A namespace with nothing in it: said, and exit status 1.
+    e = env()
+    e["SECLAKE_RAY_NAMESPACE"] = "seclake-empty"
+    done = subprocess.run([str(BIN / "seclake"), "cluster", "status", "--ray-address", cluster["rc"].address],
+                          env=e, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "no searcher or indexer" in done.stdout
+
+
 def test_the_warmer_has_fresh_searchers_open_their_splits_before_any_search(cluster):
     """Searchers started in their own namespace on node c (no search has touched
     them) are sent their splits over Ray by the warmer and open them all."""
@@ -208,7 +231,12 @@ def test_the_warmer_has_fresh_searchers_open_their_splits_before_any_search(clus
             time.sleep(0.3)
     finally:
         db.dispose()
-        seclake(*args, "--stop", settings=settings)
+        out = seclake(*args, "--stop", settings=settings)
+    assert "stopped searcher-" in out
+    assert SearcherDirectory(namespace, refresh=0).live() == {}
+    # Nothing runs now: --stop says so, and starts nothing to stop it again.
+    assert "no searcher or indexer runs" in seclake(*args, "--stop", settings=settings)
+    assert SearcherDirectory(namespace, refresh=0).live() == {}
 
 
 def biggest_case():
@@ -260,7 +288,15 @@ def test_searchers_on_a_split_store_answer_from_their_node_copies(cluster):
             seclake(*args, "--stop", settings=settings)
 
 
-def test_a_searcher_killed_mid_query_never_gives_a_silently_wrong_answer(cluster):
+def test_a_searcher_killed_mid_query_never_gives_a_silently_wrong_answer(cluster, caplog):
+    metrics = cluster["leaves"].metrics
+
+    def counted(name: str) -> float:
+        return sum(metrics.registry.get_sample_value(name, {"phase": p}) or 0 for p in ("search", "fetch"))
+
+    before = {n: counted(n) for n in ("seclake_cluster_calls_total", "seclake_cluster_retried_splits_total",
+                                      "seclake_cluster_failed_splits_total")}
+    caplog.set_level("WARNING", logger="seclake.cluster")
     plan = plans(biggest_case())[1]
     want = answer(cluster["embedded"].search(plan))
     root = cluster["root"]
@@ -298,6 +334,13 @@ def test_a_searcher_killed_mid_query_never_gives_a_silently_wrong_answer(cluster
     assert restarted["node_id"] == info["node_id"]  # pinned: restarted on its node
     # Whole again, and equal.
     assert answer(root.search(plan)) == want
+    # What the kill cost is counted and logged, not only absorbed.
+    assert counted("seclake_cluster_calls_total") > before["seclake_cluster_calls_total"]
+    moved = (counted("seclake_cluster_retried_splits_total") - before["seclake_cluster_retried_splits_total"]
+             + counted("seclake_cluster_failed_splits_total") - before["seclake_cluster_failed_splits_total"])
+    assert any("asked again" in r.message or "failed" in r.message for r in caplog.records if r.name.startswith("seclake.cluster")), \
+        "the killed searcher's retries or failures were logged"
+    assert moved > 0, "the retries or failed splits the kill caused were counted"
 
 
 def test_searchers_all_killed_give_a_partial_answer_naming_the_failed_splits_then_recovery(cluster):
