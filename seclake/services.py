@@ -27,7 +27,7 @@ from seclake.service.detection import Detection
 from seclake.service.idempotency import Idempotency
 from seclake.service.ingestion import Ingestion
 from seclake.service.login import Login
-from seclake.service.metrics import LakeCollector, Metrics
+from seclake.service.metrics import ClusterCollector, LakeCollector, Metrics
 from seclake.service.password import PasswordHasher
 from seclake.service.policies import Policies
 from seclake.service.readiness import Readiness
@@ -134,7 +134,9 @@ class Services:
 
             # Large batches and merges are built by the cluster's indexer
             # actors when there are any (here otherwise).
-            self.lake.builder.indexers = RayIndexers(ActorDirectory(INDEXER_PREFIX, settings.ray_namespace))
+            indexers = ActorDirectory(INDEXER_PREFIX, settings.ray_namespace)
+            self.lake.builder.indexers = RayIndexers(indexers)
+            self.metrics.watch(ClusterCollector(None, indexers))
             # Searchers open their splits before searches ask for them.
             from seclake.cluster.leaves import SearcherDirectory
             from seclake.cluster.warmer import Warmer
@@ -154,10 +156,12 @@ class Services:
             # Cluster mode: this process is a Ray driver; searcher actors run the leaves.
             from seclake.cluster.leaves import RayLeaves
 
-            return RayLeaves.connect(
+            leaves = RayLeaves.connect(
                 settings.ray_address, namespace=settings.ray_namespace, timeout=settings.cluster_timeout_seconds,
                 metrics=self.metrics,
             )
+            self.metrics.watch(ClusterCollector(leaves.directory))
+            return leaves
         if not settings.ingest:
             # No lake of our own: open the catalog's splits from shared storage here.
             from seclake.cluster.splitcache import SplitCache

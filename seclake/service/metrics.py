@@ -135,6 +135,28 @@ class LakeCollector(Collector):
             yield merges
 
 
+class ClusterCollector(Collector):
+    """Cluster API nodes: the searchers and indexers the node can reach now."""
+
+    def __init__(self, searchers: Any, indexers: Any = None):
+        self.searchers = searchers
+        self.indexers = indexers
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        for name, directory in (("searchers", self.searchers), ("indexers", self.indexers)):
+            if directory is None:
+                continue
+            try:
+                n = len(directory.live())
+            except Exception:  # noqa: BLE001 - Ray unreachable: none reachable
+                log.warning("metrics: cannot list the cluster's %s", name, exc_info=True)
+                n = 0
+            yield _gauge(f"seclake_cluster_{name}", f"Cluster mode: {name} this node reaches (listed every 2 s).", n)
+
+
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
     g = GaugeMetricFamily(name, doc)
     g.add_metric([], value)

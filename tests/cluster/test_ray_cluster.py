@@ -419,7 +419,13 @@ def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, 
         api2 = ApiNode("api2", tmp_path, common, "--ray-address", address, "--no-ingest")
         nodes.append(api2)
         api2.wait()
+        # No searcher in this namespace yet: the API nodes answer, but are not ready.
+        r = api2.http.get("/readyz")
+        assert r.status_code == 503 and [c["name"] for c in r.json()["checks"] if not c["ok"]] == ["searchers"], r.text
         seclake("searcher", "--ray-address", address, "--node-id", cluster["nodes"]["b"], "--detach", settings=common)
+        wait_for("node 2 ready once a searcher runs", lambda: api2.http.get("/readyz").status_code == 200, 20)
+        scraped = api2.http.get("/metrics").text
+        assert "seclake_cluster_searchers 1.0" in scraped, scraped[-2000:]
         token = api1.login()
         api2.token = token  # one token, any node
         now = int(time.time() * 1000)
