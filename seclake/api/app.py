@@ -16,6 +16,7 @@ from starlette.routing import Route
 import seclake.api.calls  # noqa: F401  (registers every call)
 from seclake.api.dispatcher import dispatch
 from seclake.api.envelope import JSONResponse, failure
+from seclake.api.elastic import routes as elastic_routes
 from seclake.api.health import routes as health_routes
 from seclake.api.schema import openapi_document
 from seclake.api.slashes import CollapseSlashes
@@ -55,6 +56,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         # Every method reaches the dispatcher, so a GET gets a 405 envelope.
         Route("/api/{name:path}", dispatch, methods=ALL_METHODS),
         *health_routes(),  # /healthz, /readyz, /metrics: api/health.py
+        *elastic_routes(),  # GET / for shippers (browsers: the web interface), /_bulk: api/elastic.py
         *web_routes(),  # /, /assets/..., client-side routes: seclake/web/
     ]
     app = Starlette(

@@ -1,0 +1,139 @@
+"""The Elasticsearch bulk API, driven by the official ``elasticsearch`` Python
+client (PyPI) unmodified: ``helpers.bulk`` against a real seclake server."""
+
+from __future__ import annotations
+
+import gzip
+import time
+
+import pytest
+from elasticsearch import Elasticsearch, helpers
+
+from tests.api.test_access import customer_policy
+
+SEARCH = "ds/get_index_zoom_histogram_lv3"
+
+
+def _search(server, token, query, data_type="event", limit=50):
+    kargs = {"partition": "default", "dataType": data_type,
+             "options": {"dateFacetField": "@timestamp", "searchStr": query, "fetchLimit": limit,
+                         "range_from": 0, "range_to": 4_102_444_800_000}}
+    return server.call(SEARCH, kargs, token)
+
+
+def _wait(server, token, query, n, data_type="event"):
+    deadline = time.monotonic() + 10
+    while True:
+        res = _search(server, token, query, data_type)
+        if res["hits"]["total"] >= n or time.monotonic() > deadline:
+            return res
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    from tests.conftest import running_server
+
+    with running_server(tmp_path_factory.mktemp("elastic")) as server:
+        server.token = server.login()
+        server.ingest_key = server.call("auth/api_token", {"action": "add", "name": "shipper"}, server.token)["token"]
+        yield server
+
+
+def test_helpers_bulk_stores_events_and_flows_searchable_with_their_fields(srv):
+    es = Elasticsearch(srv.url, api_key=srv.ingest_key, request_timeout=30)
+    assert es.info()["version"]["number"].startswith("8.")
+    docs = [
+        {"_index": "nginx-access", "_source": {"@timestamp": "2026-11-20T10:00:00Z", "message": f"GET /page/{i} 200",
+                                               "host": {"name": "web1"}, "http": {"status": 200}, "n": i}}
+        for i in range(25)
+    ] + [
+        {"_index": "flows-zeek", "_op_type": "create", "_source": {"@timestamp": 1_763_632_800_000 + i, "sip": "10.0.0.1",
+                                                                   "dip": "10.0.0.2", "dp": 443, "totalB": 100 + i}}
+        for i in range(5)
+    ]
+    ok, errors = helpers.bulk(es, docs)
+    assert (ok, errors) == (30, [])
+    res = _wait(srv, srv.token, "@source:nginx-access AND n:[10 TO 14]", 5)
+    assert res["hits"]["total"] == 5
+    hit = res["hits"]["hits"][0]["_source"]
+    assert hit["@message"].startswith("GET /page/1") and hit["@fields"]["host"]["name"] == "web1"
+    assert hit["@timestamp"] == 1_795_168_800_000  # 2026-11-20T10:00:00Z
+    flows = _wait(srv, srv.token, "dp:443", 5, data_type="flow")
+    assert flows["hits"]["total"] == 5
+    # Counted where operators look.
+    scraped = srv.http.get("/metrics").text
+    assert 'seclake_records_total{dataset="flow",outcome="accepted",path="bulk"} 5.0' in scraped
+
+
+def test_bad_documents_fail_alone_and_say_why(srv):
+    es = Elasticsearch(srv.url, api_key=srv.ingest_key, request_timeout=30)
+    body = [
+        {"index": {"_index": "mixed", "_id": "a"}}, {"@timestamp": "2026-11-20T10:00:00Z", "message": "good one", "tag": "mixed1"},
+        {"index": {"_index": "mixed", "_id": "b"}}, {"@fields": "not an object", "tag": "mixed1"},
+        {"delete": {"_index": "mixed", "_id": "a"}},
+        {"index": {"_index": "bad index name!"}}, {"message": "x"},
+        {"index": {"_index": "mixed"}}, {"message": "second good one", "tag": "mixed1"},
+    ]
+    reply = es.bulk(operations=body).body
+    assert reply["errors"] is True
+    statuses = [next(iter(item.values()))["status"] for item in reply["items"]]
+    assert statuses == [201, 400, 400, 400, 201]
+    items = [next(iter(item.values())) for item in reply["items"]]
+    assert items[0]["_id"] == "a" and items[0]["result"] == "created"
+    assert "@fields" in items[1]["error"]["reason"] and "line 4" in items[1]["error"]["reason"]
+    assert "immutable" in items[2]["error"]["reason"]
+    assert "vendor name" in items[3]["error"]["reason"]
+    assert len(items[4]["_id"]) == 16  # made by seclake: the record's _id, as searches show it
+    res = _wait(srv, srv.token, "tag:mixed1", 2)
+    assert res["hits"]["total"] == 2
+    assert items[4]["_id"] in {h["_id"] for h in res["hits"]["hits"]}
+
+
+def test_basic_auth_gzip_and_the_index_in_the_url(srv):
+    es = Elasticsearch(srv.url, basic_auth=("admin", "admin-test-password"), http_compress=True, request_timeout=30)
+    ok, _ = helpers.bulk(es, ({"_source": {"message": f"zipped {i}", "tag": "gz"}} for i in range(40)), index="gzipped")
+    assert ok == 40
+    assert _wait(srv, srv.token, "tag:gz AND @source:gzipped", 40)["hits"]["total"] == 40
+    # Raw gzip on /{index}/_bulk, as shippers send it.
+    body = gzip.compress(b'{"index":{}}\n{"message":"raw gz","tag":"gz2"}\n')
+    r = srv.http.post("/rawidx/_bulk", content=body, headers={
+        "Authorization": f"ApiKey {srv.ingest_key}", "Content-Encoding": "gzip", "Content-Type": "application/x-ndjson"})
+    assert r.status_code == 200 and r.headers["X-Elastic-Product"] == "Elasticsearch", r.text
+    assert r.json()["errors"] is False
+    # A wrong password is refused like Elasticsearch refuses it.
+    bad = Elasticsearch(srv.url, basic_auth=("admin", "wrong-password-here"), request_timeout=30)
+    with pytest.raises(Exception) as refused:
+        helpers.bulk(bad, [{"_index": "x", "_source": {"message": "no"}}])
+    assert "401" in str(refused.value) or "security_exception" in str(refused.value)
+
+
+def test_a_sender_limited_by_data_policies_writes_only_its_customers_records(srv):
+    srv.call("auth/dataPolicyAdd", {"policy": customer_policy("acme")}, srv.token)
+    srv.call("auth/userAdd", {"user": {"username": "shipper-acme", "password": "acme-shipper-pass-9", "roles": ["ingest"],
+                                       "dataPolicies": ["only-acme"]}}, srv.token)
+    es = Elasticsearch(srv.url, basic_auth=("shipper-acme", "acme-shipper-pass-9"), request_timeout=30)
+    reply = es.bulk(operations=[
+        {"index": {"_index": "pol"}}, {"@customer": "acme", "message": "mine", "tag": "pol"},
+        {"index": {"_index": "pol"}}, {"@customer": "globex", "message": "theirs", "tag": "pol"},
+    ]).body
+    assert [next(iter(i.values()))["status"] for i in reply["items"]] == [201, 403]
+    assert _wait(srv, srv.token, "tag:pol", 1)["hits"]["total"] == 1
+    # An analyst (no ingest permission) may not send at all.
+    srv.call("auth/userAdd", {"user": {"username": "reader1", "password": "reader-pass-words-1", "roles": ["analyst"]}}, srv.token)
+    r = srv.http.post("/_bulk", content=b'{"index":{"_index":"x"}}\n{"message":"no"}\n',
+                      auth=("reader1", "reader-pass-words-1"), headers={"Content-Type": "application/x-ndjson"})
+    assert r.status_code == 403 and "ingest permission" in r.json()["error"]["reason"]
+
+
+def test_shippers_handshake_and_browsers_still_get_the_web_interface(srv):
+    r = srv.http.get("/", headers={"Accept": "application/json"})
+    assert r.status_code == 200 and r.json()["tagline"] == "You Know, for Search"
+    assert r.headers["X-Elastic-Product"] == "Elasticsearch"
+    assert srv.http.get("/", headers={"User-Agent": "Filebeat/8.11.0"}).json()["version"]["number"].startswith("8.")
+    page = srv.http.get("/", headers={"Accept": "text/html,application/xhtml+xml"})
+    assert page.status_code == 200 and "<html" in page.text.lower()
+    assert srv.http.get("/_license").json()["license"]["status"] == "active"
+    assert srv.http.head("/_index_template/filebeat-8.11.0").status_code == 404
+    assert srv.http.put("/_index_template/filebeat-8.11.0", json={"index_patterns": ["x"]}).json() == {"acknowledged": True}
+    assert srv.http.put("/_ilm/policy/filebeat", json={}).json() == {"acknowledged": True}
