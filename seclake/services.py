@@ -26,6 +26,7 @@ from seclake.service.clock import Clock, utc_now
 from seclake.service.detection import Detection
 from seclake.service.idempotency import Idempotency
 from seclake.service.ingestion import Ingestion
+from seclake.service.listeners import Listeners, ListenerSpec
 from seclake.service.login import Login
 from seclake.service.metrics import ClusterCollector, LakeCollector, Metrics
 from seclake.service.password import PasswordHasher
@@ -103,6 +104,8 @@ class Services:
             made=self.metrics.behaviors,
         )
         self.metrics.watch(LakeCollector(self.lake, self.detector if settings.ingest else None, self.readiness.ready))
+        # Syslog listeners (service/listeners.py): started last, once imports can be stored.
+        self.listeners: Listeners | None = None
         if not settings.ingest:
             if settings.ray_address:
                 # Cluster mode: imports are parsed here and stored by the ingest node's ingestor.
@@ -113,6 +116,7 @@ class Services:
                 from seclake.cluster.catalogview import NoIngestion
 
                 self.ingestion = NoIngestion()
+            self._add_listeners()
             return
         # Imports' idempotency keys, decided here where the lake is written.
         self.idempotency = Idempotency(self.db, self.lake, settings.idempotency_key_hours)
@@ -148,6 +152,13 @@ class Services:
             from seclake.cluster.ingestor import IngestorHost
 
             self.components.append(IngestorHost(self.ingestion, settings.ray_namespace))
+        self._add_listeners()
+
+    def _add_listeners(self) -> None:
+        if self.settings.listeners:
+            specs = [ListenerSpec.parse(url) for url in self.settings.listeners]
+            self.listeners = Listeners(specs, self.ingestion, self.metrics)
+            self.components.append(self.listeners)
 
     def _leaf_executor(self):
         """Where the leaves of a search run: the same root plans and merges in every case."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -132,6 +133,10 @@ class Settings(BaseSettings):
     opaque_record_ids: bool = Field(
         True, description="Show docId, _id and behavior sequence/eventId through a keyed permutation of the log sequence, so they reveal no volumes; false shows the sequence itself."
     )
+    listeners: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Syslog listeners started with the server: URLs such as syslog+udp://0.0.0.0:5514?vendor=fortigate (TOML list; env comma-separated; docs/receivers.md).",
+    )
     metrics_token: SecretStr | None = Field(
         None, description="Bearer token GET /metrics asks for; unset, /metrics answers loopback clients only."
     )
@@ -203,6 +208,21 @@ class Settings(BaseSettings):
         from seclake.storage.splitstore import check_url
 
         return check_url(info.field_name, v) if v else None
+
+    @field_validator("listeners", mode="before")
+    @classmethod
+    def _listeners(cls, v: Any) -> Any:
+        # The environment gives one string: URLs separated by commas (a URL's own
+        # query uses '&', never ',').
+        if isinstance(v, str):
+            v = [part for part in (p.strip() for p in v.split(",")) if part]
+        if isinstance(v, list):
+            from seclake.service.listeners import ListenerSpec
+
+            for url in v:
+                if isinstance(url, str):
+                    ListenerSpec.parse(url)  # a bad URL stops the start with what is wrong
+        return v
 
     @field_validator("data_dir", mode="after")
     @classmethod

@@ -284,6 +284,32 @@ class ImportReport(Open):
     lastDocId: int | None
 
 
+class ListenerRow(Open):
+    listener: str = Field(description="scheme://host:port of the listener.")
+    vendor: str
+    type: str
+    customer: str | None
+    connections: int = Field(description="TCP/TLS connections open now.")
+    faults: dict[str, int] = Field(description="Refused connections, failed TLS handshakes, bad frames, timeouts...")
+
+
+class SourceRow(Open):
+    listener: str
+    address: str = Field(description="The sending address.")
+    records: int
+    bytes: int
+    recordsPerSecond: float = Field(description="Over the last 10 seconds.")
+    rejected: int
+    dropped: int
+    firstSeen: int = Field(description="Epoch milliseconds.")
+    lastSeen: int = Field(description="Epoch milliseconds.")
+
+
+class SourcesReply(Closed):
+    listeners: list[ListenerRow]
+    sources: list[SourceRow]
+
+
 # -- requests of the other calls ------------------------------------------------------------------
 
 
@@ -390,6 +416,7 @@ CALLS: dict[str, tuple[type[BaseModel], Any, str]] = {
     "ds/eventwatch_bucket_search": (SearchRequest, RuleSearchReply, "Search behavior rules."),
     "ds/eventwatch_bucket_dao": (RuleDaoRequest, dict[str, Any], "List, get, add, update, toggle, delete rules."),
     "ds/eventwatch_rule_test": (RuleTestRequest, dict[str, Any], "What one rule makes of one event; nothing stored."),
+    "ds/collector_list": (Empty, SourcesReply, "The syslog listeners of this node and what each sending address sent."),
 }
 
 # Raw routes: their body is not a JSON envelope.

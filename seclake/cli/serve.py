@@ -26,6 +26,12 @@ Ingest = Annotated[
 ]
 
 
+Listen = Annotated[
+    list[str] | None,
+    typer.Option("--listen", help="Syslog listener URL, repeatable, e.g. syslog+udp://0.0.0.0:5514?vendor=fortigate (setting listeners).", show_default=False),
+]
+
+
 def _command(demo: bool, doc: str):
     """``serve`` and ``up`` take the same options; only the demo loading differs."""
 
@@ -37,10 +43,11 @@ def _command(demo: bool, doc: str):
         ray_address: RayAddress = None,
         ingest: Ingest = None,
         standby: Standby = None,
+        listen: Listen = None,
     ) -> None:
         settings = load_settings(
             host=host, port=port, data_dir=data_dir, config=config, ray_address=ray_address, ingest=ingest,
-            standby=standby,
+            standby=standby, listeners=listen or None,
         )
         _run(settings, demo=demo)
 

@@ -53,7 +53,7 @@ def test_concurrent_callers_all_get_answers(server, admin_token) -> None:
 
 
 @pytest.mark.parametrize("name", ["auth/setUserSitePolicy", "ds/kql_search", "ds/kql_validate",
-                                  "ds/collector_list", "ds/get_system_status"])
+                                  "ds/get_system_status"])
 def test_calls_of_the_original_service_not_served_here_say_so(server, name) -> None:
     """The public clients send these; they get a clear ERROR naming the call and
     what to use instead, not a bare 'unknown call' or an HTTP 404 they cannot read."""

@@ -44,6 +44,7 @@ USER = {"username": "fuzz-target", "password": "fuzz-password-1", "email": "f@ex
 EXAMPLES: dict[str, dict[str, Any]] = {
     "auth/login": {"username": "fuzz-target", "password": "not-the-password"},
     "auth/userList": {},
+    "ds/collector_list": {},
     "auth/logout": {},
     "auth/userUnlock": {"username": "fuzz-target"},
     "auth/getUser": {"username": "fuzz-target"},

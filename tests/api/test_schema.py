@@ -84,6 +84,7 @@ def test_what_the_server_answers_fits_the_reply_models(srv):
         ("ds/fsm_behavior_search", {"options": {**options, "range_field": "timestamp", "facets": {}}}),
         ("ds/audit_search", {"options": {**options, "range_field": "createdOn", "facets": {}}}),
         ("ds/eventwatch_bucket_search", {"options": {"searchStr": "brute"}}),
+        ("ds/collector_list", {}),
         ("ds/eventwatch_bucket_dao", {"action": "add", "bucket": rule}),
         ("ds/eventwatch_bucket_dao", {"action": "list"}),
         ("ds/eventwatch_bucket_dao", {"action": "delete", "name": "schema-rule"}),

@@ -11,3 +11,4 @@ from seclake.api.calls import summaries  # noqa: F401
 from seclake.api.calls import rules  # noqa: F401
 from seclake.api.calls import access  # noqa: F401
 from seclake.api.calls import audit  # noqa: F401
+from seclake.api.calls import sources  # noqa: F401

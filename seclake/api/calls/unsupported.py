@@ -20,9 +20,6 @@ UNSUPPORTED: dict[str, str] = {
         "KQL is not supported; a Lucene query's syntax error comes back from ds/get_index_zoom_histogram_lv3 "
         "with its position"
     ),
-    "ds/collector_list": (
-        "seclake runs no collectors: sources send to it directly (POST /api/import/{vendor})"
-    ),
     "ds/get_system_status": (
         "seclake runs no collectors whose status could be asked; the server's own state is in its log"
     ),

@@ -1,0 +1,511 @@
+"""Syslog listeners: sources send to seclake directly over UDP, TCP or TLS.
+
+Started with the server (setting ``listeners``, ``seclake serve --listen
+URL``), one asyncio loop in a thread of its own for all of them. URLs:
+
+- ``syslog+udp://HOST:PORT``: one message per datagram (lines split);
+- ``syslog+tcp://HOST:PORT``: newline framing or RFC 6587 octet counting,
+  told apart per connection by its first byte (a digit: octet counting);
+- ``syslog+tls://HOST:PORT?cert=FILE&key=FILE[&ca=FILE]`` (RFC 5425; with
+  ``ca`` the sender must show a certificate it signed);
+
+with ``vendor=`` (default ``syslog``), ``customer=`` and ``type=event|flow``
+query parameters, as an import's URL has. Messages go the way imports go:
+parsed (RFC 3164 and 5424, with key=value, CEF or JSON inside; anything else
+kept raw), behavior rules, the write-ahead log; the sending address is kept
+in ``@fields.log.source.address``.
+
+What each transport can lose, and how it is seen:
+
+- UDP: datagrams the kernel drops when its buffer is full (not seen by
+  seclake), datagrams beyond ``MAX_UDP_PENDING`` waiting to be stored
+  (counted as dropped), and at a crash the datagrams of the last batch
+  (at most ``UDP_FLUSH_SECONDS`` of them) not yet in the log;
+- TCP/TLS: nothing read is lost: a connection's records are in the log
+  before more is read from it, so when the lake is behind, senders wait
+  (TCP back-pressure) instead of records being dropped; at a crash only
+  what sits unread in socket buffers, which the sender counts as sent.
+
+Faults stay inside: a malformed message is kept raw or counted as
+rejected; a frame longer than ``MAX_FRAME`` is cut (newline framing) or
+ends its connection (octet counting cannot find the next frame); a TLS
+handshake failure, an idle or half-open connection (``IDLE_SECONDS``), or
+a flood of connections (beyond ``MAX_CONNECTIONS``) is counted and logged.
+
+Written over asyncio streams (the standard library's): the framing and
+accounting are ours, and a syslog server library would bring its own
+threads and queues in front of the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from seclake.ingest.parser import parse_line
+from seclake.ingest.record import LineRejected
+from seclake.ingest.vendor import validate_vendor
+from seclake.errors import SeclakeError
+
+log = logging.getLogger("seclake.listeners")
+
+SCHEMES = ("syslog+udp", "syslog+tcp", "syslog+tls")
+MAX_FRAME = 64 * 1024
+MAX_CONNECTIONS = 1000
+IDLE_SECONDS = 600.0
+TLS_HANDSHAKE_SECONDS = 10.0
+MAX_UDP_PENDING = 50_000
+UDP_FLUSH_SECONDS = 0.1
+READ_BYTES = 256 * 1024
+MAX_CUSTOMER = 128
+
+
+@dataclass(frozen=True)
+class ListenerSpec:
+    url: str
+    scheme: str
+    host: str
+    port: int
+    vendor: str = "syslog"
+    dataset: str = "event"
+    customer: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    ca: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+    @classmethod
+    def parse(cls, url: str) -> ListenerSpec:
+        """A listener URL, or ValueError saying what is wrong with it."""
+        parts = urlsplit(url.strip())
+        if parts.scheme not in SCHEMES:
+            raise ValueError(f"listener {url!r}: the scheme must be one of {', '.join(SCHEMES)}")
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if not parts.hostname or port is None:
+            raise ValueError(f"listener {url!r}: give HOST:PORT, e.g. {parts.scheme}://0.0.0.0:5514")
+        query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        unknown = set(query) - {"vendor", "customer", "type", "cert", "key", "ca"}
+        if unknown:
+            raise ValueError(f"listener {url!r}: unknown parameter(s) {', '.join(sorted(unknown))}")
+        dataset = query.get("type", "event")
+        if dataset not in ("event", "flow"):
+            raise ValueError(f"listener {url!r}: type must be event or flow")
+        customer = query.get("customer")
+        if customer is not None and (not customer or len(customer) > MAX_CUSTOMER or not customer.isprintable()):
+            raise ValueError(f"listener {url!r}: customer must be 1 to {MAX_CUSTOMER} printable characters")
+        try:
+            vendor = validate_vendor(query.get("vendor", "syslog"))
+        except SeclakeError as e:
+            raise ValueError(f"listener {url!r}: {e.message}") from None
+        if parts.scheme == "syslog+tls" and not (query.get("cert") and query.get("key")):
+            raise ValueError(f"listener {url!r}: TLS needs cert=FILE and key=FILE")
+        return cls(url=url, scheme=parts.scheme, host=parts.hostname, port=port, vendor=vendor, dataset=dataset,
+                   customer=customer, cert=query.get("cert"), key=query.get("key"), ca=query.get("ca"))
+
+
+@dataclass
+class SourceStats:
+    """What one sending address sent to one listener."""
+
+    listener: str
+    address: str
+    records: int = 0
+    bytes: int = 0
+    rejected: int = 0
+    dropped: int = 0
+    first_seen_ms: int = 0
+    last_seen_ms: int = 0
+    # records per second of the last seconds: (second, count), newest last
+    _recent: deque = field(default_factory=lambda: deque(maxlen=11))
+
+    def saw(self, records: int, size: int, rejected: int) -> None:
+        now = time.time()
+        self.records += records
+        self.bytes += size
+        self.rejected += rejected
+        self.last_seen_ms = int(now * 1000)
+        self.first_seen_ms = self.first_seen_ms or self.last_seen_ms
+        second = int(now)
+        if self._recent and self._recent[-1][0] == second:
+            self._recent[-1] = (second, self._recent[-1][1] + records)
+        else:
+            self._recent.append((second, records))
+
+    def rate(self) -> float:
+        """Records per second over the last 10 whole seconds."""
+        now = int(time.time())
+        return sum(n for s, n in self._recent if now - 10 <= s < now) / 10
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"listener": self.listener, "address": self.address, "records": self.records, "bytes": self.bytes,
+                "recordsPerSecond": self.rate(), "rejected": self.rejected, "dropped": self.dropped,
+                "firstSeen": self.first_seen_ms, "lastSeen": self.last_seen_ms}
+
+
+class Listeners:
+    """Every listener of the node: a component (start/stop) of ``Services``."""
+
+    def __init__(self, specs: list[ListenerSpec], ingestion: Any, metrics: Any = None):
+        self.specs = specs
+        self.ingestion = ingestion
+        self.metrics = metrics
+        self._lock = threading.Lock()
+        self._sources: dict[tuple[str, str], SourceStats] = {}
+        # Listener-wide faults: refused connections, handshake failures, timeouts, dropped datagrams.
+        self.faults: dict[str, dict[str, int]] = {s.name: {} for s in specs}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._store = ThreadPoolExecutor(2, thread_name_prefix="seclake-listener-store")
+        self._connections: dict[str, int] = {s.name: 0 for s in specs}
+        self.bound: dict[str, tuple[str, int]] = {}
+
+    # -- life cycle -------------------------------------------------------
+
+    def start(self) -> None:
+        if not self.specs:
+            return
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            loop.set_exception_handler(self._loop_fault)
+            try:
+                loop.run_until_complete(self._open_all())
+            except BaseException as e:  # noqa: BLE001 - reported to start(), which raises it
+                failure.append(e)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._close_all())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="seclake-listeners", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            raise RuntimeError(f"a listener could not start: {failure[0]}") from failure[0]
+        for spec in self.specs:
+            log.info("listening for %s on %s (vendor %s, %s)", spec.scheme, spec.name, spec.vendor, spec.dataset)
+
+    def stop(self) -> None:
+        loop = self._loop
+        if loop is not None and self._thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            self._thread.join(30)
+        self._store.shutdown(wait=True)
+
+    async def _open_all(self) -> None:
+        self._servers: list[Any] = []
+        self._udp: list[_UdpBatch] = []
+        for spec in self.specs:
+            if spec.scheme == "syslog+udp":
+                batch = _UdpBatch(self, spec)
+                transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
+                    lambda b=batch: _UdpProtocol(b), local_addr=(spec.host, spec.port))
+                batch.transport = transport
+                self._udp.append(batch)
+                self.bound[spec.name] = transport.get_extra_info("sockname")[:2]
+                batch.task = asyncio.ensure_future(batch.run())
+            else:
+                context = None
+                if spec.scheme == "syslog+tls":
+                    context = _tls_context(spec, lambda e, s=spec: self._fault(s, "tls_handshake_failures", str(e)))
+                server = await asyncio.start_server(
+                    lambda r, w, s=spec: self._connection(s, r, w), spec.host, spec.port, ssl=context,
+                    ssl_handshake_timeout=TLS_HANDSHAKE_SECONDS if context else None, limit=MAX_FRAME * 2)
+                self._servers.append(server)
+                self.bound[spec.name] = server.sockets[0].getsockname()[:2]
+
+    async def _close_all(self) -> None:
+        for server in self._servers:
+            server.close()
+        for batch in self._udp:
+            batch.transport.close()
+            if batch.task is not None:
+                batch.task.cancel()
+            await batch.flush()  # what was received is stored before the server stops
+
+    def _loop_fault(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        # Whatever escapes a connection's own handling: logged, and the loop goes on.
+        exc = context.get("exception")
+        log.warning("listener: %s (%s)", context.get("message", ""), type(exc).__name__ if exc else "-")
+
+    # -- accounting -------------------------------------------------------
+
+    def _fault(self, spec: ListenerSpec, kind: str, detail: str) -> None:
+        with self._lock:
+            counts = self.faults[spec.name]
+            counts[kind] = counts.get(kind, 0) + 1
+            first = counts[kind] == 1
+        (log.warning if first else log.debug)("listener %s: %s: %s", spec.name, kind, detail)
+
+    def sources(self) -> dict[str, list[dict[str, Any]]]:
+        with self._lock:
+            rows = [s.to_dict() for s in self._sources.values()]
+            faults = {name: dict(counts) for name, counts in self.faults.items()}
+        # Not the URL itself: a TLS listener's names the key file, which callers need not see.
+        listeners = [{"listener": s.name, "vendor": s.vendor, "type": s.dataset,
+                      "customer": s.customer, "faults": faults.get(s.name, {}),
+                      "connections": self._connections.get(s.name, 0)} for s in self.specs]
+        return {"listeners": listeners, "sources": rows}
+
+    def _stats(self, spec: ListenerSpec, address: str) -> SourceStats:
+        key = (spec.name, address)
+        stats = self._sources.get(key)
+        if stats is None:
+            stats = self._sources[key] = SourceStats(spec.name, address)
+        return stats
+
+    def store(self, spec: ListenerSpec, address: str, messages: list[tuple[str, bool]], size: int) -> None:
+        """Parse and log messages of one sender (in a worker thread); durable when it returns."""
+        received_ms = int(time.time() * 1000)
+        items = []
+        rejected = raw = 0
+        for text, truncated in messages:
+            try:
+                parsed = parse_line(text, vendor=spec.vendor, dataset=spec.dataset, received_ms=received_ms,
+                                    customer=spec.customer, truncated=truncated)
+            except LineRejected as e:
+                rejected += 1
+                self._fault(spec, "rejected", f"from {address}: {e.message}")
+                continue
+            if parsed is None:
+                continue
+            record, understood = parsed
+            raw += 0 if understood else 1
+            fields = record["@fields"]
+            where = fields.setdefault("log", {})
+            if isinstance(where, dict) and isinstance(where.setdefault("source", {}), dict):
+                where["source"]["address"] = address
+            items.append((spec.dataset, record))
+        if items:
+            self.ingestion.append_records(items)
+        with self._lock:
+            self._stats(spec, address).saw(len(items), size, rejected)
+        if self.metrics is not None:
+            counter = self.metrics.records
+            for outcome, n in (("accepted", len(items) - raw), ("raw", raw), ("rejected", rejected)):
+                if n:
+                    counter.labels(spec.name, spec.dataset, outcome).inc(n)
+
+    def dropped(self, spec: ListenerSpec, address: str, n: int) -> None:
+        with self._lock:
+            self._stats(spec, address).dropped += n
+        if self.metrics is not None:
+            self.metrics.records.labels(spec.name, spec.dataset, "dropped").inc(n)
+
+    # -- TCP and TLS ------------------------------------------------------
+
+    async def _connection(self, spec: ListenerSpec, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        address = peer[0] if peer else "?"
+        if self._connections[spec.name] >= MAX_CONNECTIONS:
+            self._fault(spec, "connections_refused", f"{address}: more than {MAX_CONNECTIONS} connections")
+            writer.close()
+            return
+        self._connections[spec.name] += 1
+        loop = asyncio.get_running_loop()
+        framer = _Framer()
+        try:
+            while True:
+                try:
+                    data = await asyncio.wait_for(reader.read(READ_BYTES), IDLE_SECONDS)
+                except asyncio.TimeoutError:
+                    self._fault(spec, "idle_timeouts", f"{address}: nothing for {IDLE_SECONDS:g} s, closed")
+                    break
+                messages = framer.feed(data) if data else framer.end()
+                if framer.error:
+                    self._fault(spec, "bad_frames", f"{address}: {framer.error}")
+                if messages:
+                    # Stored before the next read: a slow lake slows the sender, nothing is dropped.
+                    await loop.run_in_executor(self._store, self.store, spec, address, messages, len(data))
+                if not data or framer.error:
+                    break
+        except (ConnectionError, ssl.SSLError) as e:
+            self._fault(spec, "connection_errors", f"{address}: {type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001 - a store failure (disk full...) ends this connection only
+            self._fault(spec, "store_failures", f"{address}: {type(e).__name__}: {e}")
+        finally:
+            self._connections[spec.name] -= 1
+            writer.close()
+
+
+class _Framer:
+    """Messages out of a TCP byte stream: newline framing or RFC 6587 octet counting."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.octets: bool | None = None
+        self.skipping = False  # newline framing: the rest of an overlong line is dropped
+        self.error: str | None = None
+
+    def feed(self, data: bytes) -> list[tuple[str, bool]]:
+        self.buffer += data
+        if self.octets is None:
+            stripped = self.buffer.lstrip()
+            if not stripped:
+                return []
+            self.octets = stripped[:1].isdigit()
+            self.buffer = stripped
+        return self._octet_frames() if self.octets else self._lines()
+
+    def end(self) -> list[tuple[str, bool]]:
+        if self.octets or not self.buffer.strip() or self.skipping:
+            return []
+        text, self.buffer = self.buffer, b""
+        return [(_decode(text), False)]
+
+    def _lines(self) -> list[tuple[str, bool]]:
+        out = []
+        while True:
+            cut = self.buffer.find(b"\n")
+            if cut < 0:
+                if len(self.buffer) > MAX_FRAME:
+                    if not self.skipping:
+                        out.append((_decode(self.buffer[:MAX_FRAME]), True))
+                    self.skipping = True
+                    self.buffer = b""
+                return out
+            line, self.buffer = self.buffer[:cut], self.buffer[cut + 1:]
+            if self.skipping:
+                self.skipping = False
+                continue
+            line = line.rstrip(b"\r")
+            if line.strip():
+                out.append((_decode(line[:MAX_FRAME]), len(line) > MAX_FRAME))
+
+    def _octet_frames(self) -> list[tuple[str, bool]]:
+        out = []
+        while True:
+            self.buffer = self.buffer.lstrip(b"\r\n ")
+            space = self.buffer.find(b" ", 0, 12)
+            if space < 0:
+                if len(self.buffer) >= 12:
+                    self.error = "octet counting: no length before the frame"
+                return out
+            length = self.buffer[:space]
+            if not length.isdigit():
+                self.error = f"octet counting: {length[:12]!r} is not a length"
+                return out
+            n = int(length)
+            if n > MAX_FRAME:
+                self.error = f"octet counting: a frame of {n} bytes is over {MAX_FRAME}"
+                return out
+            if len(self.buffer) < space + 1 + n:
+                return out
+            frame = self.buffer[space + 1: space + 1 + n]
+            self.buffer = self.buffer[space + 1 + n:]
+            if frame.strip():
+                out.append((_decode(frame.rstrip(b"\r\n")), False))
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+# -- UDP ------------------------------------------------------------------------
+
+
+class _UdpProtocol(asyncio.DatagramProtocol):
+    def __init__(self, batch: _UdpBatch):
+        self.batch = batch
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        self.batch.add(data, addr[0])
+
+    def error_received(self, exc: Exception) -> None:
+        self.batch.owner._fault(self.batch.spec, "socket_errors", f"{type(exc).__name__}: {exc}")
+
+
+class _UdpBatch:
+    """Datagrams waiting to be stored, flushed every ``UDP_FLUSH_SECONDS``."""
+
+    def __init__(self, owner: Listeners, spec: ListenerSpec):
+        self.owner = owner
+        self.spec = spec
+        self.pending: list[tuple[bytes, str]] = []
+        self.transport: Any = None
+        self.task: Any = None
+
+    def add(self, data: bytes, address: str) -> None:
+        if len(self.pending) >= MAX_UDP_PENDING:
+            self.owner.dropped(self.spec, address, 1)
+            return
+        self.pending.append((data, address))
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(UDP_FLUSH_SECONDS)
+            try:
+                await self.flush()
+            except Exception as e:  # noqa: BLE001 - counted as dropped below; the listener keeps going
+                log.exception("listener %s: storing datagrams failed", self.spec.name)
+                self.owner._fault(self.spec, "store_failures", f"{type(e).__name__}: {e}")
+
+    async def flush(self) -> None:
+        if not self.pending:
+            return
+        taken, self.pending = self.pending, []
+        by_sender: dict[str, list[tuple[str, bool]]] = {}
+        sizes: dict[str, int] = {}
+        for data, address in taken:
+            messages = by_sender.setdefault(address, [])
+            sizes[address] = sizes.get(address, 0) + len(data)
+            for line in data.split(b"\n"):
+                line = line.rstrip(b"\r\x00")
+                if line.strip():
+                    messages.append((_decode(line[:MAX_FRAME]), len(line) > MAX_FRAME))
+        loop = asyncio.get_running_loop()
+        for address, messages in by_sender.items():
+            try:
+                await loop.run_in_executor(self.owner._store, self.owner.store, self.spec, address, messages, sizes[address])
+            except Exception:
+                self.owner.dropped(self.spec, address, len(messages))
+                raise
+
+
+def _tls_context(spec: ListenerSpec, failed: Any) -> ssl.SSLContext:
+    """The listener's TLS context; ``failed(error)`` hears of every failed handshake.
+
+    asyncio drops handshake errors without a word (an SSLError is an
+    OSError, logged only in debug mode): the SSL objects it makes through
+    the context's ``sslobject_class`` report them on their way out."""
+
+    class Counted(ssl.SSLObject):
+        def do_handshake(self) -> None:
+            try:
+                super().do_handshake()
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                raise
+            except ssl.SSLError as e:
+                failed(e)
+                raise
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.sslobject_class = Counted
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(spec.cert, spec.key)  # type: ignore[arg-type]
+    if spec.ca:
+        context.load_verify_locations(spec.ca)
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
