@@ -179,3 +179,54 @@ def test_framing_is_told_apart_and_bounded():
 def test_a_bad_listener_url_says_what_is_wrong(url, problem):
     with pytest.raises(ValueError, match=problem):
         ListenerSpec.parse(url)
+
+
+def _needs(tool: str) -> str:
+    import os
+    import shutil
+
+    path = shutil.which(tool) or (f"/usr/sbin/{tool}" if os.path.exists(f"/usr/sbin/{tool}") else None)
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{tool} is not installed: .ci/run installs it")
+        pytest.skip(f"{tool} is not installed (apt-get install rsyslog rsyslog-gnutls)")
+    return path
+
+
+def test_rsyslog_forwards_over_tcp_and_tls(syslog_server, certs, tmp_path):
+    """Debian's rsyslog as a relay: it takes messages on UDP and forwards them
+    to seclake over TCP (octet-counted, RFC 5424) and over TLS (gtls, the
+    server's certificate checked by name)."""
+    rsyslogd = _needs("rsyslogd")
+    srv, ports = syslog_server, syslog_server.ports
+    cert, _key = certs
+    inbound = _free_port(socket.SOCK_DGRAM)
+    work = tmp_path / "rsyslog"
+    work.mkdir()
+    conf = work / "rsyslog.conf"
+    conf.write_text(f"""
+global(workDirectory="{work}" defaultNetstreamDriverCAFile="{cert}")
+module(load="imudp")
+input(type="imudp" address="127.0.0.1" port="{inbound}")
+action(type="omfwd" target="127.0.0.1" port="{ports['tcp']}" protocol="tcp" TCP_Framing="octet-counted"
+       template="RSYSLOG_SyslogProtocol23Format")
+action(type="omfwd" target="127.0.0.1" port="{ports['tls']}" protocol="tcp" StreamDriver="gtls"
+       StreamDriverMode="1" StreamDriverAuthMode="x509/name" StreamDriverPermittedPeers="localhost")
+""")
+    proc = subprocess.Popen([rsyslogd, "-n", "-f", str(conf), "-i", str(work / "pid")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(1.0)
+        assert proc.poll() is None, proc.communicate()[0]
+        for i in range(3):
+            _logger("-n", "127.0.0.1", "-P", str(inbound), "-d", "--rfc3164", "-t", "relayed",
+                    f"srcip=192.0.2.{i} action=deny via=rsyslog")
+        tcp = _wait(srv, srv.token, "@source:fortigate AND via:rsyslog", 3)
+        tls = _wait(srv, srv.token, "@source:secure AND via:rsyslog", 3)
+    finally:
+        proc.terminate()
+        output = proc.communicate(timeout=20)[0]
+    assert tcp["hits"]["total"] == 3, output
+    assert tls["hits"]["total"] == 3, output
+    assert {h["_source"]["@fields"]["srcip"] for h in tcp["hits"]["hits"]} == {"192.0.2.0", "192.0.2.1", "192.0.2.2"}
+    assert all(h["_source"]["@customer"] == "globex" for h in tcp["hits"]["hits"])
