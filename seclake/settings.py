@@ -135,7 +135,7 @@ class Settings(BaseSettings):
     )
     listeners: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="Syslog listeners started with the server: URLs such as syslog+udp://0.0.0.0:5514?vendor=fortigate (TOML list; env comma-separated; docs/receivers.md).",
+        description="Syslog and NetFlow listeners started with the server: URLs such as syslog+udp://0.0.0.0:5514?vendor=fortigate or netflow://0.0.0.0:2055 (TOML list; env comma-separated; docs/receivers.md).",
     )
     metrics_token: SecretStr | None = Field(
         None, description="Bearer token GET /metrics asks for; unset, /metrics answers loopback clients only."

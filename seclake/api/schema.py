@@ -305,7 +305,21 @@ class SourceRow(Open):
     lastSeen: int = Field(description="Epoch milliseconds.")
 
 
+class CollectorEntry(Open):
+    """A listener in the clients' collector model (ingext-api ``CollectorForWeb``)."""
+
+    id: str
+    name: str
+    local: bool
+    ebpf: bool
+    description: str
+    createdOn: int
+    token: str
+    lastPoll: int
+
+
 class SourcesReply(Closed):
+    entries: list[CollectorEntry]
     listeners: list[ListenerRow]
     sources: list[SourceRow]
 

@@ -9,7 +9,10 @@ URL``), one asyncio loop in a thread of its own for all of them. URLs:
 - ``syslog+tls://HOST:PORT?cert=FILE&key=FILE[&ca=FILE]`` (RFC 5425; with
   ``ca`` the sender must show a certificate it signed);
 
-with ``vendor=`` (default ``syslog``), ``customer=`` and ``type=event|flow``
+- ``netflow://HOST:PORT``: NetFlow v5, v9 and IPFIX over UDP, told apart by
+  the version field (``ingest/netflow.py``), stored as flows;
+
+with ``vendor=`` (default ``syslog``, ``netflow``), ``customer=`` and ``type=event|flow``
 query parameters, as an import's URL has. Messages go the way imports go:
 parsed (RFC 3164 and 5424, with key=value, CEF or JSON inside; anything else
 kept raw), behavior rules, the write-ahead log; the sending address is kept
@@ -50,14 +53,16 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from seclake.ingest.netflow import HOLD_SECONDS, NetflowError, Templates
+from seclake.ingest.netflow import decode as decode_netflow
 from seclake.ingest.parser import parse_line
-from seclake.ingest.record import LineRejected
+from seclake.ingest.record import LineRejected, new_record
 from seclake.ingest.vendor import validate_vendor
 from seclake.errors import SeclakeError
 
 log = logging.getLogger("seclake.listeners")
 
-SCHEMES = ("syslog+udp", "syslog+tcp", "syslog+tls")
+SCHEMES = ("syslog+udp", "syslog+tcp", "syslog+tls", "netflow")
 MAX_FRAME = 64 * 1024
 MAX_CONNECTIONS = 1000
 IDLE_SECONDS = 600.0
@@ -107,8 +112,12 @@ class ListenerSpec:
         customer = query.get("customer")
         if customer is not None and (not customer or len(customer) > MAX_CUSTOMER or not customer.isprintable()):
             raise ValueError(f"listener {url!r}: customer must be 1 to {MAX_CUSTOMER} printable characters")
+        if parts.scheme == "netflow":
+            if "type" in query and dataset != "flow":
+                raise ValueError(f"listener {url!r}: NetFlow/IPFIX listeners store flows (type=flow)")
+            dataset = "flow"
         try:
-            vendor = validate_vendor(query.get("vendor", "syslog"))
+            vendor = validate_vendor(query.get("vendor", "netflow" if parts.scheme == "netflow" else "syslog"))
         except SeclakeError as e:
             raise ValueError(f"listener {url!r}: {e.message}") from None
         if parts.scheme == "syslog+tls" and not (query.get("cert") and query.get("key")):
@@ -172,10 +181,12 @@ class Listeners:
         self._store = ThreadPoolExecutor(2, thread_name_prefix="seclake-listener-store")
         self._connections: dict[str, int] = {s.name: 0 for s in specs}
         self.bound: dict[str, tuple[str, int]] = {}
+        self.started_ms = 0
 
     # -- life cycle -------------------------------------------------------
 
     def start(self) -> None:
+        self.started_ms = int(time.time() * 1000)
         if not self.specs:
             return
         ready = threading.Event()
@@ -216,8 +227,8 @@ class Listeners:
         self._servers: list[Any] = []
         self._udp: list[_UdpBatch] = []
         for spec in self.specs:
-            if spec.scheme == "syslog+udp":
-                batch = _UdpBatch(self, spec)
+            if spec.scheme in ("syslog+udp", "netflow"):
+                batch = _UdpBatch(self, spec) if spec.scheme == "syslog+udp" else _FlowBatch(self, spec)
                 transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
                     lambda b=batch: _UdpProtocol(b), local_addr=(spec.host, spec.port))
                 batch.transport = transport
@@ -258,6 +269,7 @@ class Listeners:
         (log.warning if first else log.debug)("listener %s: %s: %s", spec.name, kind, detail)
 
     def sources(self) -> dict[str, list[dict[str, Any]]]:
+        """Listeners, their senders, and the same listeners as the clients' collector entries."""
         with self._lock:
             rows = [s.to_dict() for s in self._sources.values()]
             faults = {name: dict(counts) for name, counts in self.faults.items()}
@@ -265,7 +277,12 @@ class Listeners:
         listeners = [{"listener": s.name, "vendor": s.vendor, "type": s.dataset,
                       "customer": s.customer, "faults": faults.get(s.name, {}),
                       "connections": self._connections.get(s.name, 0)} for s in self.specs]
-        return {"listeners": listeners, "sources": rows}
+        # The clients' collector model (ingext-api CollectorForWeb), one per listener.
+        entries = [{"id": s.name, "name": s.name, "local": True, "ebpf": False,
+                    "description": f"{s.scheme} listener: vendor {s.vendor}, {s.dataset}s", "createdOn": self.started_ms,
+                    "token": "", "lastPoll": max([r["lastSeen"] for r in rows if r["listener"] == s.name],
+                                                 default=self.started_ms)} for s in self.specs]
+        return {"entries": entries, "listeners": listeners, "sources": rows}
 
     def _stats(self, spec: ListenerSpec, address: str) -> SourceStats:
         key = (spec.name, address)
@@ -305,6 +322,22 @@ class Listeners:
             for outcome, n in (("accepted", len(items) - raw), ("raw", raw), ("rejected", rejected)):
                 if n:
                     counter.labels(spec.name, spec.dataset, outcome).inc(n)
+
+    def store_flows(self, spec: ListenerSpec, address: str, flows: list[dict[str, Any]], size: int) -> None:
+        """Log decoded NetFlow/IPFIX flows of one exporter (in a worker thread)."""
+        items = []
+        for f in flows:
+            message = f"{f['prot']} {f['sip']}:{f['sp']} -> {f['dip']}:{f['dp']} {f['txB']} bytes {f['txP']} packets"
+            record = new_record(message, f, vendor=spec.vendor, dataset="flow", timestamp=f["time_ms"],
+                                sender=address, customer=spec.customer)
+            record["@fields"]["log"] = {"source": {"address": address}}
+            items.append(("flow", record))
+        if items:
+            self.ingestion.append_records(items)
+        with self._lock:
+            self._stats(spec, address).saw(len(items), size, 0)
+        if self.metrics is not None and items:
+            self.metrics.records.labels(spec.name, "flow", "accepted").inc(len(items))
 
     def dropped(self, spec: ListenerSpec, address: str, n: int) -> None:
         with self._lock:
@@ -479,6 +512,53 @@ class _UdpBatch:
                 await loop.run_in_executor(self.owner._store, self.owner.store, self.spec, address, messages, sizes[address])
             except Exception:
                 self.owner.dropped(self.spec, address, len(messages))
+                raise
+
+
+class _FlowBatch(_UdpBatch):
+    """NetFlow v5/v9/IPFIX datagrams, decoded as they arrive (templates per
+    exporter), their flows stored every ``UDP_FLUSH_SECONDS``."""
+
+    def __init__(self, owner: Listeners, spec: ListenerSpec):
+        super().__init__(owner, spec)
+        self.templates = Templates()
+        self.flows: list[tuple[dict[str, Any], str, int]] = []
+
+    def add(self, data: bytes, address: str) -> None:
+        if len(self.flows) >= MAX_UDP_PENDING:
+            self.owner.dropped(self.spec, address, 1)
+            return
+        try:
+            decoded = decode_netflow(data, address, self.templates)
+        except NetflowError as e:
+            self.owner._fault(self.spec, "bad_datagrams", f"{address}: {e}")
+            with self.owner._lock:
+                self.owner._stats(self.spec, address).rejected += 1
+            return
+        if decoded.dropped:
+            self.owner._fault(self.spec, "data_without_template", f"{address}: {decoded.dropped} data set(s) "
+                              f"waited {HOLD_SECONDS:g} s for their template and were dropped")
+            self.owner.dropped(self.spec, address, decoded.dropped)
+        size = len(data)
+        for flow in decoded.flows:
+            self.flows.append((flow, address, size))
+            size = 0  # the datagram's bytes are counted once
+
+    async def flush(self) -> None:
+        if not self.flows:
+            return
+        taken, self.flows = self.flows, []
+        by_sender: dict[str, list[dict[str, Any]]] = {}
+        sizes: dict[str, int] = {}
+        for flow, address, size in taken:
+            by_sender.setdefault(address, []).append(flow)
+            sizes[address] = sizes.get(address, 0) + size
+        loop = asyncio.get_running_loop()
+        for address, flows in by_sender.items():
+            try:
+                await loop.run_in_executor(self.owner._store, self.owner.store_flows, self.spec, address, flows, sizes[address])
+            except Exception:
+                self.owner.dropped(self.spec, address, len(flows))
                 raise
 
 

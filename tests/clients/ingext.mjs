@@ -150,11 +150,13 @@ await step('search.kqlSearch and kqlValidate: a clear error', async () => {
   }
 });
 
-await step('collector.collectorList and collectorStatus: a clear error', async () => {
-  for (const call of [() => ingext.collector.collectorList(), () => ingext.collector.collectorStatus('c1', {})]) {
-    const e = await rpcError(call);
-    check(/not supported by this server/.test(e.rpcError), e.message);
-  }
+await step('collector.collectorList reads the listeners as entries; collectorStatus: a clear error', async () => {
+  const entries = await ingext.collector.collectorList();
+  check(Array.isArray(entries) && entries.length === 1, JSON.stringify(entries));
+  check(/^syslog\+udp:\/\/127\.0\.0\.1:\d+$/.test(entries[0].name) && entries[0].local === true
+        && typeof entries[0].lastPoll === 'number', JSON.stringify(entries[0]));
+  const e = await rpcError(() => ingext.collector.collectorStatus('c1', {}));
+  check(/not supported by this server/.test(e.rpcError), e.message);
 });
 
 await ingext.client.close();

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -39,7 +40,12 @@ def test_ingext_api_npm_client(tmp_path: Path) -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"client tests must run in CI: {missing}")
         pytest.skip(missing)
-    with running_server(tmp_path / "data", commit_interval_seconds=0.2) as server:
+    # One syslog listener: collectorList reads it as a collector entry.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        udp = s.getsockname()[1]
+    with running_server(tmp_path / "data", commit_interval_seconds=0.2,
+                        listeners=[f"syslog+udp://127.0.0.1:{udp}"]) as server:
         # A day of demo data through the real ingestion path, so summaries,
         # behaviors and rules exist.
         load_demo(server.services.ingestion, days=1, end_ms=int(time.time() * 1000))

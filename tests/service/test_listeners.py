@@ -230,3 +230,126 @@ action(type="omfwd" target="127.0.0.1" port="{ports['tls']}" protocol="tcp" Stre
     assert tls["hits"]["total"] == 3, output
     assert {h["_source"]["@fields"]["srcip"] for h in tcp["hits"]["hits"]} == {"192.0.2.0", "192.0.2.1", "192.0.2.2"}
     assert all(h["_source"]["@customer"] == "globex" for h in tcp["hits"]["hits"])
+
+
+# -- NetFlow / IPFIX from softflowd ------------------------------------------------------------
+
+
+def _checksum(data: bytes) -> int:
+    import struct
+
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    total = (total >> 16) + (total & 0xFFFF)
+    total += total >> 16
+    return ~total & 0xFFFF
+
+
+def _packet(src: str, dst: str, sport: int, dport: int, proto: int, payload: bytes = b"x" * 100) -> bytes:
+    """An Ethernet frame with an IPv4 TCP or UDP packet (what a capture holds)."""
+    import struct
+
+    if proto == 6:
+        l4 = struct.pack("!HHIIBBHHH", sport, dport, 1, 0, 5 << 4, 0x18, 65535, 0, 0) + payload
+    else:
+        l4 = struct.pack("!HHHH", sport, dport, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(l4), 1, 0, 64, proto, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    ip = ip[:10] + struct.pack("!H", _checksum(ip)) + ip[12:]
+    return bytes.fromhex("001122334455") + bytes.fromhex("66778899aabb") + b"\x08\x00" + ip + l4
+
+
+def _pcap(path, packets: list[bytes], start_s: int) -> None:
+    """A libpcap file, one packet per second from ``start_s``."""
+    import struct
+
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for i, p in enumerate(packets):
+            f.write(struct.pack("<IIII", start_s + i, 0, len(p), len(p)) + p)
+
+
+@pytest.mark.parametrize("version", ["5", "9", "10"])
+def test_softflowd_exports_netflow_v5_v9_and_ipfix_into_flow_search(start_server, tmp_path, version):
+    softflowd = _needs("softflowd")
+    port = _free_port(socket.SOCK_DGRAM)
+    srv = start_server(listeners=[f"netflow://127.0.0.1:{port}?vendor=edge&customer=acme"])
+    token = srv.login()
+    # softflowd reports times relative to its own start (uptime counters):
+    # a capture from the next seconds keeps them positive.
+    start_s = int(time.time()) + 5
+    packets = [_packet("10.1.0.5", "203.0.113.9", 40000 + i % 3, 443, 6) for i in range(9)]
+    packets += [_packet("10.1.0.6", "198.51.100.53", 5353, 53, 17) for _ in range(2)]
+    _pcap(tmp_path / "capture.pcap", packets, start_s)
+    done = subprocess.run([softflowd, "-r", str(tmp_path / "capture.pcap"), "-n", f"127.0.0.1:{port}", "-v", version,
+                           # No control socket: with one, softflowd may wait on it after the capture ends.
+                           "-d", "-p", str(tmp_path / "pid"), "-c", "none"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    kargs = {"partition": "default", "dataType": "flow",
+             "options": {"dateFacetField": "@timestamp", "searchStr": "@source:edge", "fetchLimit": 10,
+                         "range_from": 0, "range_to": 4_102_444_800_000}}
+    deadline = time.monotonic() + 10
+    while (res := srv.call(SEARCH, kargs, token))["hits"]["total"] < 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    # softflowd tracks 4 flows: three TCP source ports and one UDP conversation.
+    assert res["hits"]["total"] == 4, res["hits"]
+    flows = {(h["_source"]["@metaflow"]["flow"]["sp"], h["_source"]["@metaflow"]["flow"]["prot"]): h["_source"]
+             for h in res["hits"]["hits"]}
+    dns = flows[(5353, 17)]
+    assert dns["@metaflow"]["flow"] | {"time_ms": 0} == dns["@metaflow"]["flow"] | {
+        "sip": "10.1.0.6", "dip": "198.51.100.53", "dp": 53, "txB": 2 * 128, "txP": 2, "totalB": 256, "dur": 1000,
+        "time_ms": 0}
+    # The flow starts when its first packet was captured.
+    assert abs(dns["@timestamp"] - (start_s + 9) * 1000) < 2000
+    assert dns["@customer"] == "acme" and dns["@sender"] == "127.0.0.1"
+    tcp = flows[(40000, 6)]["@metaflow"]["flow"]
+    assert (tcp["txP"], tcp["dp"], tcp["dur"]) == (3, 443, 6000)
+    # Queries on flow fields work on them like on any flow.
+    kargs["options"]["searchStr"] = "@source:edge AND dp:443 AND totalB:>400"
+    assert srv.call(SEARCH, kargs, token)["hits"]["total"] == 3
+    listed = srv.call("ds/collector_list", {}, token)["sources"]
+    assert [(r["listener"], r["records"]) for r in listed] == [(f"netflow://127.0.0.1:{port}", 4)]
+
+
+def test_netflow_data_before_its_template_waits_then_is_dropped_and_garbage_is_counted(start_server, monkeypatch):
+    import struct
+
+    from seclake.ingest import netflow
+
+    port = _free_port(socket.SOCK_DGRAM)
+    srv = start_server(listeners=[f"netflow://127.0.0.1:{port}"])
+    token = srv.login()
+    now = int(time.time())
+    header = struct.pack("!HHIIII", 9, 1, 1000, now, 1, 7)
+    template = struct.pack("!HHHH", 0, 4 + 4 + 3 * 4, 300, 3) + struct.pack("!HHHHHH", 8, 4, 12, 4, 1, 4)
+    data = struct.pack("!HH", 300, 4 + 12) + socket.inet_aton("192.0.2.1") + socket.inet_aton("192.0.2.2") + struct.pack("!I", 999)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(header + data, ("127.0.0.1", port))  # data first: held
+        s.sendto(b"\x00\x07garbage", ("127.0.0.1", port))  # not NetFlow: counted
+        time.sleep(0.3)
+        s.sendto(header + template, ("127.0.0.1", port))  # the template releases it
+    kargs = {"partition": "default", "dataType": "flow",
+             "options": {"dateFacetField": "@timestamp", "searchStr": "sip:192.0.2.1", "fetchLimit": 5,
+                         "range_from": 0, "range_to": 4_102_444_800_000}}
+    deadline = time.monotonic() + 10
+    while (res := srv.call(SEARCH, kargs, token))["hits"]["total"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert res["hits"]["total"] == 1 and res["hits"]["hits"][0]["_source"]["@metaflow"]["flow"]["totalB"] == 999
+    # Data of a template that never comes is dropped after the hold, and counted.
+    monkeypatch.setattr(netflow, "HOLD_SECONDS", 0.2)
+    orphan = struct.pack("!HH", 301, 4 + 12) + bytes(12)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(header + orphan, ("127.0.0.1", port))
+        time.sleep(0.5)
+        s.sendto(header, ("127.0.0.1", port))  # any later datagram expires what waited too long
+    deadline = time.monotonic() + 5
+    while True:
+        row = srv.call("ds/collector_list", {}, token)
+        faults = row["listeners"][0]["faults"]
+        if faults.get("data_without_template") or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert faults["bad_datagrams"] == 1 and faults["data_without_template"] == 1
+    assert row["sources"][0]["dropped"] == 1 and row["sources"][0]["rejected"] == 1

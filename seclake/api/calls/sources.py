@@ -1,8 +1,10 @@
 """``ds/collector_list``: what sources send to this node's listeners.
 
-The clients of the original service list their collectors with this call;
-seclake has no collectors, but its listeners play that part, so the call
-answers one row per listener (URL, vendor, faults such as refused
+The clients of the original service list their collectors with this call
+(ingext-api reads ``entries``: id, name, local, ebpf, description,
+createdOn, token, lastPoll); seclake has no collectors, but its listeners
+play that part, so ``entries`` has one per listener, and beside it the
+call answers one row per listener (URL, vendor, faults such as refused
 connections or failed TLS handshakes) and one per sending address
 (records and bytes received, records per second now, first and last seen,
 rejected and dropped). Records that arrive over ``/api/import`` and
@@ -20,5 +22,5 @@ from seclake.api.registry import CallContext, call
 def collector_list(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     listeners = ctx.services.listeners
     if listeners is None:
-        return {"listeners": [], "sources": []}
+        return {"entries": [], "listeners": [], "sources": []}
     return listeners.sources()
