@@ -11,12 +11,14 @@ import { timelinePage } from './page-timeline.js';
 import { summariesPage } from './page-summaries.js';
 import { adminPage } from './page-admin.js';
 import { referencePage } from './page-reference.js';
+import { sourcesPage } from './page-sources.js';
 
 const app = document.getElementById('app');
 const NAV = [
   { path: '/search', label: 'Search' },
   { path: '/timeline', label: 'Timeline' },
   { path: '/summaries', label: 'Summaries' },
+  { path: '/sources', label: 'Sources' },
   { path: '/admin', label: 'Admin', admin: true },
   { path: '/reference', label: 'API' },
 ];
@@ -34,6 +36,7 @@ function routeOf(pathname) {
     case 'summaries': return { key: 'summaries', mount: summariesPage };
     case 'admin': return { key: `admin/${parts[1] || ''}`, mount: adminPage, section: '/admin' };
     case 'reference': return { key: 'reference', mount: referencePage };
+    case 'sources': return { key: 'sources', mount: sourcesPage };
     default: return { key: 'missing' };
   }
 }

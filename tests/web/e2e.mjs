@@ -521,6 +521,17 @@ await step('an ended session returns to sign-in with a message', async () => {
   await searched();
 });
 
+await step('sources: the listener and its sender with what it sent', async () => {
+  await page.click('nav a[href="/sources"]');
+  await page.waitForSelector('#sources-table tbody tr');
+  const listener = await page.locator('#listeners-table tbody tr').first().textContent();
+  check(/syslog\+udp:\/\/127\.0\.0\.1:\d+/.test(listener) && listener.includes('edgefw'), `listener row: ${listener}`);
+  const sender = page.locator('#sources-table tbody tr[data-address="127.0.0.1"]');
+  const cells = await sender.locator('td').allTextContents();
+  check(cells[2] === '3', `records of the sender: ${cells}`);
+  await shot('28-sources');
+});
+
 await step('the API reference lists every call from the OpenAPI document', async () => {
   await page.click('nav a[href="/reference"]');
   await page.waitForSelector('#reference section.reference-call');

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -49,7 +50,18 @@ def test_web_interface_in_chromium(tmp_path: Path, http_error_status: bool) -> N
             pytest.fail(f"browser tests must run in CI: {missing}")
         pytest.skip(missing)
     artifacts = ARTIFACTS / ("real-status" if http_error_status else "default")
-    with running_server(tmp_path / "data", commit_interval_seconds=0.2, http_error_status=http_error_status) as server:
+    # A syslog listener that has heard from one sender, for the Sources page.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        udp = s.getsockname()[1]
+    with running_server(tmp_path / "data", commit_interval_seconds=0.2, http_error_status=http_error_status,
+                        listeners=[f"syslog+udp://127.0.0.1:{udp}?vendor=edgefw"]) as server:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for i in range(3):
+                s.sendto(f"<134>Nov 20 10:00:0{i} fw1 edge: action=deny n={i}".encode(), ("127.0.0.1", udp))
+        deadline = time.monotonic() + 10
+        while not server.services.listeners.sources()["sources"] and time.monotonic() < deadline:
+            time.sleep(0.05)
         # Two days of demo data, ending now, through the real ingestion path
         # (rules, behaviors and summaries included).
         load_demo(server.services.ingestion, days=2, end_ms=int(time.time() * 1000))
