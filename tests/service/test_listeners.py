@@ -353,3 +353,43 @@ def test_netflow_data_before_its_template_waits_then_is_dropped_and_garbage_is_c
         time.sleep(0.1)
     assert faults["bad_datagrams"] == 1 and faults["data_without_template"] == 1
     assert row["sources"][0]["dropped"] == 1 and row["sources"][0]["rejected"] == 1
+
+
+def test_tls_with_ca_takes_only_senders_with_a_certificate_it_signed(start_server, tmp_path):
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+    ca_key, ca, key, csr, cert = (tmp_path / n for n in ("ca.key", "ca.pem", "c.key", "c.csr", "c.pem"))
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key), "-out", str(ca), "-days", "2",
+        "-subj", "/CN=senders-ca")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr), "-subj", "/CN=fw1")
+    run("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial", "-out", str(cert),
+        "-days", "2")
+    server_key, server_cert = tmp_path / "s.key", tmp_path / "s.pem"
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(server_key), "-out", str(server_cert),
+        "-days", "2", "-subj", "/CN=localhost")
+    port = _free_port()
+    name = f"syslog+tls://127.0.0.1:{port}"
+    srv = start_server(listeners=[f"{name}?vendor=mtls&cert={server_cert}&key={server_key}&ca={ca}"])
+    token = srv.login()
+
+    def send(with_cert: bool) -> None:
+        context = ssl.create_default_context(cafile=str(server_cert))
+        if with_cert:
+            context.load_cert_chain(str(cert), str(key))
+        with socket.create_connection(("127.0.0.1", port)) as raw, context.wrap_socket(raw, server_hostname="localhost") as s:
+            s.sendall(f"<134>Nov 20 10:00:00 fw1 app: signed={with_cert}\n".encode())
+            s.settimeout(2)
+            try:
+                s.recv(1)  # TLS 1.3: the server's verdict on the certificate arrives after the handshake
+            except (ssl.SSLError, ConnectionError, TimeoutError, OSError):
+                pass
+
+    send(with_cert=False)
+    send(with_cert=True)
+    res = _wait(srv, token, "@source:mtls", 1)
+    assert [h["_source"]["@fields"].get("signed") for h in res["hits"]["hits"]] == ["True"]
+    time.sleep(0.5)
+    assert _search(srv, token, "@source:mtls")["hits"]["total"] == 1
+    faults = {x["listener"]: x["faults"] for x in srv.call("ds/collector_list", {}, token)["listeners"]}
+    assert faults[name]["tls_handshake_failures"] == 1
