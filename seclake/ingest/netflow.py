@@ -296,19 +296,8 @@ def _from_values(values: dict[int, bytes], context: dict, exporter: _Exporter) -
     if sip is None or dip is None:
         return None  # not an IP flow (or a record of another kind)
     boot = context["boot_ms"] if context["boot_ms"] is not None else exporter.system_init_ms
-    start = end = context["export_ms"]
-    if START_MS in values:
-        start = _int(values[START_MS])
-    elif START_S in values:
-        start = _int(values[START_S]) * 1000
-    elif FIRST_UPTIME in values and boot is not None:
-        start = boot + _int(values[FIRST_UPTIME])
-    if END_MS in values:
-        end = _int(values[END_MS])
-    elif END_S in values:
-        end = _int(values[END_S]) * 1000
-    elif LAST_UPTIME in values and boot is not None:
-        end = boot + _int(values[LAST_UPTIME])
+    start = _time(values, START_MS, START_S, FIRST_UPTIME, boot, context["export_ms"])
+    end = _time(values, END_MS, END_S, LAST_UPTIME, boot, context["export_ms"])
     rate = exporter.sampling
     octets = _int(values.get(BYTES) or values.get(BYTES_TOTAL) or b"\0")
     packets = _int(values.get(PACKETS) or values.get(PACKETS_TOTAL) or b"\0")
@@ -318,6 +307,17 @@ def _from_values(values: dict[int, bytes], context: dict, exporter: _Exporter) -
                  tos=_int(values[TOS]) if TOS in values else None,
                  in_if=_int(values[IN_IF]) if IN_IF in values else None,
                  out_if=_int(values[OUT_IF]) if OUT_IF in values else None)
+
+
+def _time(values: dict[int, bytes], ms: int, seconds: int, uptime: int, boot: int | None, default: int) -> int:
+    """A flow time in epoch ms from whichever element the template has."""
+    if ms in values:
+        return _int(values[ms])
+    if seconds in values:
+        return _int(values[seconds]) * 1000
+    if uptime in values and boot is not None:
+        return boot + _int(values[uptime])
+    return default
 
 
 def _flow(sip: str, dip: str, sport: int, dport: int, prot: int, octets: int, packets: int, start_ms: int,

@@ -506,12 +506,16 @@ class _UdpBatch:
                 line = line.rstrip(b"\r\x00")
                 if line.strip():
                     messages.append((_decode(line[:MAX_FRAME]), len(line) > MAX_FRAME))
+        await self._store_each(self.owner.store, by_sender, sizes)
+
+    async def _store_each(self, store: Any, by_sender: dict[str, list], sizes: dict[str, int]) -> None:
+        """``store`` each sender's batch in a worker thread; a failed one is counted as dropped."""
         loop = asyncio.get_running_loop()
-        for address, messages in by_sender.items():
+        for address, batch in by_sender.items():
             try:
-                await loop.run_in_executor(self.owner._store, self.owner.store, self.spec, address, messages, sizes[address])
+                await loop.run_in_executor(self.owner._store, store, self.spec, address, batch, sizes[address])
             except Exception:
-                self.owner.dropped(self.spec, address, len(messages))
+                self.owner.dropped(self.spec, address, len(batch))
                 raise
 
 
@@ -553,13 +557,7 @@ class _FlowBatch(_UdpBatch):
         for flow, address, size in taken:
             by_sender.setdefault(address, []).append(flow)
             sizes[address] = sizes.get(address, 0) + size
-        loop = asyncio.get_running_loop()
-        for address, flows in by_sender.items():
-            try:
-                await loop.run_in_executor(self.owner._store, self.owner.store_flows, self.spec, address, flows, sizes[address])
-            except Exception:
-                self.owner.dropped(self.spec, address, len(flows))
-                raise
+        await self._store_each(self.owner.store_flows, by_sender, sizes)
 
 
 def _tls_context(spec: ListenerSpec, failed: Any) -> ssl.SSLContext:

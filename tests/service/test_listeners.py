@@ -22,17 +22,17 @@ def _free_port(kind=socket.SOCK_STREAM) -> int:
         return s.getsockname()[1]
 
 
-def _search(server, token, query, limit=50):
-    kargs = {"partition": "default", "dataType": "event",
+def _search(server, token, query, limit=50, data_type="event"):
+    kargs = {"partition": "default", "dataType": data_type,
              "options": {"dateFacetField": "@timestamp", "searchStr": query, "fetchLimit": limit,
                          "range_from": 0, "range_to": 4_102_444_800_000}}
     return server.call(SEARCH, kargs, token)
 
 
-def _wait(server, token, query, n, timeout=10.0):
+def _wait(server, token, query, n, timeout=10.0, data_type="event"):
     deadline = time.monotonic() + timeout
     while True:
-        res = _search(server, token, query)
+        res = _search(server, token, query, data_type=data_type)
         if res["hits"]["total"] >= n or time.monotonic() > deadline:
             return res
         time.sleep(0.1)
@@ -287,12 +287,7 @@ def test_softflowd_exports_netflow_v5_v9_and_ipfix_into_flow_search(start_server
                            "-d", "-p", str(tmp_path / "pid"), "-c", "none"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    kargs = {"partition": "default", "dataType": "flow",
-             "options": {"dateFacetField": "@timestamp", "searchStr": "@source:edge", "fetchLimit": 10,
-                         "range_from": 0, "range_to": 4_102_444_800_000}}
-    deadline = time.monotonic() + 10
-    while (res := srv.call(SEARCH, kargs, token))["hits"]["total"] < 4 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    res = _wait(srv, token, "@source:edge", 4, data_type="flow")
     # softflowd tracks 4 flows: three TCP source ports and one UDP conversation.
     assert res["hits"]["total"] == 4, res["hits"]
     flows = {(h["_source"]["@metaflow"]["flow"]["sp"], h["_source"]["@metaflow"]["flow"]["prot"]): h["_source"]
@@ -307,8 +302,7 @@ def test_softflowd_exports_netflow_v5_v9_and_ipfix_into_flow_search(start_server
     tcp = flows[(40000, 6)]["@metaflow"]["flow"]
     assert (tcp["txP"], tcp["dp"], tcp["dur"]) == (3, 443, 6000)
     # Queries on flow fields work on them like on any flow.
-    kargs["options"]["searchStr"] = "@source:edge AND dp:443 AND totalB:>400"
-    assert srv.call(SEARCH, kargs, token)["hits"]["total"] == 3
+    assert _search(srv, token, "@source:edge AND dp:443 AND totalB:>400", data_type="flow")["hits"]["total"] == 3
     listed = srv.call("ds/collector_list", {}, token)["sources"]
     assert [(r["listener"], r["records"]) for r in listed] == [(f"netflow://127.0.0.1:{port}", 4)]
 
@@ -330,12 +324,7 @@ def test_netflow_data_before_its_template_waits_then_is_dropped_and_garbage_is_c
         s.sendto(b"\x00\x07garbage", ("127.0.0.1", port))  # not NetFlow: counted
         time.sleep(0.3)
         s.sendto(header + template, ("127.0.0.1", port))  # the template releases it
-    kargs = {"partition": "default", "dataType": "flow",
-             "options": {"dateFacetField": "@timestamp", "searchStr": "sip:192.0.2.1", "fetchLimit": 5,
-                         "range_from": 0, "range_to": 4_102_444_800_000}}
-    deadline = time.monotonic() + 10
-    while (res := srv.call(SEARCH, kargs, token))["hits"]["total"] < 1 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    res = _wait(srv, token, "sip:192.0.2.1", 1, data_type="flow")
     assert res["hits"]["total"] == 1 and res["hits"]["hits"][0]["_source"]["@metaflow"]["flow"]["totalB"] == 999
     # Data of a template that never comes is dropped after the hold, and counted.
     monkeypatch.setattr(netflow, "HOLD_SECONDS", 0.2)
