@@ -116,7 +116,6 @@ class Services:
                 from seclake.cluster.catalogview import NoIngestion
 
                 self.ingestion = NoIngestion()
-            self._add_listeners()
             return
         # Imports' idempotency keys, decided here where the lake is written.
         self.idempotency = Idempotency(self.db, self.lake, settings.idempotency_key_hours)
@@ -152,10 +151,12 @@ class Services:
             from seclake.cluster.ingestor import IngestorHost
 
             self.components.append(IngestorHost(self.ingestion, settings.ray_namespace))
-        self._add_listeners()
 
-    def _add_listeners(self) -> None:
-        if self.settings.listeners:
+    def listen(self) -> None:
+        """Add the syslog/NetFlow listeners of the settings, started last: for
+        the server only (api/app.py), so that one-shot commands (seclake import)
+        run beside a server never try to bind its ports."""
+        if self.settings.listeners and self.listeners is None:
             specs = [ListenerSpec.parse(url) for url in self.settings.listeners]
             self.listeners = Listeners(specs, self.ingestion, self.metrics)
             self.components.append(self.listeners)

@@ -30,6 +30,7 @@ ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 def create_app(settings: Settings, services: Services | None = None) -> Starlette:
     services = services or Services(settings)
+    services.listen()
     generated = services.prepare()
     if generated:
         announce_admin_password(generated)

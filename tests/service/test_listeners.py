@@ -382,3 +382,23 @@ def test_tls_with_ca_takes_only_senders_with_a_certificate_it_signed(start_serve
     assert _search(srv, token, "@source:mtls")["hits"]["total"] == 1
     faults = {x["listener"]: x["faults"] for x in srv.call("ds/collector_list", {}, token)["listeners"]}
     assert faults[name]["tls_handshake_failures"] == 1
+
+
+def test_one_shot_commands_never_bind_the_listeners_of_the_settings(tmp_path):
+    """`seclake import` beside a running server reads the same settings: it must
+    not try to take the server's listener ports."""
+    import os
+    import sys
+
+    from tests.api.test_durability import ROOT
+
+    with socket.socket() as held:  # the "server" holds the port
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        (tmp_path / "lines.log").write_text("<13>Nov 20 10:00:00 h app: one line\n")
+        env = dict(os.environ, SECLAKE_LISTENERS=f"syslog+tcp://127.0.0.1:{port}", SECLAKE_ADMIN_PASSWORD="admin-test-password")
+        done = subprocess.run([sys.executable, "-m", "seclake", "import", str(tmp_path / "lines.log"), "--vendor", "x",
+                               "--data-dir", str(tmp_path / "data")], env=env, capture_output=True, text=True,
+                              cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
