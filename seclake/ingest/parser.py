@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from seclake.errors import ValidationFailed
-from seclake.ingest import cef, jsonl, kv, syslog
+from seclake.ingest import authlog, cef, jsonl, kv, syslog
 from seclake.ingest.reader import IngestCounts, Line
 from seclake.ingest.record import (
     DATASETS,
@@ -160,6 +160,15 @@ def _syslog(
             sender = _cef_sender(more) if kind == "cef" else sender_from_fields(more)
     if ts is None:
         ts = header.timestamp
+    if header.msg:
+        # sshd, sudo, su: the common names (user.name, source.ip, event.outcome...) beside the line's own.
+        common = authlog.fields_of(fields.get("program"), header.msg)
+        if common:
+            pid = fields.get("pid")
+            if isinstance(pid, str) and pid.isdigit() and len(pid) < 10:
+                common.setdefault("process", {})["pid"] = int(pid)
+            common.setdefault("process", {})["name"] = fields["program"]
+            authlog.merge(fields, common)
     return new_record(
         line,
         fields,
