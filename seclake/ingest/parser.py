@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from seclake.errors import ValidationFailed
-from seclake.ingest import authlog, cef, jsonl, kv, syslog
+from seclake.ingest import authlog, cef, jsonl, kv, syslog, winsecurity
 from seclake.ingest.reader import IngestCounts, Line
 from seclake.ingest.record import (
     DATASETS,
@@ -120,7 +120,12 @@ def _json(
     obj = jsonl.decode(text)
     if not isinstance(obj, dict):  # not JSON, or JSON that is not an object
         return None
-    return jsonl.to_record(obj, line, vendor=vendor, dataset=dataset, received_ms=received_ms, customer=customer)
+    record = jsonl.to_record(obj, line, vendor=vendor, dataset=dataset, received_ms=received_ms, customer=customer)
+    fields = record.get("@fields") if record is not None else None
+    if isinstance(fields, dict) and ("EventID" in fields or "winlog" in fields):
+        # Windows Security events (NXLog, Winlogbeat): common names beside their own.
+        winsecurity.enrich(fields)
+    return record
 
 
 def _message_fields(msg: str) -> tuple[dict[str, Any] | None, str]:

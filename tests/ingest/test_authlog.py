@@ -21,7 +21,7 @@ LINES = [
 ]
 
 
-def test_one_query_on_common_names_finds_failures_of_every_program(start_server):
+def test_one_query_on_common_names_finds_failures_of_every_source(start_server):
     srv = start_server()
     token = srv.login()
     r = srv.http.post("/api/import/linux", content="\n".join(LINES).encode(),
@@ -41,8 +41,20 @@ def test_one_query_on_common_names_finds_failures_of_every_program(start_server)
     assert users == {"oracle": 1, "root": 1, "bob": 1, "mallory": 1}
     programs = {b["key"]: b["doc_count"] for b in failures["aggregations"]["process.name"]["buckets"]}
     assert programs == {"sshd": 2, "sudo": 1, "su": 1}
-    # Addresses are addresses: a network finds both attackers, and only them.
-    assert search('source.ip:"218.92.84.0/24"')["hits"]["total"] == 2
+    # Windows (NXLog JSON) failures answer the same query.
+    windows = ('{"EventID":4625,"Channel":"Security","TargetUserName":"administrator","TargetDomainName":"CORP",'
+               '"IpAddress":"218.92.84.150","IpPort":"51515","LogonType":"3"}')
+    r = srv.http.post("/api/import/windows", content=windows.encode(),
+                      headers={"Servicetoken": token, "Content-Type": "text/plain"})
+    assert r.status_code == 200, r.text
+    srv.services.lake.flush()
+    everywhere = search("event.category:authentication AND event.outcome:failure", facets=["user.name"])
+    assert everywhere["hits"]["total"] == 5
+    assert {b["key"] for b in everywhere["aggregations"]["user.name"]["buckets"]} == {
+        "oracle", "root", "bob", "mallory", "administrator"}
+    assert search('source.ip:"218.92.84.0/24"')["hits"]["total"] == 3
+    # Addresses are addresses: a network finds both sshd attackers, and only them.
+    assert search('source.ip:"218.92.84.0/24" AND process.name:sshd')["hits"]["total"] == 2
     assert search("source.port:[1166 TO 1167]")["hits"]["total"] == 2
     assert search("user.name:alice AND event.outcome:success")["hits"]["total"] == 1
     assert search("user.target.name:root AND event.action:sudo")["hits"]["total"] == 1

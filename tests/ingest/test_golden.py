@@ -20,6 +20,7 @@ RECEIVED_MS = 1714564801000  # 2024-05-01T12:00:01Z
 PARAMS: dict[str, dict] = {
     "sshd": {"vendor": "linux", "dataset": "event", "fmt": "auto"},
     "authlog": {"vendor": "linux", "dataset": "event", "fmt": "auto"},
+    "winsecurity": {"vendor": "windows", "dataset": "event", "fmt": "auto"},
     "rfc5424": {"vendor": "syslog", "dataset": "event", "fmt": "auto"},
     "fortigate": {"vendor": "fortigate", "dataset": "event", "fmt": "auto", "customer": "acme"},
     "cef": {"vendor": "ids", "dataset": "event", "fmt": "auto"},
