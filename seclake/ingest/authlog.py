@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+
 _ADDR = r"(?P<ip>[0-9A-Fa-f:.]+)"
 _PORT = r"(?: port (?P<port>\d{1,5}))?"
 
@@ -142,14 +143,3 @@ def _who(out: dict[str, Any], user: str | None, ip: str | None, port: str | None
 
 
 _PROGRAMS: dict[str, Callable[[str], dict[str, Any] | None]] = {"sshd": _sshd, "sudo": _sudo, "su": _su}
-
-
-def merge(fields: dict[str, Any], common: dict[str, Any]) -> None:
-    """Add ``common`` to a record's fields without overwriting any of its own:
-    where the line already has a value (a ``user=root`` pair), that part is left out."""
-    for key, value in common.items():
-        mine = fields.get(key)
-        if mine is None:
-            fields[key] = value
-        elif isinstance(mine, dict) and isinstance(value, dict):
-            merge(mine, value)

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from seclake.errors import ValidationFailed
-from seclake.ingest import authlog, cef, jsonl, kv, syslog, winsecurity
+from seclake.ingest import authlog, cef, cloudtrail, ecs, entra, jsonl, kv, okta, suricata, syslog, winsecurity, zeek
 from seclake.ingest.reader import IngestCounts, Line
 from seclake.ingest.record import (
     DATASETS,
@@ -47,6 +47,8 @@ from seclake.ingest.timestamp import parse_time
 
 FORMATS = frozenset({"auto", "jsonl", "syslog", "cef", "kv"})
 BLANK = " \t\r\n\v\f"
+# JSON sources with their own mapping to the common names, told apart by their keys (first match wins).
+JSON_SOURCES = (winsecurity, zeek, suricata, cloudtrail, okta, entra)
 
 
 def parse_line(
@@ -122,9 +124,16 @@ def _json(
         return None
     record = jsonl.to_record(obj, line, vendor=vendor, dataset=dataset, received_ms=received_ms, customer=customer)
     fields = record.get("@fields") if record is not None else None
-    if isinstance(fields, dict) and ("EventID" in fields or "winlog" in fields):
-        # Windows Security events (NXLog, Winlogbeat): common names beside their own.
-        winsecurity.enrich(fields)
+    if isinstance(fields, dict):
+        for source in JSON_SOURCES:
+            if source.matches(fields):
+                # Common names beside the source's own; the source's event time
+                # wins over a guess from generic keys, not over a @timestamp sent.
+                when = source.enrich(fields, dataset)
+                ms = parse_time(when, received_ms) if when is not None and "@timestamp" not in obj else None
+                if ms is not None:
+                    record["@timestamp"] = ms
+                break
     return record
 
 
@@ -173,7 +182,7 @@ def _syslog(
             if isinstance(pid, str) and pid.isdigit() and len(pid) < 10:
                 common.setdefault("process", {})["pid"] = int(pid)
             common.setdefault("process", {})["name"] = fields["program"]
-            authlog.merge(fields, common)
+            ecs.merge(fields, common)
     return new_record(
         line,
         fields,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.ingest.authlog import merge
+from seclake.ingest.ecs import merge
 
 # id -> (category, type, action, outcome or None, who acts, who is acted on)
 EVENTS: dict[int, tuple[str, str, str, str | None, str | None, str | None]] = {
@@ -41,14 +41,18 @@ def _event_id(fields: dict[str, Any], data: dict[str, Any]) -> int | None:
     return None
 
 
-def enrich(fields: dict[str, Any]) -> None:
-    """Add the common names to the ``@fields`` of a Windows Security event (in place)."""
+def matches(fields: dict[str, Any]) -> bool:
+    return "EventID" in fields or isinstance(fields.get("winlog"), dict)
+
+
+def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
+    """Add the common names to the ``@fields`` of a Windows Security event (in place); returns its time."""
     winlog = fields.get("winlog")
     data = winlog.get("event_data") if isinstance(winlog, dict) else None
     data = data if isinstance(data, dict) else fields
     event_id = _event_id(fields, data)
     if event_id is None or not any(k in data for k in ("TargetUserName", "SubjectUserName", "NewProcessName")):
-        return
+        return None
     common: dict[str, Any] = {"event": {"code": str(event_id)}}
     known = EVENTS.get(event_id)
     if known is not None:
@@ -83,6 +87,8 @@ def enrich(fields: dict[str, Any]) -> None:
             if process:
                 common["process"] = process
     merge(fields, common)
+    # NXLog's EventTime has no zone (the sender's local time); taken as UTC like every zoneless time.
+    return fields.get("EventTime")
 
 
 def _text(value: Any) -> bool:

@@ -8,7 +8,8 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seclake.ingest.authlog import fields_of, merge
+from seclake.ingest.authlog import fields_of
+from seclake.ingest.ecs import merge
 
 SEARCH = "ds/get_index_zoom_histogram_lv3"
 LINES = [

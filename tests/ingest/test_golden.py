@@ -21,6 +21,12 @@ PARAMS: dict[str, dict] = {
     "sshd": {"vendor": "linux", "dataset": "event", "fmt": "auto"},
     "authlog": {"vendor": "linux", "dataset": "event", "fmt": "auto"},
     "winsecurity": {"vendor": "windows", "dataset": "event", "fmt": "auto"},
+    "zeek": {"vendor": "zeek", "dataset": "event", "fmt": "auto"},
+    "zeek_flow": {"vendor": "zeek", "dataset": "flow", "fmt": "auto", "file": "zeek"},
+    "suricata": {"vendor": "suricata", "dataset": "event", "fmt": "auto"},
+    "cloudtrail": {"vendor": "aws", "dataset": "event", "fmt": "auto"},
+    "okta": {"vendor": "okta", "dataset": "event", "fmt": "auto"},
+    "entra": {"vendor": "azure", "dataset": "event", "fmt": "auto"},
     "rfc5424": {"vendor": "syslog", "dataset": "event", "fmt": "auto"},
     "fortigate": {"vendor": "fortigate", "dataset": "event", "fmt": "auto", "customer": "acme"},
     "cef": {"vendor": "ids", "dataset": "event", "fmt": "auto"},
@@ -32,10 +38,20 @@ PARAMS: dict[str, dict] = {
 }
 
 
-def _parse_fixture(name: str) -> dict:
+def _params(name: str) -> dict:
     params = {"customer": None, **PARAMS[name], "received_ms": RECEIVED_MS}
+    params.pop("file", None)  # another fixture's lines, imported with other parameters
+    return params
+
+
+def _lines(name: str) -> bytes:
+    return (FIXTURES / f"{PARAMS[name].get('file', name)}.txt").read_bytes()
+
+
+def _parse_fixture(name: str) -> dict:
+    params = _params(name)
     results: dict[str, dict] = {}
-    raw = (FIXTURES / f"{name}.txt").read_bytes()
+    raw = _lines(name)
     for number, text, _truncated in iter_lines(raw, max_bytes=1 << 20):
         try:
             out = parse_line(text, **params)
@@ -65,9 +81,9 @@ def test_golden(name: str) -> None:
 def test_golden_through_iter_records(name: str) -> None:
     """The streaming entry point gives the same records and counts them."""
     expected = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
-    params = {"customer": None, **PARAMS[name], "received_ms": RECEIVED_MS}
+    params = _params(name)
     counts = IngestCounts()
-    raw = (FIXTURES / f"{name}.txt").read_bytes()
+    raw = _lines(name)
     records = list(iter_records(iter_lines(raw, max_bytes=1 << 20), counts=counts, **params))
     want = [v["record"] for v in expected["lines"].values() if "record" in v]
     assert records == want

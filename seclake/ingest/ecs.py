@@ -1,0 +1,101 @@
+"""Helpers every source mapping shares: building and merging the common (ECS) names.
+
+A source module (``authlog``, ``winsecurity``, ``zeek``...) reads a record's
+own fields and returns the common names as nested dictionaries; ``merge``
+adds them beside the record's fields without overwriting any. The helpers
+here turn hostile values into nothing rather than into errors: a port that
+is not a port, an address that is not text, a byte count that is not a
+count are left out, never raised on, so a mutated line still becomes a
+record (docs/fields.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# IANA protocol numbers to ECS network.transport names, for the ones logs carry.
+TRANSPORTS = {1: "icmp", 6: "tcp", 17: "udp", 47: "gre", 50: "esp", 58: "ipv6-icmp", 132: "sctp"}
+_MAX_COUNT = 2**63 - 1
+
+
+def merge(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    """Add ``common`` to a record's fields without overwriting any of its own:
+    where the line already has a value (a ``user=root`` pair), that part is left out."""
+    for key, value in common.items():
+        mine = fields.get(key)
+        if mine is None:
+            fields[key] = value
+        elif isinstance(mine, dict) and isinstance(value, dict):
+            merge(mine, value)
+
+
+def text(value: Any) -> str | None:
+    """``value`` when it is non-empty text that says something (not ``-``), else None."""
+    if isinstance(value, str) and value and value not in ("-", "N/A", "(null)"):
+        return value
+    return None
+
+
+def number(value: Any) -> int | None:
+    """A non-negative integer from an int or a string of digits (counts, ports, ids), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value <= _MAX_COUNT else None
+    if isinstance(value, float):
+        return int(value) if 0 <= value < 2**63 else None
+    if isinstance(value, str) and value.isdigit() and len(value) < 19:
+        return int(value)
+    return None
+
+
+def port(value: Any) -> int | None:
+    n = number(value)
+    return n if n is not None and n <= 65535 else None
+
+
+def transport(value: Any) -> str | None:
+    """ECS ``network.transport`` from a protocol number (6) or name (``TCP``)."""
+    n = number(value)
+    if n is not None:
+        return TRANSPORTS.get(n)
+    name = text(value)
+    return name.lower() if name is not None and len(name) <= 16 else None
+
+
+def endpoint(ip: Any, port_value: Any = None, **more: Any) -> dict[str, Any] | None:
+    """An ECS ``source``/``destination`` object, or None when there is no address."""
+    out: dict[str, Any] = {}
+    address = text(ip)
+    if address is not None and len(address) <= 64:
+        out["ip"] = address
+    p = port(port_value)
+    if p is not None:
+        out["port"] = p
+    for key, value in more.items():
+        if value is not None and value != "" and value != {}:
+            out[key] = value
+    return out or None
+
+
+def compact(tree: dict[str, Any]) -> dict[str, Any]:
+    """``tree`` without its None, empty-text and empty-object leaves (recursively)."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            value = compact(value)
+            if not value:
+                continue
+        elif value is None or value == "" or value == "-":
+            continue
+        out[key] = value
+    return out
+
+
+def dig(obj: Any, *path: str) -> Any:
+    """``obj[path[0]][path[1]]...`` or None where a step is missing or not an object."""
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj

@@ -1,0 +1,96 @@
+"""Suricata EVE JSON (alert, flow, dns, http, tls) in common ECS names.
+
+Every EVE line carries ``event_type``, the five-tuple (``src_ip``,
+``src_port``, ``dest_ip``, ``dest_port``, ``proto``) and its details in an
+object named after the type. The record keeps all of it and gains
+``source.*``, ``destination.*``, ``network.*``, ``event.*`` and, per type,
+``rule.*`` (alert), ``dns.*``, ``url.*``/``http.*`` or ``tls.*``. Names
+follow Elastic's Suricata module. docs/fields.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seclake.ingest.ecs import compact, dig, endpoint, merge, number, text, transport
+
+
+def matches(fields: dict[str, Any]) -> bool:
+    return isinstance(fields.get("event_type"), str) and "src_ip" in fields and "timestamp" in fields
+
+
+def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
+    """Add the common names to a Suricata EVE record's ``@fields`` (in place); returns its event time."""
+    kind = fields["event_type"]
+    common: dict[str, Any] = {
+        "observer": {"vendor": "OISF", "product": "Suricata", "type": "ids"},
+        "source": endpoint(fields.get("src_ip"), fields.get("src_port")),
+        "destination": endpoint(fields.get("dest_ip"), fields.get("dest_port")),
+        "network": {"transport": transport(fields.get("proto")), "protocol": text(fields.get("app_proto")),
+                    "community_id": text(fields.get("community_id"))},
+        "event": {"dataset": f"suricata.{kind}"[:64]},
+    }
+    detail = fields.get(kind)
+    handler = _KINDS.get(kind)
+    if handler is not None and isinstance(detail, dict):
+        handler(detail, common)
+    merge(fields, compact(common))
+    return fields.get("timestamp")
+
+
+def _alert(alert: dict[str, Any], common: dict[str, Any]) -> None:
+    blocked = alert.get("action") == "blocked"
+    common["event"].update({"kind": "alert", "category": "intrusion_detection",
+                            "type": "denied" if blocked else "allowed", "action": text(alert.get("action")),
+                            "severity": number(alert.get("severity"))})
+    sid = number(alert.get("signature_id"))
+    common["rule"] = {"id": None if sid is None else str(sid), "name": text(alert.get("signature")),
+                      "category": text(alert.get("category"))}
+
+
+def _flow(flow: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"category": "network", "type": "connection", "action": text(flow.get("state"))})
+    up, down = number(flow.get("bytes_toserver")), number(flow.get("bytes_toclient"))
+    pk_up, pk_down = number(flow.get("pkts_toserver")), number(flow.get("pkts_toclient"))
+    if up is not None and down is not None:
+        common["network"]["bytes"] = up + down
+    if pk_up is not None and pk_down is not None:
+        common["network"]["packets"] = pk_up + pk_down
+    for side, nbytes, packets in (("source", up, pk_up), ("destination", down, pk_down)):
+        if common[side] is not None:
+            common[side].update({k: v for k, v in (("bytes", nbytes), ("packets", packets)) if v is not None})
+
+
+def _dns(dns: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"category": "network", "type": "protocol", "action": "dns_" + (text(dns.get("type")) or "event")[:16]})
+    common["network"]["protocol"] = "dns"
+    common["dns"] = {"id": number(dns.get("id")), "type": text(dns.get("type")),
+                     "question": {"name": text(dns.get("rrname")), "type": text(dns.get("rrtype"))},
+                     "response_code": text(dns.get("rcode"))}
+
+
+def _http(http: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"category": "web", "type": "access", "action": "http_request"})
+    host, url = text(http.get("hostname")), text(http.get("url"))
+    common["url"] = {"domain": host, "original": url,
+                     "full": f"http://{host}{url}" if host and url and url.startswith("/") else None}
+    status = number(http.get("status"))
+    common["http"] = {"request": {"method": text(http.get("http_method"))}, "response": {"status_code": status},
+                      "version": text(http.get("protocol"))}
+    if status is not None:
+        common["event"]["outcome"] = "failure" if status >= 400 else "success"
+    common["user_agent"] = {"original": text(http.get("http_user_agent"))}
+
+
+def _tls(tls: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"category": "network", "type": "protocol", "action": "tls_handshake"})
+    common["network"]["protocol"] = "tls"
+    sni = text(tls.get("sni"))
+    common["tls"] = {"client": {"server_name": sni, "ja3": text(dig(tls, "ja3", "hash"))},
+                     "version": text(tls.get("version")),
+                     "server": {"subject": text(tls.get("subject")), "issuer": text(tls.get("issuerdn"))}}
+    if sni and common["destination"] is not None:
+        common["destination"]["domain"] = sni
+
+
+_KINDS = {"alert": _alert, "flow": _flow, "dns": _dns, "http": _http, "tls": _tls}

@@ -1,0 +1,164 @@
+"""Zeek JSON logs (conn, dns, http, ssl, notice) in common ECS names.
+
+Zeek's JSON writer keeps its column names, dots included, as flat keys
+(``"id.orig_h"``); the record keeps them, and gains ``source.*``,
+``destination.*``, ``network.*``, ``event.*`` and per log ``dns.*``,
+``url.*``/``http.*``, ``tls.*`` or ``rule.*``. Which log a line comes from is
+``_path`` when the shipper adds it (json-streaming-logs, Filebeat), else
+told by the columns only that log has. Imported into the flow dataset, a
+conn line also gets the flow fields search and the flow page read
+(``sip dip sp dp prot txB rxB totalB txP rxP dur time_ms``; the originator
+is the sender). Names follow Elastic's Zeek module. docs/fields.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seclake.ingest.ecs import compact, endpoint, merge, number, port, text, transport
+from seclake.ingest.timestamp import parse_time
+
+_PROTOCOL_NUMBERS = {"tcp": 6, "udp": 17, "icmp": 1}
+
+
+def matches(fields: dict[str, Any]) -> bool:
+    return "ts" in fields and ("id.orig_h" in fields or ("note" in fields and ("uid" in fields or "actions" in fields))
+                               or _path(fields) is not None)
+
+
+def _path(fields: dict[str, Any]) -> str | None:
+    path = fields.get("_path")
+    return path if isinstance(path, str) and path in _KINDS else None
+
+
+def _kind(fields: dict[str, Any]) -> str | None:
+    path = _path(fields)
+    if path is not None:
+        return path
+    if "conn_state" in fields or "orig_bytes" in fields or "history" in fields:
+        return "conn"
+    if "query" in fields or "qtype_name" in fields or "rcode_name" in fields:
+        return "dns"
+    if "method" in fields or "status_code" in fields:
+        return "http"
+    if "server_name" in fields or "cipher" in fields or "established" in fields:
+        return "ssl"
+    if "note" in fields:
+        return "notice"
+    return None
+
+
+def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
+    """Add the common names to a Zeek record's ``@fields`` (in place); returns its event time."""
+    kind = _kind(fields)
+    common: dict[str, Any] = {
+        "observer": {"vendor": "Zeek", "product": "Zeek", "type": "ids"},
+        "source": endpoint(fields.get("id.orig_h"), fields.get("id.orig_p")),
+        "destination": endpoint(fields.get("id.resp_h"), fields.get("id.resp_p")),
+        "network": {"transport": transport(fields.get("proto")), "community_id": text(fields.get("community_id"))},
+        "event": {"id": text(fields.get("uid")), "dataset": f"zeek.{kind}" if kind else None},
+    }
+    if kind is not None:
+        _KINDS[kind](fields, common)
+    merge(fields, compact(common))
+    if kind == "conn" and dataset == "flow":
+        _flow(fields)
+    return fields.get("ts")
+
+
+def _conn(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    sent, got = number(fields.get("orig_bytes")), number(fields.get("resp_bytes"))
+    packets_out, packets_in = number(fields.get("orig_pkts")), number(fields.get("resp_pkts"))
+    common["event"].update({"category": "network", "type": "connection", "action": text(fields.get("conn_state"))})
+    common["network"]["protocol"] = text(fields.get("service"))
+    if sent is not None and got is not None:
+        common["network"]["bytes"] = sent + got
+    if packets_out is not None and packets_in is not None:
+        common["network"]["packets"] = packets_out + packets_in
+    for side, nbytes, packets in (("source", sent, packets_out), ("destination", got, packets_in)):
+        if common[side] is not None:
+            common[side].update({k: v for k, v in (("bytes", nbytes), ("packets", packets)) if v is not None})
+    duration = fields.get("duration")
+    if isinstance(duration, (int, float)) and not isinstance(duration, bool) and 0 <= duration < 1e9:
+        common["event"]["duration"] = int(duration * 1e9)  # ECS: nanoseconds
+
+
+def _dns(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"category": "network", "type": "protocol", "action": "dns_query"})
+    common["network"]["protocol"] = "dns"
+    common["dns"] = {
+        "id": number(fields.get("trans_id")),
+        "question": {"name": text(fields.get("query")), "type": text(fields.get("qtype_name"))},
+        "response_code": text(fields.get("rcode_name")),
+    }
+    answers = fields.get("answers")
+    if isinstance(answers, list):
+        common["dns"]["resolved_ip"] = [a for a in answers[:64] if isinstance(a, str) and _is_address(a)] or None
+
+
+def _http(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"category": "web", "type": "access", "action": "http_request"})
+    common["network"]["protocol"] = "http"
+    host, uri = text(fields.get("host")), text(fields.get("uri"))
+    common["url"] = {"domain": host, "original": uri,
+                     "full": f"http://{host}{uri}" if host and uri and uri.startswith("/") else None}
+    status = number(fields.get("status_code"))
+    common["http"] = {"request": {"method": text(fields.get("method"))},
+                      "response": {"status_code": status}, "version": text(fields.get("version"))}
+    if status is not None:
+        common["event"]["outcome"] = "failure" if status >= 400 else "success"
+    common["user_agent"] = {"original": text(fields.get("user_agent"))}
+
+
+def _ssl(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"category": "network", "type": "protocol", "action": "tls_handshake"})
+    common["network"]["protocol"] = "tls"
+    established = fields.get("established")
+    common["tls"] = {"client": {"server_name": text(fields.get("server_name"))}, "cipher": text(fields.get("cipher")),
+                     "version": text(fields.get("version")),
+                     "established": established if isinstance(established, bool) else None}
+    if isinstance(established, bool):
+        common["event"]["outcome"] = "success" if established else "failure"
+    if text(fields.get("server_name")):
+        common["destination"] = {**(common["destination"] or {}), "domain": fields["server_name"]}
+
+
+def _notice(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"kind": "alert", "category": "intrusion_detection", "type": "info",
+                            "action": text(fields.get("note"))})
+    common["rule"] = {"name": text(fields.get("note")), "description": text(fields.get("msg"))}
+    if common["source"] is None:
+        common["source"] = endpoint(fields.get("src"))
+    if common["destination"] is None:
+        common["destination"] = endpoint(fields.get("dst"), fields.get("p"))
+
+
+_KINDS = {"conn": _conn, "dns": _dns, "http": _http, "ssl": _ssl, "notice": _notice}
+
+
+def _flow(fields: dict[str, Any]) -> None:
+    """The flow dataset's own names for a conn line (what the originator sent is tx)."""
+    sip, dip = text(fields.get("id.orig_h")), text(fields.get("id.resp_h"))
+    if sip is None or dip is None:
+        return  # not a flow without both ends
+    proto = fields.get("proto")
+    ms = parse_time(fields.get("ts"), 0)
+    duration = fields.get("duration")
+    if not isinstance(duration, (int, float)) or isinstance(duration, bool) or not 0 <= duration < 1e9:
+        duration = 0
+    sent, got = number(fields.get("orig_bytes")) or 0, number(fields.get("resp_bytes")) or 0
+    flow = {
+        "sip": sip, "dip": dip, "sp": port(fields.get("id.orig_p")), "dp": port(fields.get("id.resp_p")),
+        "prot": _PROTOCOL_NUMBERS.get(proto, proto) if isinstance(proto, str) else None,
+        "txB": sent, "rxB": got, "totalB": sent + got,
+        "txP": number(fields.get("orig_pkts")) or 0, "rxP": number(fields.get("resp_pkts")) or 0,
+        "dur": int(duration * 1000),
+        "time_ms": ms,
+    }
+    for key, value in flow.items():
+        if value is not None:
+            fields.setdefault(key, value)
+
+
+def _is_address(value: str) -> bool:
+    return len(value) <= 45 and (value.count(".") == 3 or ":" in value) and not any(c.isspace() for c in value)
