@@ -19,14 +19,35 @@ _MAX_COUNT = 2**63 - 1
 
 
 def merge(fields: dict[str, Any], common: dict[str, Any]) -> None:
-    """Add ``common`` to a record's fields without overwriting any of its own:
-    where the line already has a value (a ``user=root`` pair), that part is left out."""
+    """Add ``common`` to a record's fields without overwriting any of its own.
+
+    Where the line already has a plain value under a common object's name
+    (FortiGate's ``user="admin"``, a PAM line's ``user=root``), the value
+    stays and the common names go beside it as dotted keys (``"user.name"``):
+    paths are joined with dots everywhere (search, facets, rules), so
+    ``user.name:admin`` finds them all the same. Where both are plain
+    values, the line's own wins.
+    """
     for key, value in common.items():
         mine = fields.get(key)
         if mine is None:
             fields[key] = value
-        elif isinstance(mine, dict) and isinstance(value, dict):
-            merge(mine, value)
+        elif isinstance(value, dict):
+            if isinstance(mine, dict):
+                merge(mine, value)
+            else:
+                for path, leaf in _dotted(key, value):
+                    fields.setdefault(path, leaf)
+
+
+def _dotted(prefix: str, tree: dict[str, Any]) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.extend(_dotted(f"{prefix}.{key}", value))
+        else:
+            out.append((f"{prefix}.{key}", value))
+    return out
 
 
 def text(value: Any) -> str | None:

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seclake.ingest.authlog import fields_of
-from seclake.ingest.ecs import merge
 
 SEARCH = "ds/get_index_zoom_histogram_lv3"
 LINES = [
@@ -59,12 +58,6 @@ def test_one_query_on_common_names_finds_failures_of_every_source(start_server):
     assert search("source.port:[1166 TO 1167]")["hits"]["total"] == 2
     assert search("user.name:alice AND event.outcome:success")["hits"]["total"] == 1
     assert search("user.target.name:root AND event.action:sudo")["hits"]["total"] == 1
-
-
-def test_the_line_keeps_its_own_fields_and_common_names_never_overwrite_them():
-    fields = {"program": "sshd", "user": "root", "source": "pam"}
-    merge(fields, {"user": {"name": "x"}, "source": {"ip": "1.2.3.4"}, "event": {"outcome": "failure"}})
-    assert fields == {"program": "sshd", "user": "root", "source": "pam", "event": {"outcome": "failure"}}
 
 
 @settings(max_examples=200, deadline=None)

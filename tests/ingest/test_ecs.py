@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from seclake.ingest import parse_line
 from seclake.ingest.ecs import compact, merge, number, port, transport
+from seclake.record.flatten import values_at
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEARCH = "ds/get_index_zoom_histogram_lv3"
@@ -90,9 +91,13 @@ def test_zeek_conn_into_the_flow_dataset_answers_flow_queries(start_server):
 
 
 def test_common_names_never_overwrite_the_sources_own():
-    fields = {"program": "sshd", "user": "root", "source": "pam"}
-    merge(fields, {"user": {"name": "x"}, "source": {"ip": "1.2.3.4"}, "event": {"outcome": "failure"}})
-    assert fields == {"program": "sshd", "user": "root", "source": "pam", "event": {"outcome": "failure"}}
+    fields = {"program": "sshd", "user": "root", "source": "pam", "event": {"outcome": "mine"}}
+    merge(fields, {"user": {"name": "x", "target": {"name": "y"}}, "source": {"ip": "1.2.3.4"},
+                   "event": {"outcome": "failure", "action": "login"}})
+    # The line's own values stay; the common names go beside them as dotted keys, found by the same paths.
+    assert fields == {"program": "sshd", "user": "root", "source": "pam", "event": {"outcome": "mine", "action": "login"},
+                      "user.name": "x", "user.target.name": "y", "source.ip": "1.2.3.4"}
+    assert values_at(fields, "user.target.name") == ["y"] and values_at(fields, "user") == ["root"]
 
 
 def test_hostile_values_become_nothing_not_errors():
