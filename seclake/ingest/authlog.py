@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from seclake.ingest.ecs import ip
 
 _ADDR = r"(?P<ip>[0-9A-Fa-f:.]+)"
 _PORT = r"(?: port (?P<port>\d{1,5}))?"
@@ -132,11 +133,11 @@ def _event(meaning: dict[str, str]) -> dict[str, Any]:
     return {"event": dict(meaning)}
 
 
-def _who(out: dict[str, Any], user: str | None, ip: str | None, port: str | None) -> None:
+def _who(out: dict[str, Any], user: str | None, address: str | None, port: str | None) -> None:
     if user:
         out["user"] = {"name": user}
-    if ip:
-        source: dict[str, Any] = {"ip": ip}
+    if ip(address) is not None:
+        source: dict[str, Any] = {"ip": address}
         if port:
             source["port"] = int(port)
         out["source"] = source

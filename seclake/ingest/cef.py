@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from seclake.ingest.ecs import account, compact, endpoint, number, text, transport
+
 # Header field: anything but | and \, or an escaped character (unrolled loop:
 # no per-character alternation).
 _FIELD = r"([^|\\]*(?:\\.[^|\\]*)*)\|"
@@ -90,3 +92,36 @@ def _add(fields: dict[str, Any], key: str, parts: list[str]) -> None:
         value = _EXT_ESCAPE.sub(_ext_unescape, value)
     # Header names win: an extension cannot overwrite what the header said.
     fields.setdefault(key, value)
+
+
+def common_of(fields: dict[str, Any]) -> dict[str, Any]:
+    """The common (ECS) names of a parsed CEF event, after the ArcSight dictionary
+    (the names Elastic's CEF module gives them)."""
+    sent, got = number(fields.get("in")), number(fields.get("out"))
+    suser, duser = text(fields.get("suser")), text(fields.get("duser"))
+    request = text(fields.get("request"))
+    severity = number(fields.get("cef_severity"))
+    outcome = text(fields.get("outcome"))
+    outcome = outcome.strip("/").lower() if outcome else None
+    return compact({
+        "observer": {"vendor": text(fields.get("cef_vendor")), "product": text(fields.get("cef_product")),
+                     "version": text(fields.get("cef_version")), "hostname": text(fields.get("dvchost")),
+                     "ip": text(fields.get("dvc"))},
+        "event": {"code": text(fields.get("signature_id")), "action": text(fields.get("act")),
+                  "severity": severity if severity is not None and severity <= 10 else None,
+                  "outcome": outcome if outcome in ("success", "failure") else None},
+        "source": endpoint(fields.get("src"), fields.get("spt"), domain=text(fields.get("shost")), bytes=sent,
+                           mac=text(fields.get("smac"))),
+        "destination": endpoint(fields.get("dst"), fields.get("dpt"), domain=text(fields.get("dhost")), bytes=got,
+                                mac=text(fields.get("dmac"))),
+        "network": {"transport": transport(fields.get("proto")),
+                    "bytes": sent + got if sent is not None and got is not None else None},
+        # suser acts; duser is who it was done to (or the only user named).
+        "user": {**account(suser or duser), "target": account(duser) if suser else {}},
+        "url": {"original": request, "full": request if request and "://" in request else None},
+        "http": {"request": {"method": text(fields.get("requestMethod"))}},
+        "user_agent": {"original": text(fields.get("requestClientApplication"))},
+        "process": {"name": text(fields.get("deviceProcessName")) or text(fields.get("sproc")),
+                    "command_line": text(fields.get("cmdLine"))},
+        "file": {"name": text(fields.get("fname")), "path": text(fields.get("filePath"))},
+    })

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.ingest.ecs import compact, dig, merge, text
+from seclake.ingest.ecs import compact, dig, ip, merge, text
 
 _SIGN_IN = frozenset({"ConsoleLogin", "CheckMfa", "GetSessionToken", "AssumeRole", "AssumeRoleWithSAML",
                       "AssumeRoleWithWebIdentity", "GetFederationToken", "ExternalIdPDirectoryLogin"})
@@ -43,14 +43,12 @@ def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
     arn = text(identity.get("arn"))
     user_name = (text(identity.get("userName")) or text(dig(identity, "sessionContext", "sessionIssuer", "userName"))
                  or (arn.rsplit("/", 1)[-1] if arn and "/" in arn else None))
-    address = text(fields.get("sourceIPAddress"))
-    is_ip = address is not None and len(address) <= 45 and (address.count(".") == 3 or ":" in address) \
-        and not address.endswith(".amazonaws.com")
+    address = text(fields.get("sourceIPAddress"))  # an address, or the AWS service that called
     common = {
         "event": event,
         "user": {"name": user_name, "id": text(identity.get("principalId")),
                  "target": {"name": text(dig(fields, "requestParameters", "userName"))}},
-        "source": {"ip": address if is_ip else None, "address": address},
+        "source": {"ip": ip(address), "address": address},
         "user_agent": {"original": text(fields.get("userAgent"))},
         "cloud": {"provider": "aws", "region": text(fields.get("awsRegion")),
                   "account": {"id": text(fields.get("recipientAccountId")) or text(identity.get("accountId"))}},

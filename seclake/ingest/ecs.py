@@ -11,6 +11,8 @@ record (docs/fields.md).
 
 from __future__ import annotations
 
+import ipaddress
+from functools import lru_cache
 from typing import Any
 
 # IANA protocol numbers to ECS network.transport names, for the ones logs carry.
@@ -84,12 +86,42 @@ def transport(value: Any) -> str | None:
     return name.lower() if name is not None and len(name) <= 16 else None
 
 
-def endpoint(ip: Any, port_value: Any = None, **more: Any) -> dict[str, Any] | None:
-    """An ECS ``source``/``destination`` object, or None when there is no address."""
+@lru_cache(maxsize=65536)
+def _is_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def ip(value: Any) -> str | None:
+    """``value`` when it is an IPv4 or IPv6 address in text, else None (``ip`` fields hold addresses only)."""
+    address = text(value)
+    return address if address is not None and len(address) <= 45 and _is_ip(address) else None
+
+
+def account(value: Any) -> dict[str, Any]:
+    """ECS ``user`` parts of an account name: ``CORP\\bob`` is name ``bob`` in domain ``CORP``."""
+    name = text(value)
+    if name is None:
+        return {}
+    domain, sep, rest = name.partition("\\")
+    if sep and domain and rest:
+        return {"name": rest, "domain": domain}
+    return {"name": name}
+
+
+def endpoint(ip_value: Any, port_value: Any = None, **more: Any) -> dict[str, Any] | None:
+    """An ECS ``source``/``destination`` object, or None when there is no address.
+
+    Text that is not an IP address (a host name, a mangled address) goes to
+    ``address``, which ECS keeps for exactly that; ``ip`` is always an address.
+    """
     out: dict[str, Any] = {}
-    address = text(ip)
-    if address is not None and len(address) <= 64:
-        out["ip"] = address
+    address = text(ip_value)
+    if address is not None and len(address) <= 255:
+        out["ip" if len(address) <= 45 and _is_ip(address) else "address"] = address
     p = port(port_value)
     if p is not None:
         out["port"] = p

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.ingest.ecs import compact, dig, merge, number, text
+from seclake.ingest.ecs import compact, dig, ip, merge, number, text
 
 _CATEGORIES = frozenset({"SignInLogs", "NonInteractiveUserSignInLogs", "ServicePrincipalSignInLogs",
                          "ManagedIdentitySignInLogs"})
@@ -34,7 +34,7 @@ def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
     code = number(dig(sign_in, "status", "errorCode"))
     if code is None and exported:
         code = number(fields.get("resultType"))
-    address = text(sign_in.get("ipAddress")) or (text(fields.get("callerIpAddress")) if exported else None)
+    address = ip(sign_in.get("ipAddress")) or (ip(fields.get("callerIpAddress")) if exported else None)
     common = {
         "event": {"category": "authentication", "type": "start", "action": "sign-in",
                   "outcome": None if code is None else ("success" if code == 0 else "failure"),

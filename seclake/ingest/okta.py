@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.ingest.ecs import compact, dig, merge, text
+from seclake.ingest.ecs import compact, dig, ip, merge, text
 
 _OUTCOMES = {"SUCCESS": "success", "ALLOW": "success", "FAILURE": "failure", "DENY": "failure"}
 
@@ -47,7 +47,7 @@ def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
                   "reason": text(dig(fields, "outcome", "reason")), "id": text(fields.get("uuid"))},
         "user": {"name": text(dig(fields, "actor", "alternateId")), "full_name": text(dig(fields, "actor", "displayName")),
                  "id": text(dig(fields, "actor", "id")), "target": {"name": target_user}},
-        "source": {"ip": text(dig(fields, "client", "ipAddress")),
+        "source": {"ip": ip(dig(fields, "client", "ipAddress")),
                    "geo": {"city_name": text(dig(fields, "client", "geographicalContext", "city")),
                            "country_name": text(dig(fields, "client", "geographicalContext", "country"))}},
         "user_agent": {"original": text(dig(fields, "client", "userAgent", "rawUserAgent"))},

@@ -32,7 +32,24 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from seclake.errors import ValidationFailed
-from seclake.ingest import authlog, cef, cloudtrail, ecs, entra, jsonl, kv, okta, suricata, syslog, winsecurity, zeek
+from seclake.ingest import (
+    asa,
+    authlog,
+    cef,
+    cloudtrail,
+    ecs,
+    entra,
+    fortigate,
+    jsonl,
+    kv,
+    leef,
+    okta,
+    panos,
+    suricata,
+    syslog,
+    winsecurity,
+    zeek,
+)
 from seclake.ingest.reader import IngestCounts, Line
 from seclake.ingest.record import (
     DATASETS,
@@ -45,7 +62,7 @@ from seclake.ingest.record import (
 )
 from seclake.ingest.timestamp import parse_time
 
-FORMATS = frozenset({"auto", "jsonl", "syslog", "cef", "kv"})
+FORMATS = frozenset({"auto", "jsonl", "syslog", "cef", "leef", "kv"})
 BLANK = " \t\r\n\v\f"
 # JSON sources with their own mapping to the common names, told apart by their keys (first match wins).
 JSON_SOURCES = (winsecurity, zeek, suricata, cloudtrail, okta, entra)
@@ -104,6 +121,8 @@ def _parse(
             record = None
         if record is None and "CEF:" in text:
             record = _cef(text, line, vendor, dataset, received_ms, customer)
+        if record is None and "LEEF:" in text:
+            record = _cef(text, line, vendor, dataset, received_ms, customer, marker="LEEF:")
         if record is None:
             record = _kv(text, line, vendor, dataset, received_ms, customer)
         return record
@@ -113,6 +132,8 @@ def _parse(
         return _syslog(text, line, vendor, dataset, received_ms, customer)
     if fmt == "cef":
         return _cef(text, line, vendor, dataset, received_ms, customer)
+    if fmt == "leef":
+        return _cef(text, line, vendor, dataset, received_ms, customer, marker="LEEF:")
     return _kv(text, line, vendor, dataset, received_ms, customer)
 
 
@@ -144,6 +165,15 @@ def _message_fields(msg: str) -> tuple[dict[str, Any] | None, str]:
         fields = cef.parse(msg[start:])
         if fields is not None:
             return fields, "cef"
+    start = msg.find("LEEF:")
+    if start != -1:
+        fields = leef.parse(msg[start:])
+        if fields is not None:
+            return fields, "leef"
+    if msg[:1].isdigit() and panos.looks_like(msg):
+        fields = panos.parse(msg)
+        if fields is not None:
+            return fields, "panos"
     if msg[:1] == "{":
         obj = jsonl.decode(msg)
         if isinstance(obj, dict):
@@ -169,20 +199,24 @@ def _syslog(
         # The message's own time wins over the header's: a 3164 header has no
         # year, no zone and whole seconds, while CEF rt= or FortiGate eventtime=
         # are exact; and the header stamps when the line was sent, not the event.
-        ts = _cef_time(more, received_ms) if kind == "cef" else time_from_fields(more, received_ms)
+        ts = _header_time(more, kind, received_ms)
         if sender is None:
-            sender = _cef_sender(more) if kind == "cef" else sender_from_fields(more)
+            sender = _header_sender(more, kind)
     if ts is None:
         ts = header.timestamp
     if header.msg:
-        # sshd, sudo, su: the common names (user.name, source.ip, event.outcome...) beside the line's own.
-        common = authlog.fields_of(fields.get("program"), header.msg)
+        # sshd, sudo, su, Cisco ASA: the common names (user.name, source.ip, event.outcome...) beside the line's own.
+        program = fields.get("program")
+        common = authlog.fields_of(program, header.msg) or asa.fields_of(program, header.msg)
         if common:
-            pid = fields.get("pid")
-            if isinstance(pid, str) and pid.isdigit() and len(pid) < 10:
-                common.setdefault("process", {})["pid"] = int(pid)
-            common.setdefault("process", {})["name"] = fields["program"]
+            if program[0] != "%":  # an ASA tag is not a process
+                pid = fields.get("pid")
+                if isinstance(pid, str) and pid.isdigit() and len(pid) < 10:
+                    common.setdefault("process", {})["pid"] = int(pid)
+                common.setdefault("process", {})["name"] = program
             ecs.merge(fields, common)
+        elif more:
+            _add_common(fields, kind)
     return new_record(
         line,
         fields,
@@ -195,8 +229,12 @@ def _syslog(
     )
 
 
-def _cef_time(fields: dict[str, Any], received_ms: int) -> int | None:
-    for key in cef.TIME_KEYS:
+def _header_time(fields: dict[str, Any], kind: str, received_ms: int) -> int | None:
+    """The event time of a message's own fields: CEF and LEEF name theirs, others are guessed."""
+    keys = cef.TIME_KEYS if kind == "cef" else leef.TIME_KEYS if kind == "leef" else None
+    if keys is None:
+        return time_from_fields(fields, received_ms)
+    for key in keys:
         value = fields.get(key)
         if value is not None:
             ms = parse_time(value, received_ms)
@@ -205,25 +243,43 @@ def _cef_time(fields: dict[str, Any], received_ms: int) -> int | None:
     return None
 
 
-def _cef_sender(fields: dict[str, Any]) -> str | None:
-    for key in cef.SENDER_KEYS:
+def _header_sender(fields: dict[str, Any], kind: str) -> str | None:
+    keys = cef.SENDER_KEYS if kind == "cef" else leef.SENDER_KEYS if kind == "leef" else None
+    if keys is None:
+        return sender_from_fields(fields)
+    for key in keys:
         value = fields.get(key)
         if value:
             return value
     return None
 
 
+# Formats whose fields have a mapping to the common names.
+_COMMON = {"cef": cef.common_of, "leef": leef.common_of, "panos": panos.common_of}
+
+
+def _add_common(fields: dict[str, Any], kind: str) -> None:
+    """The common (ECS) names of a flat record, by its format (and for key=value, its vendor)."""
+    common_of = _COMMON.get(kind)
+    if common_of is None and kind == "kv" and fortigate.matches(fields):
+        common_of = fortigate.common_of
+    if common_of is not None:
+        ecs.merge(fields, common_of(fields))
+
+
 def _cef(
-    text: str, line: str, vendor: str, dataset: str, received_ms: int, customer: str | None
+    text: str, line: str, vendor: str, dataset: str, received_ms: int, customer: str | None, marker: str = "CEF:"
 ) -> dict[str, Any] | None:
-    start = text.find("CEF:")
+    """A CEF (or, with ``marker="LEEF:"``, LEEF) line, possibly after a prefix that is not syslog."""
+    start = text.find(marker)
     if start == -1:
         return None
-    fields = cef.parse(text[start:])
+    kind = marker[:-1].lower()
+    fields = (cef.parse if kind == "cef" else leef.parse)(text[start:])
     if fields is None:
         return None
-    ts = _cef_time(fields, received_ms)
-    sender = _cef_sender(fields)
+    ts = _header_time(fields, kind, received_ms)
+    sender = _header_sender(fields, kind)
     if start:
         # A prefix that is not syslog (we got here), e.g. "2024-05-01T12:00:00Z fw01 CEF:...":
         # its first word may be the time and its last the host.
@@ -232,6 +288,7 @@ def _cef(
             ts = parse_time(words[0], received_ms)
         if sender is None and len(words) >= 2:
             sender = words[-1]
+    _add_common(fields, kind)
     return new_record(
         line,
         fields,
@@ -252,6 +309,7 @@ def _kv(
     if fields is None:
         return None
     ts = time_from_fields(fields, received_ms)
+    _add_common(fields, "kv")
     return new_record(
         line,
         fields,  # type: ignore[arg-type]

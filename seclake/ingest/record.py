@@ -45,7 +45,7 @@ MAX_LINE_CHARS = 65536
 # when it holds more than a day (a bare day would file the event at midnight).
 TIME_KEYS = ("@timestamp", "timestamp", "eventtime", "event_time", "datetime", "ts", "time", "time_ms", "date")
 # Fields of a flat record naming the host it came from.
-SENDER_KEYS = ("host", "hostname", "devname", "dvchost", "sender")
+SENDER_KEYS = ("devname", "host", "hostname", "dvchost", "sender")  # devname first: FortiGate's hostname is a web host
 # Flow fields that are numbers; text from key=value or CSV-ish exporters is
 # turned into numbers so byte and packet counts sum and sort as numbers.
 # ``prot`` too: "6" becomes 6, a protocol name ("TCP") stays as it is.

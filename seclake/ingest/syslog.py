@@ -16,7 +16,8 @@ Fields produced (all under ``@fields``):
 Accepted shapes (``-`` is the RFC 5424 nil value, dropped):
 
 - ``<PRI>1 TIMESTAMP HOST APP PROCID MSGID SD [MSG]``            (RFC 5424)
-- ``[<PRI>]MMM dd HH:MM:SS[.frac][ yyyy] [HOST ][TAG[[PID]]: ]MSG`` (RFC 3164)
+- ``[<PRI>]MMM dd HH:MM:SS[.frac][ yyyy] [HOST ][TAG[[PID]]: ]MSG`` (RFC 3164),
+  also ``MMM dd yyyy HH:MM:SS: `` (Cisco devices with ``logging timestamp``)
 - ``<PRI>ISO-TIMESTAMP [HOST ][TAG[[PID]]: ]MSG``  (rsyslog's high-precision
   3164, very common)
 - ``<PRI>MSG``: a PRI and nothing we recognize after it (RFC 3164 4.3.2 says
@@ -43,14 +44,17 @@ FACILITIES = (
 SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
 
 _5424 = re.compile(r"<(\d{1,3})>(\d{1,2}) (\S+) (\S+) (\S+) (\S+) (\S+) ?")
+# The year may follow the time (rsyslog's "... 11:58:13 2024") or precede it, with a
+# colon after the time (Cisco's "logging timestamp": "May 01 2024 11:58:13: %ASA-...").
 _3164_BSD = re.compile(
-    r"(?:<(\d{1,3})>)?([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?(?: (\d{4}))? "
+    r"(?:<(\d{1,3})>)?([A-Z][a-z]{2}) {1,2}(\d{1,2})(?: (\d{4}))? (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?"
+    r"(?: (\d{4}))?:? "
 )
 _3164_ISO = re.compile(r"<(\d{1,3})>(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\S*) ")
 # HOST (not ending in ':'), then TAG[PID]: ; each optional, see the module doc.
-# "CEF:" is never a host or a tag: it starts the MSG ("... host CEF:0|...").
+# "CEF:" and "LEEF:" are never a host or a tag: they start the MSG ("... host CEF:0|...").
 _HOST_TAG = re.compile(
-    r"(?:(?!CEF:)([^\s\[\]]+)(?<!:) )?(?:(?!CEF:)([^\s\[\]:]{1,64})(?:\[([^\]\s]{0,32})\])?: ?)?"
+    r"(?:(?!CEF:|LEEF:)([^\s\[\]]+)(?<!:) )?(?:(?!CEF:|LEEF:)([^\s\[\]:]{1,64})(?:\[([^\]\s]{0,32})\])?: ?)?"
 )
 _PRI_ONLY = re.compile(r"<(\d{1,3})>")
 _SD_ELEMENT = re.compile(r'\[([^\s=\]"]+)((?:\s+[^\s=\]"]+="[^"\\]*(?:\\.[^"\\]*)*")*)\s*\]')
@@ -97,14 +101,14 @@ def parse(line: str, received_ms: int) -> Header | None:
         facility = _pri(m.group(1), fields) if m.group(1) else None
         if m.group(1) and facility is None:
             return None
-        year = m.group(8)
+        year = m.group(4) or m.group(9)
         ts = civil_ms(
             month,
             int(m.group(3)),
-            int(m.group(4)),
             int(m.group(5)),
             int(m.group(6)),
-            m.group(7),
+            int(m.group(7)),
+            m.group(8),
             int(year) if year else None,
             received_ms,
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.ingest.ecs import merge
+from seclake.ingest.ecs import ip, merge
 
 # id -> (category, type, action, outcome or None, who acts, who is acted on)
 EVENTS: dict[int, tuple[str, str, str, str | None, str | None, str | None]] = {
@@ -70,9 +70,9 @@ def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
             user["target"] = {"name": data[target]}
         if user:
             common["user"] = user
-        ip = data.get("IpAddress")
-        if _text(ip) and ip not in _NONE:
-            source: dict[str, Any] = {"ip": ip}
+        address = ip(data.get("IpAddress"))
+        if address is not None and address not in _NONE:
+            source: dict[str, Any] = {"ip": address}
             port = data.get("IpPort")
             if isinstance(port, int) or (isinstance(port, str) and port.isdigit() and len(port) < 6):
                 source["port"] = int(port)

@@ -18,7 +18,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SEARCH = "ds/get_index_zoom_histogram_lv3"
 # vendor -> fixture whose lines it sends; each source in its real format.
 SOURCES = {"linux": "authlog", "windows": "winsecurity", "aws": "cloudtrail", "okta": "okta", "azure": "entra",
-           "zeek": "zeek", "suricata": "suricata"}
+           "zeek": "zeek", "suricata": "suricata", "fortigate": "fortigate", "cisco": "asa", "paloalto": "panos",
+           "arcsight": "cef", "qradar": "leef"}
 JSON_SOURCES = ["winsecurity", "zeek", "suricata", "cloudtrail", "okta", "entra"]
 
 
@@ -43,31 +44,46 @@ def test_one_query_on_common_names_answers_for_every_source(start_server):
         assert r.status_code == 200 and r.json()["response"]["rejected"] == 0, (vendor, r.text)
     srv.services.lake.flush()
 
-    # Sign-in failures from sshd/sudo/su, Windows, CloudTrail, Okta and Entra ID, by who failed.
+    # Sign-in failures from sshd/sudo/su, Windows, CloudTrail, Okta, Entra ID and three firewalls, by who failed.
     failures = _search(srv, token, "event.category:authentication AND event.outcome:failure",
                        facets=["observer.product", "user.name"])
     products = _buckets(failures, "observer.product")
-    assert products == {"CloudTrail": 1, "Okta System Log": 2, "Entra ID": 2}, products
+    assert products == {"CloudTrail": 1, "Okta System Log": 2, "Entra ID": 2, "FortiGate": 1, "ASA": 4,
+                        "PAN-OS": 1}, products
     users = _buckets(failures, "user.name")
     assert users["JohnDoe"] == 1 and users["admin@example.com"] == 1 and users["jane@contoso.com"] == 1
     assert users["testaccount1@contoso.com"] == 1 and users["administrator"] == 1
+    assert users["admin"] == 3 and users["mallory"] == 3  # FortiGate, ASA, PAN-OS; ASA, su and its PAM line
     assert failures["hits"]["total"] == sum(_buckets(
         _search(srv, token, "event.category:authentication AND event.outcome:failure", facets=["@source"]),
         "@source").values())
 
-    # One address, three systems: two AWS console sign-ins, three Okta events, one Windows logon failure.
+    # One address, six systems.
     seen = _search(srv, token, 'source.ip:"203.0.113.50"', facets=["@source"])
-    assert _buckets(seen, "@source") == {"aws": 2, "okta": 3, "windows": 1}, _buckets(seen, "@source")
-    assert _search(srv, token, 'destination.ip:"203.0.113.0/24"')["hits"]["total"] == 1  # the Suricata http line
+    assert _buckets(seen, "@source") == {"aws": 2, "okta": 3, "windows": 1, "fortigate": 1, "cisco": 1,
+                                         "paloalto": 2}, _buckets(seen, "@source")
+    # Denied connections, whatever the firewall calls them.
+    denied = _search(srv, token, "event.category:network AND event.type:denied", facets=["observer.product"])
+    assert _buckets(denied, "observer.product") == {"FortiGate": 1, "ASA": 4, "PAN-OS": 1}
+    # An account, however each source spells it (PAN-OS "corp\\jdoe" is user.name jdoe in domain corp).
+    jdoe = _search(srv, token, 'user.name:jdoe', facets=["@source"])
+    assert _buckets(jdoe, "@source") == {"fortigate": 2, "paloalto": 2, "qradar": 1, "windows": 3}
+    # The Suricata http line and the Snort CEF line.
+    assert _search(srv, token, 'destination.ip:"203.0.113.0/24"')["hits"]["total"] == 2
 
-    # Network fields: Zeek and Suricata agree on names.
+    # Network fields: Zeek, Suricata and FortiGate agree on names.
     dns = _search(srv, token, "dns.question.name:*", facets=["dns.question.name"])
-    assert _buckets(dns, "dns.question.name") == {"testmyids.com": 1, "www.suricata-ids.org": 1}
+    assert _buckets(dns, "dns.question.name") == {"testmyids.com": 1, "www.suricata-ids.org": 1,
+                                                  "updates.example.org": 1}
     assert _search(srv, token, "destination.port:443 AND network.protocol:tls")["hits"]["total"] == 2
-    assert _search(srv, token, "network.bytes:>=5000")["hits"]["total"] == 1  # Zeek's IPv6 conn (6000)
+    # Byte counts are numbers in every source: Zeek 6000, ASA 6512, PAN-OS 5720, FortiGate 102200.
+    big = _search(srv, token, "network.bytes:>=5000", facets=["observer.product"])
+    assert _buckets(big, "observer.product") == {"Zeek": 1, "ASA": 1, "PAN-OS": 1, "FortiGate": 1}
     alerts = _search(srv, token, "event.kind:alert", facets=["rule.name"])
     assert set(_buckets(alerts, "rule.name")) == {
-        "SSH::Password_Guessing", "ET HUNTING GENERIC SUSPICIOUS POST to Dotted Quad with Fake Browser 1"}
+        "SSH::Password_Guessing", "ET HUNTING GENERIC SUSPICIOUS POST to Dotted Quad with Fake Browser 1",
+        "Apache.Log4j.Error.Log.Remote.Code.Execution",  # FortiGate IPS
+        "allow-dmz-web", "allow-web"}  # PAN-OS threats name the security rule they matched
     assert _search(srv, token, 'url.domain:"www.digip.org" AND http.response.status_code:200')["hits"]["total"] == 1
     # The source's own names stay beside the common ones.
     assert _search(srv, token, 'eventName:ConsoleLogin AND event.action:ConsoleLogin')["hits"]["total"] == 2
@@ -141,3 +157,39 @@ def test_mutated_lines_of_every_json_source_are_kept_whole(source, data):
     for key, value in obj.items():  # the source's own fields are all there, as sent
         if not key.startswith("@"):
             assert record["@fields"][key] == value or isinstance(value, dict), key
+
+
+TEXT_SOURCES = ["authlog", "fortigate", "asa", "panos", "cef", "leef"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(TEXT_SOURCES), st.data())
+def test_mutated_lines_of_every_text_source_are_kept_whole(source, data):
+    lines = [line for line in (FIXTURES / f"{source}.txt").read_text().splitlines() if line.strip()]
+    line = data.draw(st.sampled_from(lines))
+    for _ in range(data.draw(st.integers(1, 4))):  # cut, insert or replace a piece anywhere
+        at = data.draw(st.integers(0, len(line)))
+        piece = data.draw(st.sampled_from(["", "=", "|", ",", '"', "\\", ":", "/", " ", "\t", "#011", "%ASA-6-",
+                                           "\x00", "é", "999.1.1.1", "65536", "-1", "LEEF:2.0|", "CEF:0|"]))
+        line = line[:at] + piece + line[at + data.draw(st.integers(0, 8)):]
+    if not line.strip():
+        return
+    record, _understood = parse_line(line, vendor=source, dataset="event", received_ms=1714564801000)
+    assert record["@message"] == line.rstrip("\r\n")
+
+
+def test_long_hostile_lines_cost_linear_time():
+    import time
+
+    lines = [
+        "<166>May  1 11:58:21 fw %ASA-6-113005: AAA user authentication Rejected : reason = " + "a : " * 40_000,
+        "<166>May  1 11:58:21 fw %ASA-4-106023: Deny tcp src " + "a:1.1.1.1/1 " * 20_000,
+        "<166>May  1 11:58:21 fw %ASA-6-106100: access-list x denied tcp " + "in/1.1.1.1(1) " * 20_000,
+        "<14>May  1 11:58:17 pa 1,2024/05/01 11:58:17,1,SYSTEM,auth,0,x,,auth-fail,,0,0,g,m,\"" + "'" * 100_000,
+        "LEEF:2.0|a|b|c|d|^|" + "k=" * 100_000,
+        "date=1 logid=1 devid=x type=utm subtype=ips " + "attack=" * 50_000,
+    ]
+    started = time.perf_counter()
+    for line in lines:
+        parse_line(line, vendor="fuzz", dataset="event", received_ms=1714564801000)
+    assert time.perf_counter() - started < 5.0  # measured: well under a second; backtracking would take hours
