@@ -34,6 +34,7 @@ from typing import Any
 from seclake.errors import ValidationFailed
 from seclake.ingest import (
     asa,
+    auditd,
     authlog,
     cef,
     cloudtrail,
@@ -216,7 +217,8 @@ def _syslog(
                 common.setdefault("process", {})["name"] = program
             ecs.merge(fields, common)
         elif more:
-            _add_common(fields, kind)
+            when = _add_common(fields, kind, header.msg)
+            ts = when if when is not None else ts
     return new_record(
         line,
         fields,
@@ -258,13 +260,23 @@ def _header_sender(fields: dict[str, Any], kind: str) -> str | None:
 _COMMON = {"cef": cef.common_of, "leef": leef.common_of, "panos": panos.common_of}
 
 
-def _add_common(fields: dict[str, Any], kind: str) -> None:
-    """The common (ECS) names of a flat record, by its format (and for key=value, its vendor)."""
+def _add_common(fields: dict[str, Any], kind: str, raw: str = "") -> int | None:
+    """Add the common (ECS) names of a flat record, by its format (and for key=value, its source).
+
+    Returns the event time a source names in a way no field does (auditd's
+    ``msg=audit(<epoch>:<serial>)``), as epoch ms, else None.
+    """
     common_of = _COMMON.get(kind)
-    if common_of is None and kind == "kv" and fortigate.matches(fields):
-        common_of = fortigate.common_of
+    if common_of is None and kind == "kv":
+        if fortigate.matches(fields):
+            common_of = fortigate.common_of
+        elif auditd.matches(fields, raw):
+            common, when = auditd.common_of(fields, raw)
+            ecs.merge(fields, common)
+            return parse_time(when, 0) if when is not None else None
     if common_of is not None:
         ecs.merge(fields, common_of(fields))
+    return None
 
 
 def _cef(
@@ -309,14 +321,17 @@ def _kv(
     if fields is None:
         return None
     ts = time_from_fields(fields, received_ms)
-    _add_common(fields, "kv")
+    # auditd's hostname= is the remote peer, not the sender; its node= is.
+    sender = auditd.sender(fields) if auditd.matches(fields, text) else sender_from_fields(fields)
+    when = _add_common(fields, "kv", text)
+    ts = when if ts is None else ts
     return new_record(
         line,
         fields,  # type: ignore[arg-type]
         vendor=vendor,
         dataset=dataset,
         timestamp=received_ms if ts is None else ts,
-        sender=sender_from_fields(fields),
+        sender=sender,
         customer=customer,
     )
 

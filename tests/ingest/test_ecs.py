@@ -19,7 +19,7 @@ SEARCH = "ds/get_index_zoom_histogram_lv3"
 # vendor -> fixture whose lines it sends; each source in its real format.
 SOURCES = {"linux": "authlog", "windows": "winsecurity", "aws": "cloudtrail", "okta": "okta", "azure": "entra",
            "zeek": "zeek", "suricata": "suricata", "fortigate": "fortigate", "cisco": "asa", "paloalto": "panos",
-           "arcsight": "cef", "qradar": "leef"}
+           "arcsight": "cef", "qradar": "leef", "auditd": "auditd"}
 JSON_SOURCES = ["winsecurity", "zeek", "suricata", "cloudtrail", "okta", "entra"]
 
 
@@ -49,7 +49,7 @@ def test_one_query_on_common_names_answers_for_every_source(start_server):
                        facets=["observer.product", "user.name"])
     products = _buckets(failures, "observer.product")
     assert products == {"CloudTrail": 1, "Okta System Log": 2, "Entra ID": 2, "FortiGate": 1, "ASA": 4,
-                        "PAN-OS": 1}, products
+                        "PAN-OS": 1, "auditd": 2}, products
     users = _buckets(failures, "user.name")
     assert users["JohnDoe"] == 1 and users["admin@example.com"] == 1 and users["jane@contoso.com"] == 1
     assert users["testaccount1@contoso.com"] == 1 and users["administrator"] == 1
@@ -58,10 +58,13 @@ def test_one_query_on_common_names_answers_for_every_source(start_server):
         _search(srv, token, "event.category:authentication AND event.outcome:failure", facets=["@source"]),
         "@source").values())
 
-    # One address, six systems.
+    # One address, seven systems.
     seen = _search(srv, token, 'source.ip:"203.0.113.50"', facets=["@source"])
     assert _buckets(seen, "@source") == {"aws": 2, "okta": 3, "windows": 1, "fortigate": 1, "cisco": 1,
-                                         "paloalto": 2}, _buckets(seen, "@source")
+                                         "paloalto": 2, "auditd": 1}, _buckets(seen, "@source")
+    # What ran: auditd's hex-encoded USER_CMD and its EXECVE arguments, decoded alike.
+    ran = _search(srv, token, 'process.command_line:"cat /etc/shadow"', facets=["@source"])
+    assert _buckets(ran, "@source") == {"auditd": 2}
     # Denied connections, whatever the firewall calls them.
     denied = _search(srv, token, "event.category:network AND event.type:denied", facets=["observer.product"])
     assert _buckets(denied, "observer.product") == {"FortiGate": 1, "ASA": 4, "PAN-OS": 1}
@@ -159,7 +162,7 @@ def test_mutated_lines_of_every_json_source_are_kept_whole(source, data):
             assert record["@fields"][key] == value or isinstance(value, dict), key
 
 
-TEXT_SOURCES = ["authlog", "fortigate", "asa", "panos", "cef", "leef"]
+TEXT_SOURCES = ["authlog", "auditd", "fortigate", "asa", "panos", "cef", "leef"]
 
 
 @settings(max_examples=300, deadline=None)
