@@ -1,7 +1,13 @@
-"""FortiGate traffic logs: RFC 3164 syslog header, key=value body."""
+"""FortiGate traffic logs: RFC 3164 syslog header, key=value body.
+
+The body has the keys FortiOS writes on every forward-traffic line
+(``devname``, ``devid``, ``logid``, ``type``, ``subtype``, ``level``,
+``vd``), so the FortiGate mapping gives it the common names like a real one.
+"""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 
 from seclake.demo.clock import Minute
@@ -16,14 +22,21 @@ def format_line(m: Minute, ts: int, devname: str, srcip: str, srcport: int, dsti
                 duration: int | None = None, sentbyte: int | None = None,
                 rcvdbyte: int | None = None) -> str:
     t = m.time_at(ts)
-    head = (f"<{188 if action == 'deny' else 189}>{m.rfc3164}{t[6:]} {devname} "
-            f'date={m.date} time={t} tz="+0000" devname="{devname}" type="traffic" '
-            f"srcip={srcip} srcport={srcport} dstip={dstip} dstport={dstport} proto={proto} "
+    deny = action == "deny"
+    head = (f"<{188 if deny else 189}>{m.rfc3164}{t[6:]} {devname} "
+            f'date={m.date} time={t} tz="+0000" devname="{devname}" devid="{serial_of(devname)}" '
+            f'logid="0000000013" type="traffic" subtype="forward" level="{"warning" if deny else "notice"}" '
+            f'vd="root" srcip={srcip} srcport={srcport} dstip={dstip} dstport={dstport} proto={proto} '
             f'action="{action}" policyid={policyid} service="{service}"')
     # Denied sessions never carried data, so FortiGate leaves the counters out.
     if sentbyte is None:
         return head
     return f"{head} duration={duration} sentbyte={sentbyte} rcvdbyte={rcvdbyte}"
+
+
+def serial_of(devname: str) -> str:
+    """A stable FortiGate-style serial number for a demo device name."""
+    return f"FG100E{zlib.crc32(devname.encode()) % 10**10:010d}"
 
 
 class Firewall:

@@ -22,6 +22,7 @@ from seclake.demo.firewall import Firewall
 from seclake.demo.flow import Flow
 from seclake.demo.ids import Ids
 from seclake.demo.line import DemoLine
+from seclake.demo.okta import Okta
 from seclake.demo.proxy import Proxy
 from seclake.demo.vocabulary import world
 
@@ -31,8 +32,8 @@ DEFAULT_EVENTS_PER_DAY = 5_000
 
 # Share of background lines per source. Firewalls and flows dominate real
 # pipelines; detections (IDS) are rare.
-_MIX = (("fortigate", 0.28), ("netflow", 0.25), ("bind", 0.15), ("squid", 0.12),
-        ("windows", 0.07), ("edr", 0.06), ("sshd", 0.04), ("suricata", 0.03))
+_MIX = (("fortigate", 0.27), ("netflow", 0.24), ("bind", 0.14), ("squid", 0.12),
+        ("windows", 0.07), ("edr", 0.06), ("okta", 0.04), ("sshd", 0.03), ("suricata", 0.03))
 
 
 def generate(*, days: int, end_ms: int, events_per_day: int = DEFAULT_EVENTS_PER_DAY, seed: int = 7,
@@ -65,7 +66,7 @@ def _stamped(days: int, end_ms: int, events_per_day: int, seed: int,
              flows: bool) -> Iterator[tuple[int, DemoLine]]:
     w = world()
     kinds = {"fortigate": Firewall, "netflow": Flow, "bind": Dns, "squid": Proxy, "windows": Windows,
-             "edr": Edr, "sshd": Sshd, "suricata": Ids}
+             "edr": Edr, "okta": Okta, "sshd": Sshd, "suricata": Ids}
     mix = [(name, share) for name, share in _MIX if flows or name != "netflow"]
     sources = [kinds[name](w) for name, _ in mix]
     # One draw picks source and tenant together: (vendor, dataset, line maker, tenant).

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from seclake.demo import auth, dns, edr, firewall, flow, ids, proxy
+from seclake.demo import auth, dns, edr, firewall, flow, ids, okta, proxy
 from seclake.demo.clock import DAY_MS, Minute
 from seclake.demo.line import DemoLine
 from seclake.demo.vocabulary import Tenant, sha256_of, world
@@ -26,6 +26,10 @@ from seclake.demo.vocabulary import Tenant, sha256_of, world
 BRUTE_FORCE_IP = "203.0.113.7"
 BRUTE_FORCE_USER = "admin"
 BRUTE_FORCE_FAILURES = 57
+# Password spraying against globex's Okta: one guess per account, then one
+# account whose password was on the list.
+SPRAY_IP = "203.0.113.66"
+SPRAY_ACCOUNTS = 24
 # A SYN scan of the globex public address.
 SCANNER_IP = "198.51.100.23"
 SCAN_PORT_COUNT = 300
@@ -58,7 +62,7 @@ NEEDLES = ("mimikatz", "sekurlsa", "EncodedCommand", "certutil", "badcorp", "sql
 # Where in the window each episode starts, as a fraction of the window.
 _AT = {"cryptominer": 0.15, "sql_injection_scan": 0.35, "port_scan": 0.45, "encoded_powershell": 0.62,
        "bad_domain_dns": 0.62, "mimikatz": 0.72, "brute_force": 0.80, "exfiltration": 0.88,
-       "admin_new_address": 0.95}
+       "admin_new_address": 0.95, "password_spray": 0.55}
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,22 @@ def _brute_force(b: _Builder) -> None:
     b.close("brute_force", tn.name, src_ip=BRUTE_FORCE_IP, user=BRUTE_FORCE_USER, host=host,
             failures=BRUTE_FORCE_FAILURES, first_failure_ms=first, last_failure_ms=last_failure,
             success_ms=success)
+
+
+def _password_spray(b: _Builder) -> None:
+    tn = _tenant("globex")
+    accounts = list(dict.fromkeys(tn.owners))[:SPRAY_ACCOUNTS]
+    t0 = b.at("password_spray")
+    t = t0
+    for k, user in enumerate(accounts):
+        t = t0 + k * 9_000 + (k * 613) % 700
+        b.add(t, okta.VENDOR, "event", okta.format_line(t, tn, user, SPRAY_IP, okta.SIGN_ON, False, 2), tn.name)
+    cracked = accounts[SPRAY_ACCOUNTS // 2]
+    success = t + 41_000
+    b.add(success, okta.VENDOR, "event",
+          okta.format_line(success, tn, cracked, SPRAY_IP, okta.SIGN_ON, True, 2), tn.name)
+    b.close("password_spray", tn.name, src_ip=SPRAY_IP, users=tuple(accounts), cracked=cracked,
+            failures=len(accounts), first_ms=t0, success_ms=success)
 
 
 def _port_scan(b: _Builder) -> None:
@@ -296,6 +316,7 @@ def build(*, days: int, end_ms: int, flows: bool = True) -> tuple[Manifest, list
     _bad_domain_dns(b, client)
     _mimikatz(b)
     _brute_force(b)
+    _password_spray(b)
     _exfiltration(b)
     _admin_new_address(b)
     lines = sorted(b.lines, key=lambda p: p[0])

@@ -72,6 +72,8 @@ def _sshd(message: str) -> dict[str, Any] | None:
         groups = m.groupdict()
         if groups.get("invalid"):
             out["event"]["reason"] = "invalid user"
+        if groups.get("method"):  # Elastic's name for it: password, publickey, keyboard-interactive...
+            out["system"] = {"auth": {"ssh": {"method": groups["method"]}}}
         _who(out, groups.get("user"), groups.get("ip"), groups.get("port"))
         return out
     return _pam(message)

@@ -53,14 +53,14 @@ def test_timeline_shape_and_episodes(srv):
     assert hit["sort"] == [hit["_source"]["timestamp"]]
     rules = {b["key"]: b["doc_count"] for b in res["aggregations"]["behaviorRule"]["buckets"]}
     assert res["aggregations"]["behaviorRule"]["doc_count_error_upper_bound"] == 0
-    assert {"ssh-brute-force-source", "credential-dumping", "known-bad-domain"} <= set(rules)
+    assert {"brute-force-source", "credential-dumping", "known-bad-domain"} <= set(rules)
     assert sum(rules.values()) + res["aggregations"]["behaviorRule"]["sum_other_doc_count"] == res["hits"]["total"]
     stamps = [h["_source"]["timestamp"] for h in res["hits"]["hits"]]
     assert stamps == sorted(stamps, reverse=True)
 
 
 def test_queries_on_the_timeline(srv):
-    brute = search(srv, searchStr='behaviorRule:ssh-brute-force-source AND key:"203.0.113.7"')
+    brute = search(srv, searchStr='behaviorRule:brute-force-source AND key:"203.0.113.7"')
     assert brute["hits"]["total"] >= 1
     src = brute["hits"]["hits"][0]["_source"]
     assert src["keyType"] == "ip" and src["history"]["KeyFirstSeen"] in (True, False)
@@ -77,3 +77,26 @@ def test_timeline_errors_name_the_field(srv):
     assert "range_field" in srv.fail(CALL, {"options": {"range_field": "description"}}, srv.token)
     assert "fetchLimit" in srv.fail(CALL, {"options": {"fetchLimit": 5000}}, srv.token)
     assert "position" in srv.fail(CALL, {"options": {"searchStr": "riskScore:[100 TO"}}, srv.token)
+
+
+def test_demo_sign_ins_of_every_source_share_the_common_names(srv):
+    # sshd, Windows and Okta sign-ins arrive in their own formats; one query
+    # on the common names finds the failures of all of them, and the one
+    # brute-force rule fired on the sshd guessing and on the Okta spray alike.
+    events = srv.call("ds/get_index_zoom_histogram_lv3", {"partition": "default", "dataType": "event", "options": {
+        "dateFacetField": "@timestamp", "searchStr": "event.category:authentication", "range_from": srv.now - 2 * 86_400_000, "range_to": srv.now,
+        "fetchLimit": 1, "facets": {"facets": [{"field": "@source", "size": 20}, {"field": "event.outcome"},
+                                               {"field": "user.name", "size": 5}]}}}, srv.token)
+    aggs = events["aggregations"]
+    sources = {b["key"] for b in aggs["@source"]["buckets"]}
+    assert {"sshd", "windows", "okta"} <= sources
+    assert {b["key"] for b in aggs["event.outcome"]["buckets"]} == {"success", "failure"}
+    assert len(aggs["user.name"]["buckets"]) == 5
+    attack = srv.call("ds/get_index_zoom_histogram_lv3", {"partition": "default", "dataType": "event", "options": {
+        "dateFacetField": "@timestamp", "searchStr": 'event.outcome:failure AND source.ip:"203.0.113.0/24"', "fetchLimit": 1,
+        "range_from": srv.now - 2 * 86_400_000, "range_to": srv.now,
+        "facets": {"facets": [{"field": "@source"}]}}}, srv.token)
+    by_source = {b["key"]: b["doc_count"] for b in attack["aggregations"]["@source"]["buckets"]}
+    assert by_source == {"sshd": 57, "okta": 24} and attack["hits"]["total"] == 81
+    brute = search(srv, searchStr="behaviorRule:brute-force-source", facets={"facets": [{"field": "key"}]})
+    assert {b["key"] for b in brute["aggregations"]["key"]["buckets"]} == {"203.0.113.7", "203.0.113.66"}

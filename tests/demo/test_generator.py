@@ -12,7 +12,7 @@ from seclake.demo.clock import DAY_MS
 
 from .conftest import DAYS, END_MS
 
-VENDORS = {"fortigate", "bind", "squid", "sshd", "windows", "suricata", "edr", "netflow"}
+VENDORS = {"fortigate", "bind", "squid", "sshd", "windows", "suricata", "edr", "netflow", "okta"}
 
 
 def _digest(lines: object) -> str:

@@ -67,7 +67,7 @@ def test_fortigate_is_rfc3164_with_a_key_value_body(by_vendor: dict) -> None:
         assert kv["devname"] == m["host"]
         assert kv["date"] + "T" + kv["time"] == _iso(t)[:19]
         assert kv["action"] in {"accept", "deny", "close"}
-        assert 8 <= len(kv) <= 16
+        assert 13 <= len(kv) <= 21 and kv["logid"] == "0000000013" and kv["devid"].startswith("FG")
         for k in ("srcport", "dstport", "proto", "policyid"):
             int(kv[k])
         if kv["action"] == "deny":
@@ -157,6 +157,19 @@ def test_edr_is_flat_json_process_events(by_vendor: dict) -> None:
         assert {"process", "cmdline", "user", "host"} <= set(obj)
         missing += "sha256" not in obj or "parent" not in obj
     assert missing > 0
+
+
+def test_okta_is_the_system_log_event_shape(by_vendor: dict) -> None:
+    kinds = set()
+    for t, d in by_vendor["okta"]:
+        obj = orjson.loads(d.line)
+        # Okta's own keys only: no seclake envelope, the time in `published`.
+        assert not any(k.startswith("@") for k in obj)
+        assert obj["published"] == _iso(t)
+        assert obj["actor"]["type"] == "User" and obj["actor"]["alternateId"].endswith(f"@{d.customer}.example.com")
+        assert obj["outcome"]["result"] in ("SUCCESS", "FAILURE") and obj["client"]["ipAddress"]
+        kinds.add(obj["eventType"])
+    assert {"user.session.start", "user.authentication.sso", "user.authentication.auth_via_mfa"} <= kinds
 
 
 def test_netflow_is_json_flows_in_both_layouts(by_vendor: dict) -> None:

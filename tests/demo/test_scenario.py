@@ -10,11 +10,12 @@ import pytest
 
 from seclake.demo import DemoLine, Manifest, generate, manifest, scenario
 from seclake.demo.clock import DAY_MS
+from seclake.ingest import parse_line
 
 from .conftest import DAYS, END_MS
 
 NAMES = {"brute_force", "port_scan", "exfiltration", "mimikatz", "encoded_powershell", "bad_domain_dns",
-         "admin_new_address", "sql_injection_scan", "cryptominer"}
+         "admin_new_address", "sql_injection_scan", "cryptominer", "password_spray"}
 
 
 def _json_lines(week: list[tuple[int, DemoLine]], vendor: str) -> list[tuple[int, dict]]:
@@ -60,6 +61,21 @@ def test_brute_force_then_success(week: list, week_manifest: Manifest) -> None:
     assert fails[-1] - fails[0] < 5 * 60_000  # within a few minutes
     assert wins == [v["success_ms"]] and wins[0] > fails[-1]
     assert all(v["host"] in d.line for t, d in week if d.vendor == "sshd" and fail.search(d.line))
+
+
+def test_password_spray_against_okta(week: list, week_manifest: Manifest) -> None:
+    # Real Okta System Log events: the parser gives them the same names as sshd's.
+    v = week_manifest.episode("password_spray").values
+    parsed = [parse_line(d.line, vendor=d.vendor, dataset=d.dataset, received_ms=0, customer=d.customer)[0]
+              for _, d in week if d.vendor == "okta" and v["src_ip"] in d.line]
+    f = [r["@fields"] for r in parsed]
+    failed = [x["user"]["name"] for x in f if x["event"]["outcome"] == "failure"]
+    assert failed == [f"{u}@globex.example.com" for u in v["users"]] and len(set(failed)) == v["failures"] >= 20
+    assert all(x["source"]["ip"] == v["src_ip"] and x["event"]["category"] == "authentication" for x in f)
+    won = [r for r in parsed if r["@fields"]["event"]["outcome"] == "success"]
+    assert [r["@timestamp"] for r in won] == [v["success_ms"]]
+    assert won[0]["@fields"]["user"]["name"] == f"{v['cracked']}@globex.example.com"
+    assert all(r["@customer"] == "globex" for r in parsed)
 
 
 def test_port_scan_in_flows_and_firewall_denies(week: list, week_manifest: Manifest) -> None:
