@@ -324,6 +324,42 @@ class SourcesReply(Closed):
     sources: list[SourceRow]
 
 
+class CatalogOptions(Open):
+    searchStr: str | None = Field(None, description="Only records this Lucene query matches.")
+    range_from: int | None = Field(None, description="Epoch milliseconds.")
+    range_to: int | None = Field(None, description="Epoch milliseconds.")
+    range_field: str | None = None
+    sources: int | None = Field(None, description="Most sources counted apart, 1-50; default 20.")
+
+
+class CatalogRequest(Open):
+    dataType: Literal["event", "flow"] | None = None
+    options: CatalogOptions | None = None
+
+
+class CatalogSource(Closed):
+    source: str
+    records: int
+
+
+class CatalogField(Closed):
+    name: str = Field(description="The name a query uses (user.name for @fields.user.name).")
+    path: str = Field(description="The path in the record (_source).")
+    type: Literal["keyword", "text", "ip", "number", "date"]
+    records: int = Field(description="Matching records that hold the field.")
+    sources: dict[str, int] = Field(description="Per source (@source): records that hold the field.")
+    examples: list[str] = Field(description="Up to 3 values seen in the newest records.")
+
+
+class CatalogReply(Open):
+    dataType: Literal["event", "flow"]
+    total: int = Field(description="Matching records.")
+    sources: list[CatalogSource]
+    otherSourcesRecords: int = Field(description="Records of sources beyond those listed.")
+    truncated: bool = Field(description="More fields than the 1000 listed.")
+    fields: list[CatalogField]
+
+
 # -- requests of the other calls ------------------------------------------------------------------
 
 
@@ -430,6 +466,8 @@ CALLS: dict[str, tuple[type[BaseModel], Any, str]] = {
     "ds/eventwatch_bucket_search": (SearchRequest, RuleSearchReply, "Search behavior rules."),
     "ds/eventwatch_bucket_dao": (RuleDaoRequest, dict[str, Any], "List, get, add, update, toggle, delete rules."),
     "ds/eventwatch_rule_test": (RuleTestRequest, dict[str, Any], "What one rule makes of one event; nothing stored."),
+    "ds/field_catalog": (CatalogRequest, CatalogReply,
+                         "The fields records hold, per source: name, type, records holding it, examples."),
     "ds/collector_list": (Empty, SourcesReply, "The syslog listeners of this node and what each sending address sent."),
 }
 

@@ -62,18 +62,29 @@ class FacetCounts:
             spellings[spelling] = spellings.get(spelling, 0) + records
 
 
+# At most this many record paths per split in a field catalog (the most
+# common first): a split of hostile records with endless distinct keys must
+# not make one catalog request walk and ship all of them.
+CATALOG_PATHS = 5000
+
+
 @dataclass
 class LeafResult:
     total: int
     hits: list[LeafHit]
     facets: dict[str, FacetCounts]
     histograms: dict[str, list[int]]
+    # Field catalog (``LeafTask.catalog``): record path -> matching records
+    # holding it (parents of nested paths included), and the typed kind
+    # (number, ip, text) of the paths the split indexes as such.
+    paths: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
 
     def portable(self) -> "LeafResult":
         """The same result as plain data (no tantivy objects), to send to another process."""
         hits = [LeafHit(h.key, h.sort_value, h.docid, None, h.split_id) for h in self.hits]
         facets = {p: FacetCounts(dict(f.counts), {k: dict(v) for k, v in f.odd.items()}) for p, f in self.facets.items()}
-        return LeafResult(self.total, hits, facets, dict(self.histograms))
+        return LeafResult(self.total, hits, facets, dict(self.histograms), dict(self.paths), dict(self.kinds))
 
 
 @dataclass(frozen=True)
@@ -92,6 +103,8 @@ class LeafTask:
     facets: tuple[str, ...] = ()
     # (name, bucket starts, end) of each date histogram
     histograms: tuple[tuple[str, tuple[int, ...], int], ...] = ()
+    # Also count the records holding each path (the field catalog).
+    catalog: bool = False
 
 
 # Compiled queries hold tantivy's automata (``query.cost``): bounded by
@@ -132,7 +145,14 @@ def run_leaf(split: Split, task: LeafTask) -> LeafResult:
     total, hits = leaf.top(sort_field, task.sort_path, task.descending, task.k)
     facets = {path: leaf.facet(path) for path in task.facets} if total else {}
     hist = {name: leaf.histogram(starts, end) for name, starts, end in task.histograms} if total else {}
-    return LeafResult(total, hits, facets, hist)
+    if not (task.catalog and total):
+        return LeafResult(total, hits, facets, hist)
+    paths = leaf.paths()
+    fields = split.fields
+    kinds = {}
+    for kind, typed in (("text", fields.texts), ("ip", fields.ips), ("number", fields.numbers)):
+        kinds.update((p, kind) for p in typed if p in paths)
+    return LeafResult(total, hits, facets, hist, paths, kinds)
 
 
 def fetch_sources(split: Split, docids: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -217,6 +237,11 @@ class Leaf:
             norm, _, spelling = term[len(prefix):].partition(SEP)
             counts.add(norm, spelling, n)
         return counts
+
+    def paths(self) -> dict[str, int]:
+        """Matching records per record path: the existence terms, counted under the query."""
+        return {term: n for term, n in self.searcher.terms_with_prefix("ex", "", filter_query=self.query,
+                                                                       limit=CATALOG_PATHS) if n > 0}
 
     def histogram(self, starts: tuple[int, ...], end: int) -> list[int]:
         if not starts:

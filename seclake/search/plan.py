@@ -40,6 +40,8 @@ class SearchPlan:
     limit: int = 10
     facets: tuple[FacetSpec, ...] = field(default_factory=tuple)
     histograms: tuple[HistogramSpec, ...] = field(default_factory=tuple)
+    # Also count, per record path, the matching records holding it (SearchResult.paths).
+    catalog: bool = False
     # Seconds the in-memory engine may spend before it stops with an error
     # (setting search_timeout_seconds); None: no bound.
     timeout: float | None = None

@@ -69,6 +69,10 @@ class SearchResult:
     splits: int = 0
     # Splits that gave no answer (cluster mode): the result is partial when non-empty.
     failed: list[str] = field(default_factory=list)
+    # With ``SearchPlan.catalog``: record path -> matching records holding it
+    # (exact: each split counts its own), and each path's kinds across splits.
+    paths: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def successful(self) -> int:
@@ -203,6 +207,7 @@ class Root:
             k=k,
             facets=tuple(f.path for f in plan.facets),
             histograms=tuple((h.name, h.starts, h.end) for h in plan.histograms),
+            catalog=plan.catalog,
         )
         by_id = {meta_of(s).split_id: s for s in splits}
         answered, failed = self.leaves.search(splits, task)
@@ -230,5 +235,12 @@ class Root:
                 for i, c in enumerate(r.histograms.get(h.name, ())):
                     sums[i] += c
             histograms[h.name] = list(zip(h.starts, sums))
+        paths: dict[str, int] = {}
+        kinds: dict[str, set[str]] = {}
+        for r in results:
+            for path, n in r.paths.items():
+                paths[path] = paths.get(path, 0) + n
+            for path, kind in r.kinds.items():
+                kinds.setdefault(path, set()).add(kind)
         took = int((time.perf_counter() - started) * 1000)
-        return SearchResult(total, hits, facets, histograms, took, len(splits), failed)
+        return SearchResult(total, hits, facets, histograms, took, len(splits), failed, paths, kinds)

@@ -56,9 +56,11 @@ export function signOut() {
 
 /**
  * Make a call; resolves to `response`, rejects with ApiError.
- * A 401 on a signed-in call ends the session (the page returns to sign-in).
+ * A 401 on a signed-in call ends the session (the page returns to sign-in),
+ * unless it is a `background` call the user did not ask for (suggestions):
+ * the user's next action meets the 401 and says why.
  */
-export async function call(name, kargs = {}, { signal, anonymous = false } = {}) {
+export async function call(name, kargs = {}, { signal, anonymous = false, background = false } = {}) {
   const headers = { 'Content-Type': 'application/json' };
   const s = session();
   if (!anonymous) {
@@ -89,7 +91,7 @@ export async function call(name, kargs = {}, { signal, anonymous = false } = {})
   // the server's http_error_status setting, as the real status.
   const status = Number(response.headers.get('X-Seclake-Status')) || response.status;
   const message = (body && (body.error || body.exception)) || `HTTP ${status}`;
-  if (status === 401 && !anonymous) {
+  if (status === 401 && !anonymous && !background) {
     signOut();
     onSessionEnded(`Your session ended: ${stripCall(message, name)}. Please sign in again.`);
   }

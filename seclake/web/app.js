@@ -12,12 +12,14 @@ import { summariesPage } from './page-summaries.js';
 import { adminPage } from './page-admin.js';
 import { referencePage } from './page-reference.js';
 import { sourcesPage } from './page-sources.js';
+import { fieldsPage } from './page-fields.js';
 
 const app = document.getElementById('app');
 const NAV = [
   { path: '/search', label: 'Search' },
   { path: '/timeline', label: 'Timeline' },
   { path: '/summaries', label: 'Summaries' },
+  { path: '/fields', label: 'Fields' },
   { path: '/sources', label: 'Sources' },
   { path: '/admin', label: 'Admin', admin: true },
   { path: '/reference', label: 'API' },
@@ -37,6 +39,7 @@ function routeOf(pathname) {
     case 'admin': return { key: `admin/${parts[1] || ''}`, mount: adminPage, section: '/admin' };
     case 'reference': return { key: 'reference', mount: referencePage };
     case 'sources': return { key: 'sources', mount: sourcesPage };
+    case 'fields': return { key: 'fields', mount: fieldsPage };
     default: return { key: 'missing' };
   }
 }

@@ -3,16 +3,20 @@
 // highlighted, each row expandable to the full record; events or flows.
 
 import { expandableRow, h, highlighted, recordView } from './dom.js';
+import { fieldsOf } from './page-fields.js';
 import { searchPage } from './searchkit.js';
-import { formatTime } from './time.js';
+import { formatTime, resolveRange } from './time.js';
 
+// The common names (docs/fields.md) first: they mean the same in every source.
 const EVENT_FACETS = [
-  { field: '@sender', title: 'Sender' },
   { field: '@source', title: 'Source' },
+  { field: '@fields.event.category', title: 'Category' },
+  { field: '@fields.event.outcome', title: 'Outcome' },
+  { field: '@fields.user.name', title: 'User' },
+  { field: '@fields.source.ip', title: 'Source IP' },
+  { field: '@sender', title: 'Sender' },
   { field: '@fields.action', title: 'Action' },
-  { field: '@fields.program', title: 'Program' },
   { field: '@customer', title: 'Customer' },
-  { field: '@facility', title: 'Facility' },
 ];
 const FLOW_FACETS = [
   { field: '@sender', title: 'Exporter' },
@@ -107,4 +111,8 @@ export const eventsPage = searchPage({
   },
   toolbar: typeSwitch,
   results: hitsTable,
+  suggest: (state) => {
+    const range = resolveRange(state.from, state.to);
+    return fieldsOf(dataType(state), range.from, range.to);
+  },
 });

@@ -7,6 +7,7 @@
 import { ApiError, call } from './api.js';
 import { clear, h, notice, num, replace, spinner, svg } from './dom.js';
 import { navigate } from './router.js';
+import { attachSuggestions } from './suggest.js';
 import {
   PRESETS, axisLabel, formatTime, fromLocalInput, presetOf, rangeLabel, resolveRange, timeZone, toLocalInput,
 } from './time.js';
@@ -69,7 +70,7 @@ export function facetFilters(filters) {
 
 // -- the query bar --------------------------------------------------------------
 
-export function queryBar({ value, placeholder, onSubmit, extras = [] }) {
+export function queryBar({ value, placeholder, onSubmit, extras = [], suggest = null }) {
   const input = h('input', {
     type: 'text', id: 'query', name: 'q', value, placeholder, autocomplete: 'off', spellcheck: 'false',
     'aria-label': 'Query (Lucene syntax)', 'aria-describedby': 'query-help', class: 'query-input',
@@ -77,7 +78,9 @@ export function queryBar({ value, placeholder, onSubmit, extras = [] }) {
   const errorBox = h('div', { id: 'query-error', class: 'query-error', hidden: true });
   const form = h('form', { class: 'query-bar', role: 'search', onSubmit: (e) => { e.preventDefault(); onSubmit(input.value); } },
     h('div', { class: 'query-field' }, input,
-      h('span', { id: 'query-help', class: 'sr-only' }, 'Press / to focus, Enter to search.')),
+      suggest ? attachSuggestions(input, suggest).list : null,
+      h('span', { id: 'query-help', class: 'sr-only' },
+        suggest ? 'Press / to focus, Enter to search; field names are suggested as you type.' : 'Press / to focus, Enter to search.')),
     ...extras,
     h('button', { type: 'submit', class: 'primary', id: 'search-button' }, 'Search'),
   );
@@ -335,7 +338,8 @@ export function unavailable(title, callName) {
  *   path, title, call, placeholder, defaults {from, size, extra}, facets(state),
  *   histogram (bool), kargs(state, options) -> kargs,
  *   toolbar(state, set) -> nodes, results(response, state, ctx) -> node,
- *   aside(state, ctx) -> node|null (a detail panel), onRendered(ctx)
+ *   aside(state, ctx) -> node|null (a detail panel), onRendered(ctx),
+ *   suggest(state) -> Promise of [{name, type, records}] (field names for the query bar)
  */
 export function searchPage(config) {
   return function mount(root) {
@@ -388,6 +392,7 @@ export function searchPage(config) {
         placeholder: config.placeholder,
         onSubmit: (q) => set({ q, page: 1 }),
         extras: [],
+        suggest: config.suggest ? () => config.suggest(state) : null,
       });
       picker = timePicker({ from: state.from, to: state.to, onChange: (from, to) => set({ from, to, page: 1 }) });
       replace(header,

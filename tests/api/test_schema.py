@@ -85,6 +85,7 @@ def test_what_the_server_answers_fits_the_reply_models(srv):
         ("ds/audit_search", {"options": {**options, "range_field": "createdOn", "facets": {}}}),
         ("ds/eventwatch_bucket_search", {"options": {"searchStr": "brute"}}),
         ("ds/collector_list", {}),
+        ("ds/field_catalog", {"dataType": "event", "options": {"searchStr": "*", "sources": 5}}),
         ("ds/eventwatch_bucket_dao", {"action": "add", "bucket": rule}),
         ("ds/eventwatch_bucket_dao", {"action": "list"}),
         ("ds/eventwatch_bucket_dao", {"action": "delete", "name": "schema-rule"}),

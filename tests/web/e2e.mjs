@@ -521,6 +521,54 @@ await step('an ended session returns to sign-in with a message', async () => {
   await searched();
 });
 
+await step('the query bar suggests field names from the field catalog', async () => {
+  await page.click('nav a[href="/search"]');
+  await searched();
+  await page.fill('#query', '');
+  await page.locator('#query').pressSequentially('user.na');
+  await page.waitForSelector('#query-suggestions:not([hidden]) li[data-field="user.name"]');
+  check(await page.locator('#query').getAttribute('aria-expanded') === 'true', 'combobox not expanded');
+  await shot('29-suggestions');
+  // Arrow down to user.name, Enter writes it: a field chosen, not a search run.
+  const names = await page.locator('#query-suggestions li').evaluateAll((els) => els.map((e) => e.dataset.field));
+  for (let i = 0; i <= names.indexOf('user.name'); i++) await page.press('#query', 'ArrowDown');
+  await page.press('#query', 'Enter');
+  check((await page.inputValue('#query')) === 'user.name:', `query ${await page.inputValue('#query')}`);
+  check(await page.locator('#query-suggestions').isHidden(), 'suggestions still open');
+  await page.locator('#query').pressSequentially('* AND event.outcome:failure');
+  await page.press('#query', 'Escape');
+  await page.press('#query', 'Enter');
+  await page.waitForURL(/q=user\.name/);
+  await searched();
+  check(await hitCount() > 0, 'no failed logins with a user name');
+  const users = await page.locator('.facet[data-field="@fields.user.name"] .facet-key').count();
+  check(users > 0, 'no user facet');
+});
+
+await step('fields: per source, with counts, types and examples', async () => {
+  await page.click('nav a[href="/fields"]');
+  await page.waitForSelector('#fields-table tbody tr');
+  const row = page.locator('#fields-table tbody tr[data-field="user.name"]');
+  const cells = await row.locator('td').allTextContents();
+  check(cells[1] === 'keyword' && Number(cells[2].replace(/,/g, '')) > 0, `user.name row: ${cells}`);
+  for (const source of ['sshd', 'windows', 'okta']) check(cells[4].includes(source), `user.name not from ${source}: ${cells[4]}`);
+  const ip = await page.locator('#fields-table tbody tr[data-field="source.ip"] td').nth(1).textContent();
+  check(ip === 'ip', `source.ip typed ${ip}`);
+  await shot('30-fields');
+  await page.click('#field-sources button[data-source="okta"]');
+  await page.waitForURL(/source=okta/);
+  await page.waitForSelector('#field-sources button[data-source="okta"][aria-pressed="true"]');
+  await page.waitForSelector('#fields-table tbody tr[data-field="eventType"]');
+  check(await page.locator('#fields-table tbody tr[data-field="program"]').count() === 0, 'sshd fields shown for okta');
+  await page.fill('#field-filter', 'outcome');
+  const shown = await page.locator('#fields-table tbody tr').evaluateAll((els) => els.map((e) => e.dataset.field));
+  check(shown.length > 0 && shown.every((f) => f.includes('outcome')), `filtered: ${shown}`);
+  await page.click('#fields-table tbody tr[data-field="event.outcome"] a');
+  await page.waitForURL(/\/search\?q=_exists_/);
+  await searched();
+  check(await hitCount() > 0, 'no records with event.outcome');
+});
+
 await step('sources: the listener and its sender with what it sent', async () => {
   await page.click('nav a[href="/sources"]');
   await page.waitForSelector('#sources-table tbody tr');
@@ -540,7 +588,7 @@ await step('the API reference lists every call from the OpenAPI document', async
   check(calls.length >= 26, `only ${calls.length} calls listed`);
   const login = page.locator('section#auth_login');
   check((await login.textContent()).includes('sessionToken'), 'the login reply is not described');
-  await shot('30-reference');
+  await shot('31-reference');
 });
 
 await step('sign out', async () => {

@@ -12,3 +12,4 @@ from seclake.api.calls import rules  # noqa: F401
 from seclake.api.calls import access  # noqa: F401
 from seclake.api.calls import audit  # noqa: F401
 from seclake.api.calls import sources  # noqa: F401
+from seclake.api.calls import fields  # noqa: F401

@@ -16,7 +16,7 @@ from seclake.record.dataset import DATASETS
 DATA_TYPES = ("event", "flow")
 
 
-def _data_type(kargs: dict[str, Any], options: dict[str, Any]) -> str:
+def data_type_of(kargs: dict[str, Any], options: dict[str, Any]) -> str:
     outer = kargs.get("dataType")
     inner = options.get("dataType")
     for where, value in (("dataType", outer), ("options.dataType", inner)):
@@ -45,7 +45,7 @@ def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     if partition != "default":
         raise ValidationFailed("partition", f"must be 'default', not {partition!r}"[:200])
     options = read_options(kargs)
-    data_type = _data_type(kargs, options)
+    data_type = data_type_of(kargs, options)
     dataset = DATASETS[data_type]
     date_field = options.get("dateFacetField")
     if date_field is None:

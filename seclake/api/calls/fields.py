@@ -1,0 +1,51 @@
+"""``ds/field_catalog``: the fields records of a dataset hold, per source.
+
+seclake's own call (the original service has none): what the web
+interface's field page lists and the search bar suggests from. It takes the
+search options of ``ds/get_index_zoom_histogram_lv3`` (``searchStr``, the
+range), so it counts what the caller can search, data policy included.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from seclake.api.calls.events import data_type_of
+from seclake.api.hitwrapper import say_if_incomplete
+from seclake.api.options import build_plan, read_options
+from seclake.api.registry import CallContext, call
+from seclake.errors import ValidationFailed
+from seclake.record.dataset import DATASETS
+from seclake.search.fieldcatalog import field_catalog
+
+MAX_SOURCES = 50
+
+
+@call("ds/field_catalog", permission="search")
+def catalog(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
+    options = read_options(kargs)
+    dataset = DATASETS[data_type_of(kargs, options)]
+    sources = options.get("sources", 20)
+    if not isinstance(sources, int) or isinstance(sources, bool) or not 1 <= sources <= MAX_SOURCES:
+        raise ValidationFailed("options.sources", f"must be a whole number from 1 to {MAX_SOURCES}")
+    assert ctx.caller is not None
+    restriction = ctx.caller.restriction(dataset, ctx.settings)
+    search_options = {k: v for k, v in options.items() if k in ("searchStr", "range_from", "range_to", "range_field")}
+    plan, _ = build_plan(search_options, dataset, ctx.settings, now_ms=int(time.time() * 1000),
+                         restriction=restriction)
+    found = field_catalog(ctx.services.search.search, plan, dataset, sources=sources)
+    response: dict[str, Any] = {
+        "dataType": dataset.name,
+        "total": found.total,
+        "sources": [{"source": name, "records": n} for name, n in found.sources],
+        "otherSourcesRecords": found.other_sources,
+        "truncated": found.truncated,
+        "fields": [{"name": f.name, "path": f.path, "type": f.kind, "records": f.records,
+                    "sources": f.sources, "examples": f.examples} for f in found.fields],
+    }
+    if found.failed:
+        # Cluster mode only: some splits gave no answer; the counts are partial.
+        response["_shards"] = {"failed": len(found.failed), "failures": [
+            {"index": sid, "reason": "no searcher answered for this split"} for sid in found.failed]}
+    return say_if_incomplete(ctx, response)
