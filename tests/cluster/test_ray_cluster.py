@@ -110,6 +110,19 @@ def test_every_conformance_case_answers_as_embedded_mode(cluster, case):
     assert sorted(cluster["ids"][case.dataset][h.docid] for h in full.hits) == sorted(case.ids)
 
 
+def test_the_field_catalog_counts_as_embedded_mode(cluster):
+    from dataclasses import asdict
+
+    from seclake.record.dataset import DATASETS
+    from seclake.search.fieldcatalog import field_catalog
+
+    for case in {c.dataset: c for c in CASES}.values():
+        plan = plans(case)[0]
+        want = field_catalog(cluster["embedded"].search, plan, DATASETS[case.dataset])
+        got = field_catalog(cluster["root"].search, plan, DATASETS[case.dataset])
+        assert want.fields and asdict(got) == asdict(want), case.dataset
+
+
 def test_each_worker_node_runs_a_pinned_searcher_that_served_splits(cluster):
     infos = searchers()
     by_node = {info["node_id"]: info for info in infos.values()}
