@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from seclake.bench.parsing import STAGE as PARSE_STAGE
+
 # Targets of issue 6, item 8.
 TARGET_RAW_RATIO = 1.25
 TARGET_PEER_RATIO = 1.0
@@ -114,6 +116,24 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
             f"{p['sqlite_load_seconds']:.1f} s, {p['sqlite_bytes'] / 1e6:.0f} MB). Peer load time is not ingest: "
             "they get already-parsed records.")
     add("")
+
+    # -- parsing ----------------------------------------------------------------
+    if r.get("parsing"):
+        add("## Parsing, one core: lines/s per format, and what the common names cost")
+        add("")
+        add(f"`parse_line` on {r['options'].get('parse_lines', 10_000):,} varied lines of each format (best of 3), "
+            "with the common (ECS) names and, side "
+            "by side, with the mapping to them switched off (the source's own fields only). The share is the "
+            "part of the parse the common names take (`seclake/bench/parsing.py`; shapes as in "
+            "`tests/ingest/fixtures`).")
+        add("")
+        add("| format | bytes/line | lines/s | µs/line | own fields only, lines/s | common names' share |")
+        add("|---|---:|---:|---:|---:|---:|")
+        for fmt, p in r["parsing"].items():
+            add(f"| {fmt} | {p['bytes_per_line']:.0f} | {_n(p['lines_per_second'])} | "
+                f"{1e6 / p['lines_per_second']:.1f} | {_n(p['own_fields_lines_per_second'])} | "
+                f"{p['common_names_share']:.0%} |")
+        add("")
 
     # -- queries ----------------------------------------------------------------
     add(f"## Queries at 1x ({one['events']:,} events): warm median / p95 / cold, in ms")
@@ -268,7 +288,7 @@ def _estimate(r: dict) -> float:
     cli = r["options"].get("cli_events") or DEFAULT_EVENTS
     load = r["options"].get("load_seconds") or 0
     at_default = events * 10 == DEFAULT_EVENTS and "10" in r["scales"]
-    total = 0.0
+    total = r["stages"].get(PARSE_STAGE, 0.0)  # the same at any size
     for k, v in r["stages"].items():
         if not k.startswith("1x: "):
             continue

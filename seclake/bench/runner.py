@@ -47,6 +47,7 @@ class BenchOptions:
     peers: bool = True
     keep_data: bool = False
     cluster: bool = False  # also serve the 1x lake in cluster mode (seclake/bench/cluster.py; needs Ray)
+    parse_lines: int = 10_000  # lines per format of the parse-rate stage (0: skip it)
     classes: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in CLASSES))
 
     def run_name(self) -> str:
@@ -123,6 +124,12 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
     }
     agreement = Agreement()
     failures: list[str] = []
+
+    if opts.parse_lines:
+        from seclake.bench.parsing import STAGE, parse_rates
+
+        with log.stage(STAGE):
+            results["parsing"] = parse_rates(opts.parse_lines)
 
     for scale in opts.scales:
         events = opts.events * scale

@@ -107,7 +107,7 @@ def test_every_class_has_a_peer_query_and_a_window():
 def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     out, results = tmp_path / "benchmarks.md", tmp_path / "tiny.json"
     opts = BenchOptions(events=20_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
-                        data_dir=tmp_path / "data", cli_ingest=False)
+                        data_dir=tmp_path / "data", cli_ingest=False, parse_lines=200)
     try:
         r = run(opts, echo=lambda s: None)
     except BenchFailed as e:  # a disagreement is a failure of seclake or of the harness: show it
@@ -128,3 +128,8 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     assert "This run: 20,000 events" in text and "| Q4 |" in text and "all engines agree" in text
     assert "HTTP / raw" in text and "## Load" in text and "memory while serving" in text
     assert json.loads(results.read_text())["name"] == r["name"]
+    # Parse rates of every format, with the common names and without.
+    parsing = r["parsing"]
+    assert {"Zeek conn", "Okta", "Cisco ASA", "FortiGate (kv)", "raw (unparsed)"} <= set(parsing)
+    assert all(p["lines_per_second"] > 0 and p["own_fields_lines_per_second"] > 0 for p in parsing.values())
+    assert "## Parsing, one core" in text and "| Zeek conn |" in text

@@ -36,7 +36,8 @@ def bench_ray_processes() -> list[str]:
 def test_cluster_stage_reports_cluster_mode_beside_embedded_with_agreeing_answers(tmp_path):
     out, results = tmp_path / "benchmarks.md", tmp_path / "tiny.json"
     opts = BenchOptions(events=20_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
-                        data_dir=tmp_path / "data", cli_ingest=False, peers=False, cluster=True)
+                        data_dir=tmp_path / "data", cli_ingest=False, peers=False, cluster=True,
+                        parse_lines=0)
     try:
         r = run(opts, echo=lambda s: None)
     except BenchFailed as e:  # a disagreement is a failure of cluster mode or of the harness: show it

@@ -4,6 +4,7 @@ fault. Golden lines per source: fixtures/<source>.txt (test_golden.py)."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seclake.ingest import parse_line
-from seclake.ingest.ecs import compact, merge, number, port, transport
+from seclake.ingest.ecs import compact, ip, merge, number, port, transport
 from seclake.record.flatten import values_at
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -196,3 +197,18 @@ def test_long_hostile_lines_cost_linear_time():
     for line in lines:
         parse_line(line, vendor="fuzz", dataset="event", received_ms=1714564801000)
     assert time.perf_counter() - started < 5.0  # measured: well under a second; backtracking would take hours
+
+
+_OCTET = st.one_of(st.integers(0, 300).map(str), st.sampled_from(["01", "00", "", "x", "1e2", " 1", "+1", "\u0661"]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.lists(_OCTET, min_size=3, max_size=5).map(".".join), st.ip_addresses().map(str), st.text(max_size=50)))
+def test_ip_fields_hold_exactly_what_ipaddress_calls_an_address(text):
+    # ip() checks dotted quads by hand (speed); it must agree with ipaddress, which the lake's ip fields use.
+    try:
+        ipaddress.ip_address(text)
+        want = text
+    except ValueError:
+        want = None
+    assert ip(text) == want
