@@ -147,6 +147,22 @@ def endpoint(ip_value: Any, port_value: Any = None, **more: Any) -> dict[str, An
     return out or None
 
 
+def add_http(common: dict[str, Any], *, host: Any, target: Any, method: Any, status: Any, version: Any,
+             agent: Any) -> None:
+    """The common names of one HTTP request (IDS logs: Zeek http, Suricata http) into ``common``:
+    web/access, ``url.*`` (``full`` when the target is a path on a known host), ``http.*``,
+    ``user_agent.original``, and the outcome by status (4xx and 5xx fail)."""
+    common["event"].update({"category": "web", "type": "access", "action": "http_request"})
+    host, target, code = text(host), text(target), number(status)
+    common["url"] = {"domain": host, "original": target,
+                     "full": f"http://{host}{target}" if host and target and target.startswith("/") else None}
+    common["http"] = {"request": {"method": text(method)}, "response": {"status_code": code},
+                      "version": text(version)}
+    if code is not None:
+        common["event"]["outcome"] = "failure" if code >= 400 else "success"
+    common["user_agent"] = {"original": text(agent)}
+
+
 def compact(tree: dict[str, Any]) -> dict[str, Any]:
     """``tree`` without its None, empty-text and empty-object leaves (recursively)."""
     out: dict[str, Any] = {}

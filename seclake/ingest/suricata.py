@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.ingest.ecs import compact, dig, endpoint, merge, number, text, transport
+from seclake.ingest.ecs import add_http, compact, dig, endpoint, merge, number, text, transport
 
 
 def matches(fields: dict[str, Any]) -> bool:
@@ -70,16 +70,8 @@ def _dns(dns: dict[str, Any], common: dict[str, Any]) -> None:
 
 
 def _http(http: dict[str, Any], common: dict[str, Any]) -> None:
-    common["event"].update({"category": "web", "type": "access", "action": "http_request"})
-    host, url = text(http.get("hostname")), text(http.get("url"))
-    common["url"] = {"domain": host, "original": url,
-                     "full": f"http://{host}{url}" if host and url and url.startswith("/") else None}
-    status = number(http.get("status"))
-    common["http"] = {"request": {"method": text(http.get("http_method"))}, "response": {"status_code": status},
-                      "version": text(http.get("protocol"))}
-    if status is not None:
-        common["event"]["outcome"] = "failure" if status >= 400 else "success"
-    common["user_agent"] = {"original": text(http.get("http_user_agent"))}
+    add_http(common, host=http.get("hostname"), target=http.get("url"), method=http.get("http_method"),
+             status=http.get("status"), version=http.get("protocol"), agent=http.get("http_user_agent"))
 
 
 def _tls(tls: dict[str, Any], common: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.ingest.ecs import compact, endpoint, merge, number, port, text, transport
+from seclake.ingest.ecs import add_http, compact, endpoint, merge, number, port, text, transport
 from seclake.ingest.timestamp import parse_time
 
 _PROTOCOL_NUMBERS = {"tcp": 6, "udp": 17, "icmp": 1}
@@ -97,17 +97,9 @@ def _dns(fields: dict[str, Any], common: dict[str, Any]) -> None:
 
 
 def _http(fields: dict[str, Any], common: dict[str, Any]) -> None:
-    common["event"].update({"category": "web", "type": "access", "action": "http_request"})
     common["network"]["protocol"] = "http"
-    host, uri = text(fields.get("host")), text(fields.get("uri"))
-    common["url"] = {"domain": host, "original": uri,
-                     "full": f"http://{host}{uri}" if host and uri and uri.startswith("/") else None}
-    status = number(fields.get("status_code"))
-    common["http"] = {"request": {"method": text(fields.get("method"))},
-                      "response": {"status_code": status}, "version": text(fields.get("version"))}
-    if status is not None:
-        common["event"]["outcome"] = "failure" if status >= 400 else "success"
-    common["user_agent"] = {"original": text(fields.get("user_agent"))}
+    add_http(common, host=fields.get("host"), target=fields.get("uri"), method=fields.get("method"),
+             status=fields.get("status_code"), version=fields.get("version"), agent=fields.get("user_agent"))
 
 
 def _ssl(fields: dict[str, Any], common: dict[str, Any]) -> None:
