@@ -83,6 +83,7 @@ def common_of(fields: dict[str, Any], raw: str) -> tuple[dict[str, Any], str | N
                     "name": _decoded(fields.get("comm")) or (exe.rsplit("/", 1)[-1] if exe else None),
                     "command_line": _command_line(fields)},
         "observer": {"vendor": "Linux", "product": "auditd"},
+        "host": {"name": sender(fields)},
     }
     return compact(common), stamp.group(1) if stamp else None
 

@@ -215,6 +215,8 @@ def _syslog(
                 if isinstance(pid, str) and pid.isdigit() and len(pid) < 10:
                     common.setdefault("process", {})["pid"] = int(pid)
                 common.setdefault("process", {})["name"] = program
+                if header.host:  # the host sshd, sudo or su ran on (an ASA's name is the observer's)
+                    common["host"] = {"name": header.host}
             ecs.merge(fields, common)
         elif more:
             when = _add_common(fields, kind, header.msg)

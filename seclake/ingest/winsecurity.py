@@ -54,6 +54,11 @@ def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
     if event_id is None or not any(k in data for k in ("TargetUserName", "SubjectUserName", "NewProcessName")):
         return None
     common: dict[str, Any] = {"event": {"code": str(event_id)}}
+    # The machine that logged the event: Winlogbeat's computer_name, NXLog's Hostname, the event's Computer.
+    computer = (winlog.get("computer_name") if isinstance(winlog, dict) else None) or fields.get("Hostname") \
+        or fields.get("Computer")
+    if _text(computer):
+        common["host"] = {"name": computer}
     known = EVENTS.get(event_id)
     if known is not None:
         category, kind, action, outcome, actor, target = known

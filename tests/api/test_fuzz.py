@@ -45,6 +45,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "auth/login": {"username": "fuzz-target", "password": "not-the-password"},
     "auth/userList": {},
     "ds/collector_list": {},
+    "ds/field_catalog": {"dataType": "event", "options": {"searchStr": "a:1", "range_from": 0, "range_to": 1, "sources": 5}},
     "auth/logout": {},
     "auth/userUnlock": {"username": "fuzz-target"},
     "auth/getUser": {"username": "fuzz-target"},
