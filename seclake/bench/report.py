@@ -318,7 +318,7 @@ logs of a run stay there), `--cluster` (cluster mode beside embedded on the 1x l
 extra, off by default). It exits non-zero when engines disagree or the load test has errors.
 
 **Data.** The seeded demo generator (`seclake.demo`, seed 7, window ending 2026-11-01T00:00Z):
-FortiGate, BIND, Squid, sshd, Windows logons, Suricata CEF, EDR and NetFlow from three tenants;
+FortiGate, BIND, Squid, sshd, Windows logons, Okta sign-ins, Suricata CEF, EDR and NetFlow from three tenants;
 4-20 `@fields` keys per source; Zipf-skewed hosts, users, IPs and ports; counters as strings
 (FortiGate `sentbyte="193"`); fields left out (denied sessions have no byte counters, failed DNS
 queries no `answers`); rare needle episodes at fixed fractions of the window (their count does not
@@ -341,6 +341,11 @@ stored record of both datasets. (b) `seclake import` on a fresh data dir, one co
 type, customer), process start-up included; the command indexes before it exits. Disk bytes per
 event is the allocated size of `<data dir>/lake` after merges settled, over the lines imported.
 Peak memory is the server's `VmHWM`. Retention is off (the data has a fixed date).
+
+**Parsing.** Before anything else, `parse_line` runs on 10,000 varied lines of each format
+(`--parse-lines`; shapes of `tests/ingest/fixtures`), best of 3, once with the common (ECS) names
+and once with the mapping switched off (`seclake.bench.parsing.without_common_names`), side by
+side; the share is what the mapping costs on that format. One core, no I/O.
 
 **Engines**, timed side by side in one run, interleaved class by class and round by round:
 
