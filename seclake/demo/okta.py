@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from datetime import datetime, timezone
 
 import orjson
 
+from seclake.demo.clock import Minute
 from seclake.demo.vocabulary import Tenant, World
 
 VENDOR = "okta"
@@ -60,7 +60,7 @@ def format_line(ts: int, tn: Tenant, user: str, ip: str, kind: tuple[str, str, s
         "eventType": event_type,
         "outcome": {"result": "SUCCESS"} if success else {"result": "FAILURE",
                                                           "reason": reason or "INVALID_CREDENTIALS"},
-        "published": _iso(ts),
+        "published": Minute(ts).iso_at(ts),
         "severity": "INFO" if success else "WARN",
         "legacyEventType": legacy_ok if success else legacy_fail,
         "transaction": {"type": "WEB", "id": _id("tx", ts, user)[:20]},
@@ -71,10 +71,6 @@ def format_line(ts: int, tn: Tenant, user: str, ip: str, kind: tuple[str, str, s
         if app else None,
     }
     return orjson.dumps(event).decode()
-
-
-def _iso(ts: int) -> str:
-    return datetime.fromtimestamp(ts / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts % 1000:03d}Z"
 
 
 def _uuid(ts: int, user: str) -> str:

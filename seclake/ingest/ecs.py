@@ -144,6 +144,19 @@ def endpoint(ip_value: Any, port_value: Any = None, **more: Any) -> dict[str, An
     return out or None
 
 
+def add_counts(common: dict[str, Any], sent: Any, got: Any, packets_out: Any, packets_in: Any) -> None:
+    """What each end sent (IDS flow records: Zeek conn, Suricata flow) as ``source``/``destination``
+    bytes and packets, and both directions together as ``network.bytes``/``packets``."""
+    sent, got, packets_out, packets_in = number(sent), number(got), number(packets_out), number(packets_in)
+    if sent is not None and got is not None:
+        common["network"]["bytes"] = sent + got
+    if packets_out is not None and packets_in is not None:
+        common["network"]["packets"] = packets_out + packets_in
+    for side, nbytes, packets in (("source", sent, packets_out), ("destination", got, packets_in)):
+        if common[side] is not None:
+            common[side].update({k: v for k, v in (("bytes", nbytes), ("packets", packets)) if v is not None})
+
+
 def add_http(common: dict[str, Any], *, host: Any, target: Any, method: Any, status: Any, version: Any,
              agent: Any) -> None:
     """The common names of one HTTP request (IDS logs: Zeek http, Suricata http) into ``common``:

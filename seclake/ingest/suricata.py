@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.ingest.ecs import add_http, compact, dig, endpoint, merge, number, text, transport
+from seclake.ingest.ecs import add_counts, add_http, compact, dig, endpoint, merge, number, text, transport
 
 
 def matches(fields: dict[str, Any]) -> bool:
@@ -50,15 +50,8 @@ def _alert(alert: dict[str, Any], common: dict[str, Any]) -> None:
 
 def _flow(flow: dict[str, Any], common: dict[str, Any]) -> None:
     common["event"].update({"category": "network", "type": "connection", "action": text(flow.get("state"))})
-    up, down = number(flow.get("bytes_toserver")), number(flow.get("bytes_toclient"))
-    pk_up, pk_down = number(flow.get("pkts_toserver")), number(flow.get("pkts_toclient"))
-    if up is not None and down is not None:
-        common["network"]["bytes"] = up + down
-    if pk_up is not None and pk_down is not None:
-        common["network"]["packets"] = pk_up + pk_down
-    for side, nbytes, packets in (("source", up, pk_up), ("destination", down, pk_down)):
-        if common[side] is not None:
-            common[side].update({k: v for k, v in (("bytes", nbytes), ("packets", packets)) if v is not None})
+    add_counts(common, flow.get("bytes_toserver"), flow.get("bytes_toclient"), flow.get("pkts_toserver"),
+               flow.get("pkts_toclient"))
 
 
 def _dns(dns: dict[str, Any], common: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seclake.ingest.ecs import add_http, compact, endpoint, merge, number, port, text, transport
+from seclake.ingest.ecs import add_counts, add_http, compact, endpoint, merge, number, port, text, transport
 from seclake.ingest.timestamp import parse_time
 
 _PROTOCOL_NUMBERS = {"tcp": 6, "udp": 17, "icmp": 1}
@@ -67,17 +67,10 @@ def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
 
 
 def _conn(fields: dict[str, Any], common: dict[str, Any]) -> None:
-    sent, got = number(fields.get("orig_bytes")), number(fields.get("resp_bytes"))
-    packets_out, packets_in = number(fields.get("orig_pkts")), number(fields.get("resp_pkts"))
     common["event"].update({"category": "network", "type": "connection", "action": text(fields.get("conn_state"))})
     common["network"]["protocol"] = text(fields.get("service"))
-    if sent is not None and got is not None:
-        common["network"]["bytes"] = sent + got
-    if packets_out is not None and packets_in is not None:
-        common["network"]["packets"] = packets_out + packets_in
-    for side, nbytes, packets in (("source", sent, packets_out), ("destination", got, packets_in)):
-        if common[side] is not None:
-            common[side].update({k: v for k, v in (("bytes", nbytes), ("packets", packets)) if v is not None})
+    add_counts(common, fields.get("orig_bytes"), fields.get("resp_bytes"), fields.get("orig_pkts"),
+               fields.get("resp_pkts"))
     duration = fields.get("duration")
     if isinstance(duration, (int, float)) and not isinstance(duration, bool) and 0 <= duration < 1e9:
         common["event"]["duration"] = int(duration * 1e9)  # ECS: nanoseconds
