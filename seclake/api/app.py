@@ -18,7 +18,7 @@ from seclake.api.dispatcher import dispatch
 from seclake.api.envelope import JSONResponse, failure
 from seclake.api.elastic import routes as elastic_routes
 from seclake.api.health import routes as health_routes
-from seclake.api.schema import openapi_document
+from seclake.api.openapi import openapi_document
 from seclake.api.slashes import CollapseSlashes
 from seclake.errors import MethodNotAllowed, NotFound, SeclakeError
 from seclake.services import Services
@@ -52,7 +52,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         return document
 
     routes = [
-        # The calls' document (api/schema.py): public, the same for everyone.
+        # The calls' document (api/openapi.py): public, the same for everyone.
         Route("/api/openapi.json", openapi, methods=["GET", "HEAD"]),
         # Every method reaches the dispatcher, so a GET gets a 405 envelope.
         Route("/api/{name:path}", dispatch, methods=ALL_METHODS),

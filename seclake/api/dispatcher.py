@@ -25,6 +25,7 @@ from seclake.api.registry import REGISTRY, Call, CallContext
 from seclake.errors import (
     Forbidden, InsufficientStorage, MethodNotAllowed, NotFound, SeclakeError, ValidationFailed, disk_full,
 )
+from seclake.model import validated
 from seclake.service.caller import Caller
 from seclake.service.logformat import ACCESS, REQUEST
 
@@ -185,8 +186,9 @@ async def _json_call(call: Call, ctx: CallContext, authorize: Callable[[], None]
         if isinstance(body, SeclakeError):
             raise body
         kargs = parse_kargs(body, settings.max_json_depth)
+        args = validated(call.request, kargs, "kargs")
         try:
-            return call.handler(ctx, kargs)
+            return call.handler(ctx, args)
         except ValidationFailed as e:
             # Fields named inside a call are relative to kargs; say so on the wire.
             if e.field.startswith("kargs"):

@@ -1,10 +1,15 @@
 """The call registry: which function answers which call, with which permission.
 
-A JSON call is a plain synchronous function, run in a worker thread:
+A JSON call is a plain synchronous function, run in a worker thread. It
+names its request model (what ``kargs`` must be, ``api/request.py``) and its
+reply model (what ``response`` holds, ``api/reply.py``); the dispatcher
+reads ``kargs`` into the request model before the function sees it, so a
+call gets typed arguments or never runs:
 
-    @call("auth/userList", permission="admin")
-    def user_list(ctx: CallContext, kargs: dict) -> object:
-        return {"users": ctx.services.users.list()}
+    @call("auth/getUser", permission="admin", request=UsernameRequest,
+          reply=dict[str, UserRecord], summary="One user, as {user}.")
+    def get_user(ctx: CallContext, args: UsernameRequest) -> object:
+        return {"user": ctx.services.users.get(args.username)}
 
 A raw route answers a body that is not a JSON envelope (log import). Its
 handler is async and reads ``ctx.request`` itself; blocking work inside it
@@ -24,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
@@ -51,7 +57,7 @@ class CallContext:
         return self.services.settings
 
 
-Handler = Callable[[CallContext, dict[str, Any]], Any]
+Handler = Callable[[CallContext, Any], Any]
 RawHandler = Callable[..., Awaitable[Any]]
 
 
@@ -60,6 +66,10 @@ class Call:
     name: str
     permission: str
     handler: Handler
+    request: type[BaseModel]
+    # A model, or a type pydantic can describe (dict[str, UserRecord]).
+    reply: Any
+    summary: str
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,8 @@ class RawRoute:
     permission: str
     handler: RawHandler
     regex: re.Pattern[str]
+    reply: Any
+    summary: str
 
 
 class Registry:
@@ -75,24 +87,26 @@ class Registry:
         self.calls: dict[str, Call] = {}
         self.raw_routes: list[RawRoute] = []
 
-    def call(self, name: str, permission: str) -> Callable[[Handler], Handler]:
+    def call(
+        self, name: str, permission: str, *, request: type[BaseModel], reply: Any, summary: str
+    ) -> Callable[[Handler], Handler]:
         _check_permission(permission)
 
         def register(handler: Handler) -> Handler:
             if name in self.calls:
                 raise ValueError(f"call {name!r} registered twice")
-            self.calls[name] = Call(name, permission, handler)
+            self.calls[name] = Call(name, permission, handler, request, reply, summary)
             return handler
 
         return register
 
-    def raw_route(self, pattern: str, permission: str) -> Callable[[RawHandler], RawHandler]:
+    def raw_route(self, pattern: str, permission: str, *, reply: Any, summary: str) -> Callable[[RawHandler], RawHandler]:
         _check_permission(permission)
         # "import/{vendor}" -> one path segment per parameter
         regex = re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(pattern)))
 
         def register(handler: RawHandler) -> RawHandler:
-            self.raw_routes.append(RawRoute(pattern, permission, handler, regex))
+            self.raw_routes.append(RawRoute(pattern, permission, handler, regex, reply, summary))
             return handler
 
         return register

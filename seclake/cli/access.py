@@ -15,7 +15,9 @@ import typer
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.cli.user import fail
 from seclake.errors import SeclakeError
-from seclake.service.policies import POLICY_DATASETS, changes
+from seclake.model import validated
+from seclake.service.policies import POLICY_DATASETS, PolicyInput, RoleInput, changes
+from seclake.service.users import user_input
 from seclake.services import Services
 
 policy_app = typer.Typer(help="Manage data policies (per dataset, a Lucene filter of what a user sees).",
@@ -65,7 +67,8 @@ def policy_add(
     filters = {k: v for k, v in given.items() if v is not None}
 
     def work():
-        added = services.policies.add_policy({"name": name, "description": description, "filters": filters})
+        added = services.policies.add_policy(
+            validated(PolicyInput, {"name": name, "description": description, "filters": filters}))
         return added, f"data policy {name!r} added: " + changes(None, added, ("description", "filters"))
 
     _run(services, "policy add", work)
@@ -93,7 +96,7 @@ def _change_user(services: Services, command: str, username: str, field: str, ed
     def work():
         before = services.users.get(username)
         current = list(before[field] or [])
-        after = services.users.update(username, {field: edit(current)})
+        after = services.users.update(user_input({"username": username, field: edit(current)}))
         return after, f"user {username!r}: " + changes(before, after, (field,))
 
     return _run(services, command, work)
@@ -135,8 +138,9 @@ def role_add(
     fields = ("description", "permissions", "APIPolicies", "dataPolicies")
 
     def work():
-        added = services.policies.add_role({"name": name, "description": description, "permissions": permission or [],
-                                            "APIPolicies": api or [], "dataPolicies": policy or []})
+        added = services.policies.add_role(validated(RoleInput, {
+            "name": name, "description": description, "permissions": permission or [],
+            "APIPolicies": api or [], "dataPolicies": policy or []}))
         return added, f"role {name!r} added: " + changes(None, added, fields)
 
     _run(services, "role add", work)

@@ -9,6 +9,8 @@ import typer
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.cli.user import fail
 from seclake.errors import SeclakeError
+from seclake.model import validated
+from seclake.service.tokens import TokenInput
 
 app = typer.Typer(help="Manage API tokens.", no_args_is_help=True)
 
@@ -24,7 +26,8 @@ def create(
     """Create an API token for a user; the token is printed once, now."""
     services = open_services(data_dir, config)
     try:
-        record = services.tokens.create(username, name, expires_in_days)
+        new = validated(TokenInput, {"name": name, "expiresInDays": expires_in_days})
+        record = services.tokens.create(username, new)
     except SeclakeError as e:
         raise fail(e) from None
     typer.echo(f"token id {record['id']} for {username} (shown only now; keep it safe):", err=True)

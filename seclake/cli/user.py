@@ -8,7 +8,7 @@ import typer
 
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.errors import SeclakeError
-from seclake.service.users import check_username
+from seclake.service.users import user_input
 
 app = typer.Typer(help="Manage users.", no_args_is_help=True)
 
@@ -39,10 +39,10 @@ def add(
     """Add a user (role analyst unless --role is given)."""
     services = open_services(data_dir, config)
     try:
-        services.users.add({
+        services.users.add(user_input({
             "username": username, "password": password, "roles": role or ["analyst"], "email": email,
             "firstName": first_name, "lastName": last_name, "organization": organization,
-        })
+        }))
     except SeclakeError as e:
         raise fail(e) from None
     typer.echo(f"added user {username}")
@@ -73,7 +73,7 @@ def unlock(username: str, data_dir: DataDir = None, config: ConfigFile = None) -
     """End a username's lockouts after failed logins, from every address."""
     services = open_services(data_dir, config)
     try:
-        ended = services.login.unlock(check_username(username))
+        ended = services.login.unlock(user_input({"username": username}).username)
     except SeclakeError as e:
         raise fail(e) from None
     typer.echo(f"unlocked {username} ({ended} lockout counter(s) cleared)")

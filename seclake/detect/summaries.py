@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator, Field, model_validator
+from pydantic_core import PydanticCustomError
 from sqlalchemy import JSON, BigInteger, String, func, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -30,7 +32,8 @@ from seclake.db.base import Base
 from seclake.db.database import Database
 from seclake.detect.scorelevel import Bands
 from seclake.detect.summary import STATUSES, fold, id_of, rescore
-from seclake.errors import LimitExceeded, NotFound, ValidationFailed
+from seclake.errors import LimitExceeded, NotFound
+from seclake.model import Closed, Flag, Text, Whole
 from seclake.record.dataset import SUMMARIES
 from seclake.search.memory import search_records
 from seclake.search.plan import SearchPlan
@@ -47,6 +50,29 @@ MAX_SCORE_ADJUST = 1_000_000
 Visible = Callable[[dict[str, Any]], bool]
 # Columns that a range on these record paths can be prefiltered by.
 RANGE_COLUMNS = {"from": "from_ms", "to": "to_ms", "updatedOn": "updated_on"}
+
+
+def _comment(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("blank", "must not be blank")
+    return value
+
+
+class Triage(Closed):
+    """One triage step of a summary (``ds/behavior_incident_update``): any
+    status may follow any other; every change is recorded as a comment."""
+
+    id: Annotated[Text, Field(min_length=1, max_length=MAX_ID, description="The summary's id.")]
+    status: Literal[STATUSES] | None = None  # type: ignore[valid-type]
+    comment: Annotated[Text, Field(max_length=MAX_COMMENT), AfterValidator(_comment)] | None = None
+    incident: Flag | None = None
+    scoreAdjust: Annotated[Whole, Field(ge=-MAX_SCORE_ADJUST, le=MAX_SCORE_ADJUST)] | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Triage:
+        if self.status is None and self.comment is None and self.incident is None and self.scoreAdjust is None:
+            raise PydanticCustomError("nothing", "nothing to change: send status, comment, incident or scoreAdjust")
+        return self
 
 
 class SummaryRow(Base):
@@ -105,42 +131,25 @@ class SummaryStore:
                 row.set_doc(doc)
         return list(groups)
 
-    def get(self, summary_id: Any, *, visible: Visible | None = None) -> dict[str, Any]:
+    def get(self, summary_id: str, *, visible: Visible | None = None) -> dict[str, Any]:
         """``visible``: the caller's data policy; a summary it hides is answered as an unknown id."""
-        sid = _check_id(summary_id)
         with self.db.session() as s:
-            row = s.get(SummaryRow, sid)
+            row = s.get(SummaryRow, summary_id)
             if row is None or (visible is not None and not visible(row.doc)):
-                raise NotFound(f"no behavior summary with id {sid!r}")
+                raise NotFound(f"no behavior summary with id {summary_id!r}")
             return row.doc
 
     def update_incident(
-        self,
-        summary_id: Any,
-        *,
-        status: Any = None,
-        comment: Any = None,
-        incident: Any = None,
-        score_adjust: Any = None,
-        username: str,
-        now_ms: int,
-        visible: Visible | None = None,
+        self, triage: Triage, *, username: str, now_ms: int, visible: Visible | None = None,
     ) -> dict[str, Any]:
         """Triage one summary; every change is recorded as a comment naming who and what.
 
-        Arguments come from the wire and are checked here, each error naming
-        its field. Any status may follow any other. ``visible`` is the
-        caller's data policy: a summary it hides is answered exactly as an
-        unknown id, before anything about the summary is looked at.
+        ``visible`` is the caller's data policy: a summary it hides is
+        answered exactly as an unknown id, before anything about the summary
+        is looked at.
         """
-        sid = _check_id(summary_id)
-        status = _check_status(status)
-        comment = _check_comment(comment)
-        if incident is not None and not isinstance(incident, bool):
-            raise ValidationFailed("incident", f"must be true or false, not {incident!r}"[:200])
-        score_adjust = _check_score_adjust(score_adjust)
-        if status is None and comment is None and incident is None and score_adjust is None:
-            raise ValidationFailed("kargs", "nothing to change: send status, comment, incident or scoreAdjust")
+        sid, status, comment = triage.id, triage.status, triage.comment
+        incident, score_adjust = triage.incident, triage.scoreAdjust
         with self.db.session(write=True) as s:
             row = s.get(SummaryRow, sid, with_for_update=True)
             if row is None or (visible is not None and not visible(row.doc)):
@@ -187,48 +196,6 @@ class SummaryStore:
         with self.db.session() as s:
             records = [(sid, doc) for sid, doc in s.execute(query)]
         return search_records(records, plan, self.dataset)
-
-
-def _check_id(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValidationFailed("id", f"must be a string, not {type(value).__name__}")
-    if not value:
-        raise ValidationFailed("id", "is required: the id of the behavior summary")
-    if len(value) > MAX_ID:
-        raise ValidationFailed("id", f"is {len(value)} characters long; summary ids have at most {MAX_ID}")
-    return value
-
-
-def _check_status(value: Any) -> str | None:
-    if value is None:
-        return None
-    if value not in STATUSES or not isinstance(value, str):
-        raise ValidationFailed("status", f"must be one of {', '.join(STATUSES)}, not {value!r}"[:200])
-    return value
-
-
-def _check_comment(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ValidationFailed("comment", f"must be a string, not {type(value).__name__}")
-    if not value.strip():
-        raise ValidationFailed("comment", "must not be blank")
-    if len(value) > MAX_COMMENT:
-        raise ValidationFailed("comment", f"is {len(value)} characters long; at most {MAX_COMMENT} are kept")
-    return value
-
-
-def _check_score_adjust(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationFailed("scoreAdjust", f"must be an integer, not {value!r}"[:200])
-    if abs(value) > MAX_SCORE_ADJUST:
-        raise ValidationFailed("scoreAdjust", f"must lie within ±{MAX_SCORE_ADJUST}, not {value}")
-    return value
 
 
 def _json(value: bool) -> str:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator, Field, Strict
+from pydantic_core import PydanticCustomError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -23,10 +25,10 @@ from seclake.db.database import Database
 from seclake.db.models import ApiToken, CustomRole, DataPolicy, User
 from seclake.detect.summaries import SUMMARY_FIELDS
 from seclake.errors import Conflict, NotFound, SeclakeError, ValidationFailed
+from seclake.model import Closed, Line, Text, typed
 from seclake.query.limits import QueryLimits
 from seclake.query.parser import parse
 from seclake.record.dataset import AUDIT, BEHAVIORS, EVENTS, FLOWS, Dataset
-from seclake.record.jsontype import json_kind
 from seclake.service.access import POLICY_OPERATOR
 from seclake.service.clock import Clock, iso
 from seclake.service.roles import PERMISSIONS, ROLES
@@ -47,54 +49,73 @@ POLICY_FIELDS = ("name", "description", "filters")
 ROLE_FIELDS = ("name", "description", "permissions", "APIPolicies", "dataPolicies")
 
 
-# -- field checks (also used for users and tokens) ----------------------------
+# -- typed input (also used for users and tokens) ----------------------------
 
 
-def check_name(value: object, where: str, what: str) -> str:
-    if not isinstance(value, str):
-        raise ValidationFailed(where, f"must be the name of a {what} (a string), not {json_kind(value)}")
+def _name(value: str) -> str:
     if not NAME.fullmatch(value):
-        raise ValidationFailed(
-            where, "must be 1-64 characters: letters, digits and . _ -, starting with a letter or digit"
-        )
+        raise PydanticCustomError(
+            "name", "must be 1-64 characters: letters, digits and . _ -, starting with a letter or digit")
     return value
 
 
-def _list(value: object, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise ValidationFailed(where, f"must be an array, not {json_kind(value)}")
-    if len(value) > MAX_ENTRIES:
-        raise ValidationFailed(where, f"must hold at most {MAX_ENTRIES} entries")
+def _pattern(value: str) -> str:
+    if not PATTERN.fullmatch(value):
+        raise PydanticCustomError(
+            "pattern", "must be a call name or glob of 1-200 characters (letters, digits, / _ . - * ?), like ds/* "
+            "or auth/userList, not {value}", {"value": repr(value[:60])})
     return value
 
 
-def check_patterns(value: object, where: str) -> list[str]:
-    """Call-name globs: ``ds/*``, ``auth/userList``, ``import/*``."""
-    if value is None:
-        return []
-    out: list[str] = []
-    for i, entry in enumerate(_list(value, where)):
-        if not isinstance(entry, str) or not PATTERN.fullmatch(entry):
-            raise ValidationFailed(
-                f"{where}[{i}]",
-                "must be a call name or glob of 1-200 characters (letters, digits, / _ . - * ?), like ds/* "
-                f"or auth/userList, not {str(entry)[:60]!r}",
-            )
-        if entry not in out:
-            out.append(entry)
-    return out
+def _once(values: list[str]) -> list[str]:
+    return list(dict.fromkeys(values))
 
 
-def check_policy_names(s: Session, value: object, where: str) -> list[str]:
-    """Names of existing data policies, each once."""
-    if value is None:
+# The name of a data policy or a role.
+Name = Annotated[str, Strict(), AfterValidator(_name)]
+# Call-name globs: ``ds/*``, ``auth/userList``, ``import/*``; each once.
+CallPatterns = Annotated[list[Annotated[str, Strict(), AfterValidator(_pattern)]],
+                         Field(max_length=MAX_ENTRIES), AfterValidator(_once)]
+# Names of data policies (that they exist is checked where they are stored).
+PolicyNames = Annotated[list[Name], Field(max_length=MAX_ENTRIES), AfterValidator(_once)]
+Description = Annotated[Line, Field(max_length=MAX_DESCRIPTION)]
+# What clients send back of a record they were given; accepted and ignored.
+ReadOnly = Field(None, exclude=True)
+
+
+class PolicyInput(Closed):
+    """A data policy as auth/dataPolicyAdd and auth/dataPolicyUpdate take it:
+    ``filters`` maps a dataset to a Lucene filter (replaced whole on update)."""
+
+    name: Name
+    description: Description | None = None
+    filters: dict[str, Text] | None = Field(
+        None, description='Dataset -> Lucene filter, like {"event": "@customer:acme"}.')
+    builtIn: Any = ReadOnly
+    createdOn: Any = ReadOnly
+    updatedOn: Any = ReadOnly
+    usedBy: Any = ReadOnly
+
+
+class RoleInput(Closed):
+    """A custom role as auth/roleAdd and auth/roleUpdate take it."""
+
+    name: Name
+    description: Description | None = None
+    permissions: Annotated[list[Literal[PERMISSIONS]], Field(max_length=MAX_ENTRIES)] | None = None  # type: ignore[valid-type]
+    APIPolicies: CallPatterns | None = None
+    dataPolicies: PolicyNames | None = None
+    builtIn: Any = ReadOnly
+    createdOn: Any = ReadOnly
+    updatedOn: Any = ReadOnly
+    usedBy: Any = ReadOnly
+
+
+def check_policy_names(s: Session, names: list[str] | None, where: str) -> list[str]:
+    """The names, each of an existing data policy (checked in the transaction that stores them)."""
+    if not names:
         return []
-    names: list[str] = []
-    for i, entry in enumerate(_list(value, where)):
-        name = check_name(entry, f"{where}[{i}]", "data policy")
-        if name not in names:
-            names.append(name)
-    known = set(s.scalars(select(DataPolicy.name).where(DataPolicy.name.in_(names)))) if names else set()
+    known = set(s.scalars(select(DataPolicy.name).where(DataPolicy.name.in_(names))))
     for i, name in enumerate(names):
         if name not in known:
             raise ValidationFailed(f"{where}[{i}]", f"no data policy named {name!r} (see auth/dataPolicyList)")
@@ -105,44 +126,26 @@ def known_roles(s: Session) -> list[str]:
     return list(ROLES) + list(s.scalars(select(CustomRole.name).order_by(CustomRole.name)))
 
 
-def check_role_names(s: Session, value: object, where: str) -> list[str]:
+def check_role_names(s: Session, roles: list[str], where: str) -> list[str]:
+    """The roles, each once, each built in or a custom role that exists."""
     known = known_roles(s)
-    if not isinstance(value, list) or not value:
+    if not roles:
         raise ValidationFailed(where, f"must be a non-empty array of roles ({', '.join(known)[:300]})")
-    roles: list[str] = []
-    for i, role in enumerate(_list(value, where)):
-        if not isinstance(role, str) or role not in known:
-            raise ValidationFailed(f"{where}[{i}]", f"unknown role {str(role)[:64]!r}; known roles: {', '.join(known)[:300]}")
-        if role not in roles:
-            roles.append(role)
-    return roles
+    for i, role in enumerate(roles):
+        if role not in known:
+            raise ValidationFailed(f"{where}[{i}]", f"unknown role {role[:64]!r}; known roles: {', '.join(known)[:300]}")
+    return _once(roles)
 
 
-def _text(value: object, where: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ValidationFailed(where, f"must be a string, not {json_kind(value)}")
-    if len(value) > MAX_DESCRIPTION:
-        raise ValidationFailed(where, f"must be at most {MAX_DESCRIPTION} characters long")
-    if CONTROL.search(value):
-        raise ValidationFailed(where, "must not contain control characters")
-    return value
-
-
-def check_filters(value: object, where: str, limits: QueryLimits) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise ValidationFailed(where, f"must be an object of dataset -> filter, not {json_kind(value)}")
+def check_filters(value: dict[str, str], where: str, limits: QueryLimits) -> dict[str, str]:
+    """Each filter parsed against the dataset it names (a bad one is refused with its position)."""
     if not value:
         raise ValidationFailed(where, f"must name at least one dataset ({', '.join(POLICY_DATASETS)})")
-    out: dict[str, str] = {}
     for dataset_name, text in value.items():
-        path = f"{where}.{str(dataset_name)[:40]}"
+        path = f"{where}.{dataset_name[:40]}"
         dataset = POLICY_DATASETS.get(dataset_name)
         if dataset is None:
             raise ValidationFailed(path, f"is not a dataset; use {', '.join(POLICY_DATASETS)}")
-        if not isinstance(text, str):
-            raise ValidationFailed(path, f"must be a Lucene filter (a string), not {json_kind(text)}")
         if not text.strip():
             raise ValidationFailed(path, "must not be blank; write * for every record of the dataset")
         if len(text) > MAX_FILTER:
@@ -151,17 +154,7 @@ def check_filters(value: object, where: str, limits: QueryLimits) -> dict[str, s
             parse(text, dataset, default_operator=POLICY_OPERATOR, limits=limits)
         except SeclakeError as e:
             raise ValidationFailed(path, e.message) from None
-        out[dataset_name] = text
-    return out
-
-
-def _fields(data: object, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise ValidationFailed(where, f"must be an object, not {json_kind(data)}")
-    for key in data:
-        if key not in allowed and key not in ("builtIn", "createdOn", "updatedOn", "usedBy"):
-            raise ValidationFailed(f"{where}.{str(key)[:60]}", f"unknown field; use {', '.join(allowed)}")
-    return data
+    return dict(value)
 
 
 # -- wire records ---------------------------------------------------------------
@@ -235,43 +228,39 @@ class Policies:
         with self.db.session() as s:
             return [policy_record(p) for p in s.scalars(select(DataPolicy).order_by(DataPolicy.name))]
 
-    def get_policy(self, name: object) -> dict[str, Any]:
-        name = check_name(name, "name", "data policy")
+    def get_policy(self, name: str) -> dict[str, Any]:
         with self.db.session() as s:
             return policy_record(_policy(s, name))
 
-    def add_policy(self, data: object, where: str = "policy") -> dict[str, Any]:
-        fields = _fields(data, where, POLICY_FIELDS)
-        name = check_name(fields.get("name"), f"{where}.name", "data policy")
-        description = _text(fields.get("description"), f"{where}.description")
-        if "filters" not in fields:
+    def add_policy(self, policy: PolicyInput | Mapping[str, Any], where: str = "policy") -> dict[str, Any]:
+        policy = typed(PolicyInput, policy, where)
+        if policy.filters is None:
             raise ValidationFailed(f"{where}.filters", "is required: dataset -> Lucene filter, like {\"event\": \"@customer:acme\"}")
-        filters = check_filters(fields["filters"], f"{where}.filters", self.limits)
+        filters = check_filters(policy.filters, f"{where}.filters", self.limits)
         now = self.clock()
         with self.db.session(write=True) as s:
-            if s.scalar(select(DataPolicy.id).where(DataPolicy.name == name)) is not None:
-                raise Conflict(f"a data policy named {name!r} exists already")
-            policy = DataPolicy(name=name, description=description, filters=filters, created_on=now, updated_on=now)
-            s.add(policy)
+            if s.scalar(select(DataPolicy.id).where(DataPolicy.name == policy.name)) is not None:
+                raise Conflict(f"a data policy named {policy.name!r} exists already")
+            row = DataPolicy(name=policy.name, description=policy.description or "", filters=filters,
+                             created_on=now, updated_on=now)
+            s.add(row)
             s.flush()
-            return policy_record(policy)
+            return policy_record(row)
 
-    def update_policy(self, data: object, where: str = "policy") -> tuple[dict[str, Any], dict[str, Any]]:
+    def update_policy(self, policy: PolicyInput | Mapping[str, Any], where: str = "policy") -> tuple[dict[str, Any], dict[str, Any]]:
         """Change description and/or filters (filters are replaced whole); (before, after)."""
-        fields = _fields(data, where, POLICY_FIELDS)
-        name = check_name(fields.get("name"), f"{where}.name", "data policy")
+        policy = typed(PolicyInput, policy, where)
         values: dict[str, Any] = {}
-        if "description" in fields:
-            values["description"] = _text(fields["description"], f"{where}.description")
-        if "filters" in fields:
-            values["filters"] = check_filters(fields["filters"], f"{where}.filters", self.limits)
+        if "description" in policy.model_fields_set:
+            values["description"] = policy.description or ""
+        if policy.filters is not None:
+            values["filters"] = check_filters(policy.filters, f"{where}.filters", self.limits)
         if not values:
             raise ValidationFailed(where, "nothing to change: send description or filters")
         with self.db.session(write=True) as s:
-            return self._changed(_policy(s, name, for_update=True), values, policy_record)
+            return self._changed(_policy(s, policy.name, for_update=True), values, policy_record)
 
-    def delete_policy(self, name: object) -> dict[str, Any]:
-        name = check_name(name, "name", "data policy")
+    def delete_policy(self, name: str) -> dict[str, Any]:
         with self.db.session(write=True) as s:
             policy = _policy(s, name, for_update=True)
             users = [u.username for u in s.scalars(select(User).order_by(User.username)) if name in (u.data_policies or [])]
@@ -306,70 +295,62 @@ class Policies:
             custom = [role_record(r) for r in s.scalars(select(CustomRole).order_by(CustomRole.name))]
         return [builtin_role_record(name) for name in ROLES] + custom
 
-    def get_role(self, name: object) -> dict[str, Any]:
-        name = check_name(name, "name", "role")
+    def get_role(self, name: str) -> dict[str, Any]:
         if name in ROLES:
             return builtin_role_record(name)
         with self.db.session() as s:
             return role_record(_role(s, name))
 
-    def add_role(self, data: object, where: str = "role") -> dict[str, Any]:
-        fields = _fields(data, where, ROLE_FIELDS)
-        name = check_name(fields.get("name"), f"{where}.name", "role")
-        if name in ROLES:
-            raise Conflict(f"{name!r} is a built-in role")
+    def add_role(self, role: RoleInput | Mapping[str, Any], where: str = "role") -> dict[str, Any]:
+        role = typed(RoleInput, role, where)
+        if role.name in ROLES:
+            raise Conflict(f"{role.name!r} is a built-in role")
         now = self.clock()
         with self.db.session(write=True) as s:
-            values = self._role_values(s, fields, where, new=True)
-            if s.scalar(select(CustomRole.id).where(CustomRole.name == name)) is not None:
-                raise Conflict(f"a role named {name!r} exists already")
-            role = CustomRole(name=name, created_on=now, updated_on=now, **values)
-            s.add(role)
+            values = self._role_values(s, role, where, new=True)
+            if s.scalar(select(CustomRole.id).where(CustomRole.name == role.name)) is not None:
+                raise Conflict(f"a role named {role.name!r} exists already")
+            row = CustomRole(name=role.name, created_on=now, updated_on=now, **values)
+            s.add(row)
             s.flush()
-            return role_record(role)
+            return role_record(row)
 
-    def update_role(self, data: object, where: str = "role") -> tuple[dict[str, Any], dict[str, Any]]:
-        fields = _fields(data, where, ROLE_FIELDS)
-        name = check_name(fields.get("name"), f"{where}.name", "role")
-        if name in ROLES:
-            raise Conflict(f"{name!r} is a built-in role and cannot be changed")
+    def update_role(self, role: RoleInput | Mapping[str, Any], where: str = "role") -> tuple[dict[str, Any], dict[str, Any]]:
+        role = typed(RoleInput, role, where)
+        if role.name in ROLES:
+            raise Conflict(f"{role.name!r} is a built-in role and cannot be changed")
         with self.db.session(write=True) as s:
-            values = self._role_values(s, fields, where, new=False)
+            values = self._role_values(s, role, where, new=False)
             if not values:
                 raise ValidationFailed(where, "nothing to change: send description, permissions, APIPolicies or dataPolicies")
-            return self._changed(_role(s, name, for_update=True), values, role_record)
+            return self._changed(_role(s, role.name, for_update=True), values, role_record)
 
-    def delete_role(self, name: object) -> dict[str, Any]:
-        name = check_name(name, "name", "role")
+    def delete_role(self, name: str) -> dict[str, Any]:
         if name in ROLES:
             raise Conflict(f"{name!r} is a built-in role and cannot be deleted")
         with self.db.session(write=True) as s:
-            role = _role(s, name, for_update=True)
+            row = _role(s, name, for_update=True)
             users = [u.username for u in s.scalars(select(User).order_by(User.username)) if name in (u.roles or [])]
             if users:
                 raise Conflict(f"role {name!r} is held by users {', '.join(users)}"[:400] + "; take it away first")
-            record = role_record(role)
-            s.delete(role)
+            record = role_record(row)
+            s.delete(row)
             return record
 
-    def _role_values(self, s: Session, fields: Mapping[str, Any], where: str, *, new: bool) -> dict[str, Any]:
+    def _role_values(self, s: Session, role: RoleInput, where: str, *, new: bool) -> dict[str, Any]:
+        """The columns to write: every field sent (all of them for a new role)."""
+        sent = role.model_fields_set
         values: dict[str, Any] = {}
-        if "description" in fields or new:
-            values["description"] = _text(fields.get("description"), f"{where}.description")
-        if "permissions" in fields or new:
-            raw = fields.get("permissions")
-            if raw is None and new:
+        if "description" in sent or new:
+            values["description"] = role.description or ""
+        if "permissions" in sent or new:
+            if role.permissions is None:
                 raise ValidationFailed(f"{where}.permissions", f"is required: some of {', '.join(PERMISSIONS)}")
-            perms: set[str] = {"public"}
-            for i, p in enumerate(_list(raw, f"{where}.permissions")):
-                if p not in PERMISSIONS:
-                    raise ValidationFailed(f"{where}.permissions[{i}]", f"unknown permission {str(p)[:40]!r}; use {', '.join(PERMISSIONS)}")
-                perms.add(p)
-            values["permissions"] = [p for p in PERMISSIONS if p in perms]
-        if "APIPolicies" in fields or new:
-            values["api_policies"] = check_patterns(fields.get("APIPolicies"), f"{where}.APIPolicies")
-        if "dataPolicies" in fields or new:
-            values["data_policies"] = check_policy_names(s, fields.get("dataPolicies"), f"{where}.dataPolicies")
+            values["permissions"] = [p for p in PERMISSIONS if p in {"public", *role.permissions}]
+        if "APIPolicies" in sent or new:
+            values["api_policies"] = role.APIPolicies or []
+        if "dataPolicies" in sent or new:
+            values["data_policies"] = check_policy_names(s, role.dataPolicies, f"{where}.dataPolicies")
         return values
 
 

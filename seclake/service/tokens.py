@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BeforeValidator, Field
+from pydantic_core import PydanticCustomError
 from sqlalchemy import select
 
 from seclake.db.database import Database
@@ -13,8 +16,9 @@ from seclake.errors import Conflict, NotFound, Unauthorized, ValidationFailed
 from seclake.service.caller import Caller
 from seclake.service.clock import Clock, iso
 from seclake.service.secret import API_PREFIX, new_token, same_hash, token_hash
-from seclake.service.policies import check_patterns, check_policy_names, check_role_names
-from seclake.service.users import check_username
+from seclake.model import Line, Number, Open, Text, typed
+from seclake.service.policies import CallPatterns, PolicyNames, check_policy_names, check_role_names
+from seclake.service.users import Username
 
 MAX_NAME = 100
 MAX_DESCRIPTION = 500
@@ -22,6 +26,32 @@ MAX_DAYS = 3650
 # Last use is recorded with this resolution, so a busy token does not cost
 # a write on every call.
 LAST_USE_RESOLUTION = timedelta(seconds=60)
+
+
+def _reference(value: Any) -> int | str:
+    """A token's id (a number, or its digits as the clients send it) or its name."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 19:
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int | str) or value == "":
+        raise PydanticCustomError("token", "must be the id of a token (see action list) or its name")
+    return value[:200] if isinstance(value, str) else value
+
+
+# How a request names a token: its id, or (the clients' form) its name.
+TokenReference = Annotated[int | str, BeforeValidator(_reference)]
+
+
+class TokenInput(Open):
+    """A new API token: ``data_policies`` and ``APIPolicies`` narrow it below
+    its user's rights (seclake.service.access), ``roles`` to some of its user's."""
+
+    username: Username | None = Field(None, description="Whose token; the caller's own when not given.")
+    name: Annotated[Line, Field(max_length=MAX_NAME)] = ""
+    description: Annotated[Text, Field(max_length=MAX_DESCRIPTION)] = ""
+    expiresInDays: Annotated[Number, Field(gt=0, le=MAX_DAYS)] | None = Field(None, description="Never, when not given.")
+    roles: Annotated[list[Text], Field(max_length=100)] | None = None
+    dataPolicies: PolicyNames | None = None
+    APIPolicies: CallPatterns | None = None
 
 
 def token_record(token: ApiToken, username: str, now: datetime) -> dict[str, Any]:
@@ -59,76 +89,54 @@ class Tokens:
         self.db = db
         self.clock = clock
 
-    def create(
-        self, username: object, name: object = "", expires_in_days: object = None,
-        data_policies: object = None, api_policies: object = None,
-        description: object = "", roles: object = None,
-    ) -> dict[str, Any]:
-        """Issue a token; the returned ``token`` is the only time it is shown.
+    def create(self, username: str, new: TokenInput | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Issue a token of ``username``; the returned ``token`` is the only time it is shown.
 
-        ``data_policies`` and ``api_policies`` narrow the token below its
-        user's rights (seclake.service.access): data policies must be among
-        the user's own (or the user's roles') when the user has any; API
-        patterns are matched on top of the user's, so they cannot widen.
+        Data policies must be among the user's own (or the user's roles')
+        when the user has any; API patterns are matched on top of the
+        user's, so they cannot widen.
         """
-        user_name = check_username(username, "username")
-        if not isinstance(name, str) or len(name) > MAX_NAME:
-            raise ValidationFailed("name", f"must be a string of at most {MAX_NAME} characters")
-        if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
-            raise ValidationFailed("description", f"must be a string of at most {MAX_DESCRIPTION} characters")
+        new = typed(TokenInput, new or {})
         now = self.clock()
-        expires = None
-        if expires_in_days is not None:
-            if (
-                isinstance(expires_in_days, bool)
-                or not isinstance(expires_in_days, int | float)
-                or not 0 < expires_in_days <= MAX_DAYS
-            ):
-                raise ValidationFailed("expiresInDays", f"must be a number of days above 0 and at most {MAX_DAYS}")
-            expires = now + timedelta(days=expires_in_days)
+        expires = None if new.expiresInDays is None else now + timedelta(days=new.expiresInDays)
         secret = new_token(API_PREFIX)
         with self.db.session(write=True) as s:
-            user = s.scalar(select(User).where(User.username == user_name))
+            user = s.scalar(select(User).where(User.username == username))
             if user is None:
-                raise NotFound(f"no user named {user_name!r}")
-            policies = _narrowing_policies(s, user, data_policies)
-            patterns = check_patterns(api_policies, "APIPolicies") if api_policies is not None else None
-            narrowed = _narrowing_roles(s, user, roles)
+                raise NotFound(f"no user named {username!r}")
+            policies = _narrowing_policies(s, user, new.dataPolicies)
+            narrowed = _narrowing_roles(s, user, new.roles)
             token = ApiToken(
                 token_hash=token_hash(secret),
                 prefix=secret[:10],
-                name=name,
+                name=new.name,
                 user_id=user.id,
                 created_on=now,
                 expires_on=expires,
                 data_policies=policies or None,
-                api_policies=patterns or None,
-                description=description,
+                api_policies=new.APIPolicies or None,
+                description=new.description,
                 roles=narrowed,
             )
             s.add(token)
             s.flush()
             return {"token": secret, **token_record(token, user.username, now)}
 
-    def list(self, username: object = None) -> list[dict[str, Any]]:
+    def list(self, username: str | None = None) -> list[dict[str, Any]]:
         now = self.clock()
         query = select(ApiToken, User.username).join(User).order_by(ApiToken.id)
         if username is not None:
-            query = query.where(User.username == check_username(username, "username"))
+            query = query.where(User.username == username)
         with self.db.session() as s:
             return [token_record(t, name, now) for t, name in s.execute(query)]
 
-    def revoke(self, token_id: object, where: str = "id", by_name: bool = False) -> dict[str, Any]:
-        """Revoke a token by its id (an integer, or its digits as the clients
-        send it) or, with ``by_name`` (the clients' other form), by its name
-        when one active token has it."""
+    def revoke(self, token_id: int | str, where: str = "id", by_name: bool = False) -> dict[str, Any]:
+        """Revoke a token by its id or, with ``by_name`` (the clients' other
+        form), by its name when one active token has it."""
         if isinstance(token_id, str) and token_id.isascii() and token_id.isdigit() and len(token_id) < 19:
-            token_id = int(token_id)
-        if isinstance(token_id, bool) or not isinstance(token_id, int | str) or token_id == "" or (
-            isinstance(token_id, str) and not by_name
-        ):
-            raise ValidationFailed(where, "must be the id of a token (see action list)"
-                                   + (" or its name" if by_name else ""))
+            token_id = int(token_id)  # the id as records show it
+        if isinstance(token_id, str) and not by_name:
+            raise ValidationFailed(where, "must be the id of a token (see action list)")
         now = self.clock()
         with self.db.session(write=True) as s:
             if isinstance(token_id, int):
@@ -188,7 +196,7 @@ class Tokens:
 
 
 
-def _narrowing_roles(s, user: User, value: object) -> list[str] | None:
+def _narrowing_roles(s, user: User, value: list[str] | None) -> list[str] | None:
     """The roles a new token of ``user`` acts with: some of the user's own,
     or any role for an admin (who could give a user any role anyway)."""
     if value is None:
@@ -206,7 +214,7 @@ def _narrowing_roles(s, user: User, value: object) -> list[str] | None:
     return roles
 
 
-def _narrowing_policies(s, user: User, value: object) -> list[str] | None:
+def _narrowing_policies(s, user: User, value: list[str] | None) -> list[str] | None:
     """The data policies a new token of ``user`` is restricted to, checked to narrow."""
     if value is None:
         return None

@@ -5,41 +5,121 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 from zoneinfo import available_timezones
 
 import orjson
+from pydantic import AfterValidator, BeforeValidator, Field, Strict, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from seclake.db.database import Database
 from seclake.db.models import LoginFailure, User, UserSession
-from seclake.errors import Conflict, NotFound, ValidationFailed
+from seclake.errors import Conflict, NotFound
 from seclake.service.clock import Clock, iso
 from seclake.service.password import PasswordHasher, check_password, generate_password
-from seclake.service.policies import check_patterns, check_policy_names, check_role_names
-from seclake.service.roles import ROLES, rights_of
+from seclake.model import Closed, Flag, Line, Open, Text, typed, validated
+from seclake.service.policies import CallPatterns, PolicyNames, ReadOnly, check_policy_names, check_role_names
+from seclake.service.roles import rights_of
 from seclake.settings import Settings
-from seclake.record.jsontype import json_kind as _kind
 
 USERNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-MAX_TEXT = {"email": 254, "firstName": 100, "lastName": 100, "organization": 200, "oauthProvider": 100}
-MAX_POLICIES = 100
 MAX_JSON_BYTES = 16 * 1024
 DEFAULT_PREFERENCE = {"timezone": {"value": "UTC", "policy": "Server"}}
-# Fields of a user record that are computed; a client that sends back a record
-# it received may carry them, and they are ignored rather than refused.
-READ_ONLY = {"rights", "lastLogin", "passwordDate", "fullName", "name", "timezone", "createdOn", "passwordSet"}
-EDITABLE = {
-    "password", "email", "firstName", "lastName", "organization", "roles", "restricted",
-    "disabled", "dataPolicies", "APIPolicies", "preference", "profile", "oauthProvider", "oauthFlag",
-}
 # A user added without a password (the clients' user model has none: such
 # users sign in through an identity provider) keeps this hash, which no
 # password verifies, until one is set.
 NO_PASSWORD = ""
+
+
+def _username(value: str) -> str:
+    if not USERNAME.fullmatch(value):
+        raise PydanticCustomError(
+            "username", "must be 1-128 characters: letters, digits and . _ @ + -, starting with a letter or digit")
+    return value
+
+
+def _small(value: Any) -> Any:
+    """Free-form JSON a user carries (preference, profile) stays small."""
+    if len(orjson.dumps(value)) > MAX_JSON_BYTES:
+        raise PydanticCustomError("size", "must be at most {limit} bytes as JSON", {"limit": MAX_JSON_BYTES})
+    return value
+
+
+def _zone(value: str) -> str:
+    if value not in _zones():
+        raise PydanticCustomError("zone", "unknown time zone {zone}", {"zone": repr(value[:60])})
+    return value
+
+
+Username = Annotated[str, Strict(), AfterValidator(_username)]
+
+
+class TimezonePreference(Open):
+    value: Annotated[str, Strict(), AfterValidator(_zone)] = "UTC"
+    policy: Annotated[Line, Field(min_length=1, max_length=32, description="Server, GMT...")] = "Server"
+
+
+class Preference(Open):
+    timezone: TimezonePreference = Field(default_factory=TimezonePreference)
+
+
+class UserInput(Closed):
+    """A user as auth/userAdd and auth/userUpdate take it (spec 2.3, the
+    clients' model: ``oauthProvider``, ``oauthFlag``, no password needed).
+
+    On update only the fields sent change (``model_fields_set``); the
+    computed fields of a record sent back (``rights``, ``lastLogin``...) are
+    accepted and ignored. That roles and policies exist is checked in the
+    transaction that stores them; the password's length and strength by the
+    server's settings (``check_password``).
+    """
+
+    username: Username
+    password: Text = Field("", description="Without one, the user cannot sign in with a password.")
+    email: Annotated[Line, Field(max_length=254)] = ""
+    firstName: Annotated[Line, Field(max_length=100)] = ""
+    lastName: Annotated[Line, Field(max_length=100)] = ""
+    organization: Annotated[Line, Field(max_length=200)] = ""
+    roles: Annotated[list[Text], Field(max_length=100)] | None = Field(
+        None, description="Built-in (admin, analyst, triage, ingest, viewer) or custom; analyst when none is given.")
+    restricted: Flag = False
+    disabled: Flag = False
+    dataPolicies: PolicyNames | None = None
+    APIPolicies: CallPatterns | None = None
+    preference: Annotated[Preference, BeforeValidator(_small)] = Field(default_factory=Preference)
+    profile: Annotated[dict[str, Any], BeforeValidator(_small)] | None = None
+    oauthProvider: Annotated[Line, Field(max_length=100)] = ""
+    oauthFlag: Flag = False
+    rights: Any = ReadOnly
+    lastLogin: Any = ReadOnly
+    passwordDate: Any = ReadOnly
+    passwordSet: Any = ReadOnly
+    fullName: Any = ReadOnly
+    name: Any = ReadOnly
+    timezone: Any = ReadOnly
+    createdOn: Any = ReadOnly
+    note: Any = ReadOnly
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str, info: ValidationInfo) -> str:
+        # The clients' AddUser copies the user name into email.
+        if value and not EMAIL.fullmatch(value) and value != info.data.get("username"):
+            raise PydanticCustomError("email", "must be an e-mail address like name@example.com")
+        return value
+
+    def changes(self) -> dict[str, Any]:
+        """The editable fields sent, by wire name."""
+        sent = self.model_fields_set - {"username"}
+        return {k: getattr(self, k) for k in sent if not type(self).model_fields[k].exclude}
+
+
+def user_input(data: Mapping[str, Any], where: str = "user") -> UserInput:
+    """A user from fields (the CLI's and the server's own), checked as if sent."""
+    return validated(UserInput, dict(data), where)
 
 
 def user_record(user: User) -> dict[str, Any]:
@@ -88,10 +168,9 @@ class Users:
         with self.db.session() as s:
             return [user_record(u) for u in s.scalars(select(User).order_by(User.username))]
 
-    def get(self, username: object, where: str = "username") -> dict[str, Any]:
-        name = check_username(username, where)
+    def get(self, username: str) -> dict[str, Any]:
         with self.db.session() as s:
-            return user_record(_find(s, name))
+            return user_record(_find(s, username))
 
     def count(self) -> int:
         with self.db.session() as s:
@@ -99,20 +178,16 @@ class Users:
 
     # -- changing ------------------------------------------------------------
 
-    def add(self, data: object, where: str = "user") -> dict[str, Any]:
-        """Create a user from a user object (wire field names)."""
-        fields = _check_object(data, where)
-        unknown = set(fields) - EDITABLE - READ_ONLY - {"username"}
-        if unknown:
-            raise ValidationFailed(f"{where}.{sorted(unknown)[0]}", "unknown field")
-        username = check_username(fields.get("username"), f"{where}.username")
-        if fields.get("roles", 0) is None:  # the clients send null for "none given"
-            fields = {k: v for k, v in fields.items() if k != "roles"}
-        values = self._check_changes(fields, where, username)
+    def add(self, new: UserInput | Mapping[str, Any], where: str = "user") -> dict[str, Any]:
+        """Create a user (without a password: it cannot sign in with one until one is set)."""
+        new = typed(UserInput, new, where)
+        values = self._values(new, where)
+        if values.get("roles", 0) is None:  # the clients send null for "none given"
+            del values["roles"]
         values.setdefault("roles", ["analyst"])
         now = self.clock()
         user = User(
-            username=username,
+            username=new.username,
             email="",
             first_name="",
             last_name="",
@@ -133,19 +208,16 @@ class Users:
         with self.db.session(write=True) as s:
             _check_names(s, values, where)
             _apply(user, values, self.hasher, now)
-            if s.scalar(select(User.id).where(User.username == username)) is not None:
-                raise Conflict(f"{where}.username: user {username!r} already exists")
+            if s.scalar(select(User.id).where(User.username == new.username)) is not None:
+                raise Conflict(f"{where}.username: user {new.username!r} already exists")
             s.add(user)
         return user_record(user)
 
-    def update(self, username: object, changes: object, where: str = "user") -> dict[str, Any]:
-        """Change some fields of a user; refuses to leave no enabled admin."""
-        name = check_username(username, f"{where}.username")
-        fields = _check_object(changes, where)
-        unknown = set(fields) - EDITABLE - READ_ONLY - {"username"}
-        if unknown:
-            raise ValidationFailed(f"{where}.{sorted(unknown)[0]}", "unknown field")
-        values = self._check_changes(fields, where, name)
+    def update(self, changed: UserInput | Mapping[str, Any], where: str = "user") -> dict[str, Any]:
+        """Change the fields sent of a user; refuses to leave no enabled admin."""
+        changed = typed(UserInput, changed, where)
+        name = changed.username
+        values = self._values(changed, where)
         with self.db.session(write=True) as s:
             user = _find(s, name)
             _check_names(s, values, where)
@@ -167,88 +239,46 @@ class Users:
                 s.execute(delete(LoginFailure).where(LoginFailure.username == name))
             return user_record(user)
 
-    def set_password(self, username: object, password: object) -> dict[str, Any]:
-        return self.update(username, {"password": password})
+    def set_password(self, username: str, password: str) -> dict[str, Any]:
+        return self.update(user_input({"username": username, "password": password}))
 
-    def set_disabled(self, username: object, disabled: bool) -> dict[str, Any]:
-        return self.update(username, {"disabled": disabled})
+    def set_disabled(self, username: str, disabled: bool) -> dict[str, Any]:
+        return self.update(user_input({"username": username, "disabled": disabled}))
 
-    def delete(self, username: object, where: str = "username") -> None:
-        name = check_username(username, where)
+    def delete(self, username: str) -> None:
         with self.db.session(write=True) as s:
-            user = _find(s, name)
+            user = _find(s, username)
             s.delete(user)
             s.flush()
-            _keep_an_admin(s, f"cannot delete {name!r}")
+            _keep_an_admin(s, f"cannot delete {username!r}")
 
     def ensure_admin(self, password: str | None) -> str | None:
         """On an empty database create ``admin``; return its password if generated."""
         if self.count():
             return None
         generated = None if password else generate_password()
-        self.add(
-            {
-                "username": "admin",
-                "password": password or generated,
-                "roles": ["admin"],
-                "firstName": "Administrator",
-            },
-            where="admin",
-        )
+        self.add(user_input({
+            "username": "admin",
+            "password": password or generated,
+            "roles": ["admin"],
+            "firstName": "Administrator",
+        }, where="admin"), where="admin")
         return generated
 
     # -- validation ----------------------------------------------------------
 
-    def _check_changes(self, fields: Mapping[str, Any], where: str, username: str) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in fields.items():
-            path = f"{where}.{key}"
-            if key in READ_ONLY or key == "username":
-                continue
-            if key == "password":
-                context = (username, str(fields.get("email") or ""), str(fields.get("firstName") or ""), "seclake")
-                out[key] = check_password(
-                    value, self.settings.password_min_length, path,
-                    min_strength=self.settings.password_min_strength, context=context,
-                )
-            elif key in MAX_TEXT:
-                out[key] = _check_text(value, MAX_TEXT[key], path)
-                # The clients' AddUser copies the user name into email.
-                if key == "email" and out[key] and not EMAIL.fullmatch(out[key]) and out[key] != fields.get("username"):
-                    raise ValidationFailed(path, "must be an e-mail address like name@example.com")
-            elif key == "roles":
-                # Names are checked against the roles table in the write
-                # transaction (_check_names); the shape is checked here.
-                if not isinstance(value, list) or not value:
-                    raise ValidationFailed(path, f"must be a non-empty array of roles ({', '.join(ROLES)}, or a custom role)")
-                out[key] = value
-            elif key in ("restricted", "disabled", "oauthFlag"):
-                if not isinstance(value, bool):
-                    raise ValidationFailed(path, "must be true or false")
-                out[key] = value
-            elif key == "APIPolicies":
-                out[key] = None if value is None else check_patterns(value, path)
-            elif key == "dataPolicies":
-                out[key] = _check_policies(value, path)  # names: _check_names
-            elif key == "preference":
-                out[key] = _check_preference(value, path)
-            elif key == "profile":
-                if value is not None:
-                    _check_object(value, path)
-                    _check_size(value, path)
-                out[key] = value
-        return out
-
-
-def check_username(value: object, where: str = "username") -> str:
-    if not isinstance(value, str):
-        raise ValidationFailed(where, "must be a string")
-    if not USERNAME.fullmatch(value):
-        raise ValidationFailed(
-            where,
-            "must be 1-128 characters: letters, digits and . _ @ + -, starting with a letter or digit",
-        )
-    return value
+    def _values(self, user: UserInput, where: str) -> dict[str, Any]:
+        """The fields sent, by wire name; the password checked against the server's policy."""
+        values = user.changes()
+        if "password" in values:
+            context = (user.username, user.email, user.firstName, "seclake")
+            values["password"] = check_password(
+                values["password"], self.settings.password_min_length, f"{where}.password",
+                min_strength=self.settings.password_min_strength, context=context,
+            )
+        if "preference" in values:
+            values["preference"] = user.preference.model_dump()
+        return values
 
 
 def _find(s: Session, username: str) -> User:
@@ -280,22 +310,6 @@ def _apply(user: User, values: Mapping[str, Any], hasher: PasswordHasher, now) -
             setattr(user, columns[key], value)
 
 
-def _check_object(value: object, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValidationFailed(where, f"must be an object, not {_kind(value)}")
-    return value
-
-
-def _check_text(value: object, max_length: int, where: str) -> str:
-    if not isinstance(value, str):
-        raise ValidationFailed(where, f"must be a string, not {_kind(value)}")
-    if len(value) > max_length:
-        raise ValidationFailed(where, f"must be at most {max_length} characters long")
-    if CONTROL.search(value):
-        raise ValidationFailed(where, "must not contain control characters")
-    return value
-
-
 def _check_names(s: Session, values: dict[str, Any], where: str) -> None:
     """Roles and data policies must name roles and policies that exist, checked
     in the transaction that stores them (a policy deleted meanwhile is refused)."""
@@ -303,40 +317,6 @@ def _check_names(s: Session, values: dict[str, Any], where: str) -> None:
         values["roles"] = check_role_names(s, values["roles"], f"{where}.roles")
     if values.get("dataPolicies") is not None:
         values["dataPolicies"] = check_policy_names(s, values["dataPolicies"], f"{where}.dataPolicies")
-
-
-def _check_policies(value: object, where: str) -> list[Any] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise ValidationFailed(where, f"must be null or an array, not {_kind(value)}")
-    if len(value) > MAX_POLICIES:
-        raise ValidationFailed(where, f"must hold at most {MAX_POLICIES} entries")
-    _check_size(value, where)
-    return value
-
-
-def _check_preference(value: object, where: str) -> dict[str, Any]:
-    pref = _check_object(value, where)
-    _check_size(pref, where)
-    tz = pref.get("timezone", DEFAULT_PREFERENCE["timezone"])
-    _check_object(tz, f"{where}.timezone")
-    zone = tz.get("value", "UTC")
-    if not isinstance(zone, str) or zone not in _zones():
-        raise ValidationFailed(f"{where}.timezone.value", f"unknown time zone {zone!r}")
-    policy = tz.get("policy", "Server")
-    if not isinstance(policy, str) or not 0 < len(policy) <= 32:
-        raise ValidationFailed(f"{where}.timezone.policy", "must be a string such as Server or GMT")
-    return {**pref, "timezone": {**tz, "value": zone, "policy": policy}}
-
-
-def _check_size(value: object, where: str) -> None:
-    try:
-        size = len(orjson.dumps(value))
-    except TypeError as e:  # pragma: no cover - wire input is always JSON
-        raise ValidationFailed(where, f"not JSON: {e}") from e
-    if size > MAX_JSON_BYTES:
-        raise ValidationFailed(where, f"must be at most {MAX_JSON_BYTES} bytes as JSON")
 
 
 _ZONES: set[str] = set()

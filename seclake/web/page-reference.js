@@ -1,6 +1,6 @@
 // The API reference: every call with what it takes and what it answers,
 // drawn from the server's own /api/openapi.json (made from the pydantic
-// models in seclake/api/schema.py), so it cannot drift from the service.
+// models in seclake/api/request.py and reply.py), so it cannot drift from the service.
 
 import { h, notice, replace } from './dom.js';
 

@@ -14,7 +14,7 @@ from tests.conftest import status_of
 
 @pytest.fixture
 def echo_route():
-    @raw_route("test/echo/{word}", permission="ingest")
+    @raw_route("test/echo/{word}", permission="ingest", reply=dict, summary="Echo, for a test.")
     async def echo(ctx: CallContext, word: str) -> dict:
         size = 0
         async for chunk in ctx.request.stream():

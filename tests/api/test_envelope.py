@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from seclake.api.registry import REGISTRY, call
+from seclake.api.request import Empty
 
 JSON = {"Content-Type": "application/json"}
 
@@ -137,7 +138,7 @@ def test_epoch_milliseconds_survive_exactly(server, admin_token, new_name) -> No
 
 @pytest.fixture
 def boom_call():
-    @call("test/boom", permission="public")
+    @call("test/boom", permission="public", request=Empty, reply=dict, summary="Fails, for a test.")
     def boom(ctx, kargs):
         raise ZeroDivisionError("secret internal detail")
 

@@ -87,7 +87,7 @@ def test_a_token_restriction_is_anded_and_survives_user_changes(services):
     for name in ("a", "b"):
         services.policies.add_policy({"name": name, "filters": {"event": f"@customer:{name}"}})
     services.users.add({"username": "tim", "password": "long-enough-1", "roles": ["analyst"], "dataPolicies": ["a", "b"]})
-    secret = services.tokens.create("tim", "t", data_policies=["a"])["token"]
+    secret = services.tokens.create("tim", {"name": "t", "dataPolicies": ["a"]})["token"]
 
     def sees() -> set[str]:
         match = compile_matcher(services.auth.caller(secret).restriction(EVENTS), EVENTS)
@@ -95,9 +95,9 @@ def test_a_token_restriction_is_anded_and_survives_user_changes(services):
 
     assert sees() == {"a"}
     # The user loses policy a: the token does not fall back to b, nor to everything.
-    services.users.update("tim", {"dataPolicies": ["b"]})
+    services.users.update({"username": "tim", "dataPolicies": ["b"]})
     assert sees() == set()
-    services.users.update("tim", {"dataPolicies": None})
+    services.users.update({"username": "tim", "dataPolicies": None})
     assert sees() == {"a"}
 
 

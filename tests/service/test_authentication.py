@@ -43,7 +43,7 @@ def test_disabling_on_another_node_ends_the_next_call(services, other_node, ana)
 def test_policy_change_on_another_node_narrows_the_next_call(services, other_node, ana) -> None:
     assert not services.auth.caller(ana).rights.restricted
     other_node.policies.add_policy({"name": "acme", "filters": {"event": "@customer:acme"}})
-    other_node.users.update("ana", {"dataPolicies": ["acme"]})
+    other_node.users.update({"username": "ana", "dataPolicies": ["acme"]})
     assert services.auth.caller(ana).rights.restricted
     other_node.policies.update_policy({"name": "acme", "filters": {"event": "@customer:beta"}})
     layer = services.auth.caller(ana).rights.data_layers[0]
@@ -51,7 +51,7 @@ def test_policy_change_on_another_node_narrows_the_next_call(services, other_nod
 
 
 def test_revoked_token_and_logout_end_the_next_call(services, other_node) -> None:
-    created = services.tokens.create("admin", "ci")
+    created = services.tokens.create("admin", {"name": "ci"})
     assert services.auth.caller(created["token"]).token_kind == "api"
     other_node.tokens.revoke(created["id"])
     with pytest.raises(Unauthorized, match="revoked"):
@@ -70,7 +70,7 @@ def test_calling_moves_no_generation_but_changes_do(services, clock, ana) -> Non
         clock.advance(minutes=2)  # past the last-seen resolution: each call writes last_seen
         services.auth.caller(ana)
     assert generation.current(services.db) == before
-    services.users.update("ana", {"email": "ana@example.org"})
+    services.users.update({"username": "ana", "email": "ana@example.org"})
     assert generation.current(services.db) == before + 1
 
 

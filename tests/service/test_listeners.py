@@ -86,7 +86,7 @@ def test_logger_over_udp_and_tcp_reaches_search_with_customer_source_and_sender(
     assert by_tag["octets"]["@fields"]["srcip"] == "198.51.100.7" and by_tag["octets"]["@customer"] == "globex"
     # The sources call: one row per sending address and listener.
     listed = srv.call("ds/collector_list", {}, srv.token)
-    from seclake.api.schema import SourcesReply
+    from seclake.api.reply import SourcesReply
 
     SourcesReply.model_validate(listed)  # the documented shape
     rows = {(r["listener"], r["address"]): r for r in listed["sources"]}

@@ -13,7 +13,7 @@ from seclake.errors import Unauthorized
 
 
 def test_tokens_are_random_256_bit_and_stored_only_as_hashes(services) -> None:
-    secret = services.tokens.create("admin", "ci")["token"]
+    secret = services.tokens.create("admin", {"name": "ci"})["token"]
     session = services.login.login("admin", "admin-test-password")["sessionToken"]
     for token, prefix in ((secret, "slk_"), (session, "sls_")):
         assert token.startswith(prefix)
@@ -27,7 +27,7 @@ def test_tokens_are_random_256_bit_and_stored_only_as_hashes(services) -> None:
 
 
 def test_token_expiry_revocation_and_last_use(services, clock) -> None:
-    created = services.tokens.create("admin", "short", 1)
+    created = services.tokens.create("admin", {"name": "short", "expiresInDays": 1})
     assert created["expiresOn"] == "2026-11-22T10:00:00.123000Z"
     clock.advance(hours=1)
     assert services.auth.caller(created["token"]).token_kind == "api"
@@ -38,7 +38,7 @@ def test_token_expiry_revocation_and_last_use(services, clock) -> None:
         services.auth.caller(created["token"])
     assert services.tokens.list()[0]["state"] == "expired"
 
-    other = services.tokens.create("admin", "revoked")
+    other = services.tokens.create("admin", {"name": "revoked"})
     services.tokens.revoke(other["id"])
     with pytest.raises(Unauthorized, match="revoked"):
         services.auth.caller(other["token"])

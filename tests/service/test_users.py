@@ -75,7 +75,7 @@ def test_the_last_enabled_admin_is_kept(services) -> None:
     with pytest.raises(Conflict):
         services.users.set_disabled("admin", True)
     with pytest.raises(Conflict):
-        services.users.update("admin", {"roles": ["analyst", "ingest"]})
+        services.users.update({"username": "admin", "roles": ["analyst", "ingest"]})
     # A disabled admin does not count as the other admin.
     services.users.add({"username": "other", "password": "long-enough-1", "roles": ["admin"], "disabled": True})
     with pytest.raises(Conflict):

@@ -20,8 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 from seclake.api.hitwrapper import wrap
-from seclake.api.options import build_plan, read_options, visible_bounds
+from seclake.api.options import build_plan, visible_bounds
 from seclake.api.registry import CallContext, call
+from seclake.api.reply import HitWrapper
+from seclake.api.request import SearchOptions, SearchRequest
 from seclake.record.dataset import AUDIT
 from seclake.search.memory import search_records
 from seclake.search.plan import SearchPlan
@@ -31,10 +33,11 @@ from seclake.search.root import SearchResult
 MAX_ENTRIES = 200_000
 
 
-@call("ds/audit_search", permission="admin")
-def audit_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
+@call("ds/audit_search", permission="admin", request=SearchRequest, reply=HitWrapper,
+      summary="Search the audit log.")
+def audit_search(ctx: CallContext, args: SearchRequest) -> dict[str, Any]:
     audit = ctx.services.audit
-    options = read_options(kargs)
+    options = args.options or SearchOptions()
     assert ctx.caller is not None
     restriction = ctx.caller.restriction(AUDIT, ctx.settings)
 

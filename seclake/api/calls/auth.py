@@ -6,22 +6,27 @@ from typing import Any
 
 from seclake.api.authentication import token_from
 from seclake.api.registry import CallContext, call
+from seclake.api.reply import SessionRecord, TokenList, TokenRecord, UserRecord
+from seclake.api.request import Empty, LoginRequest, TokenRequest, UsernameRequest, UserRequest
 from seclake.errors import ValidationFailed
+from seclake.model import validated
 from seclake.service.policies import changes
 from seclake.service.secret import SESSION_PREFIX
-from seclake.service.users import check_username
+from seclake.service.tokens import TokenInput
 
 # The fields of a user record that decide what its caller may do.
 ACCESS_FIELDS = ("roles", "dataPolicies", "APIPolicies", "disabled")
 
 
-@call("auth/login", permission="public")
-def login(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    return ctx.services.login.login(kargs.get("username"), kargs.get("password"), ctx.client)
+@call("auth/login", permission="public", request=LoginRequest, reply=SessionRecord,
+      summary="Sign in; the session token goes in Servicetoken.")
+def login(ctx: CallContext, args: LoginRequest) -> Any:
+    return ctx.services.login.login(args.username, args.password, ctx.client)
 
 
-@call("auth/logout", permission="public")
-def logout(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+@call("auth/logout", permission="public", request=Empty, reply=dict[str, bool],
+      summary="End the session of the token sent.")
+def logout(ctx: CallContext, args: Empty) -> Any:
     """End the session whose token the request carries (the web sign-out).
 
     Answered alike whether or not the token was a live session: logging out
@@ -34,29 +39,32 @@ def logout(ctx: CallContext, kargs: dict[str, Any]) -> Any:
     return {"loggedOut": True}
 
 
-@call("auth/userUnlock", permission="admin")
-def user_unlock(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+@call("auth/userUnlock", permission="admin", request=UsernameRequest, reply=dict[str, Any],
+      summary="End a username's login lockouts.")
+def user_unlock(ctx: CallContext, args: UsernameRequest) -> Any:
     """End the lockouts of a username after failed logins (from any address)."""
-    username = check_username(kargs.get("username"))
-    ended = ctx.services.login.unlock(username)
-    ctx.audit_detail = f"user {username!r} unlocked ({ended} lockout counter(s) cleared)"
-    return {"username": username, "cleared": ended}
+    ended = ctx.services.login.unlock(args.username)
+    ctx.audit_detail = f"user {args.username!r} unlocked ({ended} lockout counter(s) cleared)"
+    return {"username": args.username, "cleared": ended}
 
 
-@call("auth/userList", permission="admin")
-def user_list(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+@call("auth/userList", permission="admin", request=Empty, reply=dict[str, list[UserRecord]],
+      summary="Every user, as {users}.")
+def user_list(ctx: CallContext, args: Empty) -> Any:
     return {"users": ctx.services.users.list()}
 
 
-@call("auth/getUser", permission="admin")
-def get_user(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+@call("auth/getUser", permission="admin", request=UsernameRequest, reply=dict[str, UserRecord],
+      summary="One user, as {user}.")
+def get_user(ctx: CallContext, args: UsernameRequest) -> Any:
     # The clients read response.user.
-    return {"user": ctx.services.users.get(kargs.get("username"))}
+    return {"user": ctx.services.users.get(args.username)}
 
 
-@call("auth/userAdd", permission="admin")
-def user_add(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    added = ctx.services.users.add(_required(kargs, "user"), where="user")
+@call("auth/userAdd", permission="admin", request=UserRequest, reply=UserRecord,
+      summary="Add a user; without a password it cannot sign in with one.")
+def user_add(ctx: CallContext, args: UserRequest) -> Any:
+    added = ctx.services.users.add(args.user, where="user")
     ctx.audit_detail = f"user {added['username']!r} added: " + changes(None, added, ACCESS_FIELDS)
     if not added["passwordSet"]:
         added = {**added, "note": (
@@ -66,74 +74,62 @@ def user_add(ctx: CallContext, kargs: dict[str, Any]) -> Any:
     return added
 
 
-@call("auth/userUpdate", permission="admin")
-def user_update(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    """Change some fields of ``user`` (named by ``user.username``)."""
-    user = _required(kargs, "user")
-    if not isinstance(user, dict):
-        raise ValidationFailed("user", "must be an object")
+@call("auth/userUpdate", permission="admin", request=UserRequest, reply=UserRecord,
+      summary="Change some fields of user.username.")
+def user_update(ctx: CallContext, args: UserRequest) -> Any:
+    """Change the fields sent of ``user`` (named by ``user.username``)."""
     users = ctx.services.users
-    before = users.get(user.get("username"), where="user.username")
-    after = users.update(user.get("username"), user, where="user")
+    before = users.get(args.user.username)
+    after = users.update(args.user, where="user")
     # Access changes are named in the audit entry; other fields by name only.
+    sent = args.user.changes()
     what = [changes(before, after, ACCESS_FIELDS)] if any(before[f] != after[f] for f in ACCESS_FIELDS) else []
-    what += [f for f in sorted(user) if f not in ACCESS_FIELDS and f != "username" and f in after and before[f] != after[f]]
-    what += ["password"] if "password" in user else []
+    what += [f for f in sorted(sent) if f not in ACCESS_FIELDS and f in after and before[f] != after[f]]
+    what += ["password"] if "password" in sent else []
     ctx.audit_detail = f"user {after['username']!r}: " + ("; ".join(what) or "no change")
     return after
 
 
-@call("auth/userDelete", permission="admin")
-def user_delete(ctx: CallContext, kargs: dict[str, Any]) -> Any:
-    ctx.services.users.delete(kargs.get("username"))
-    ctx.audit_detail = f"user {kargs['username']!r} deleted"
-    return {"deleted": kargs["username"]}
+@call("auth/userDelete", permission="admin", request=UsernameRequest, reply=dict[str, str],
+      summary="Delete a user.")
+def user_delete(ctx: CallContext, args: UsernameRequest) -> Any:
+    ctx.services.users.delete(args.username)
+    ctx.audit_detail = f"user {args.username!r} deleted"
+    return {"deleted": args.username}
 
 
-@call("auth/api_token", permission="admin")
-def api_token(ctx: CallContext, kargs: dict[str, Any]) -> Any:
+@call("auth/api_token", permission="admin", request=TokenRequest, reply=TokenRecord | TokenList,
+      summary="API tokens: add (shown once), list, delete.")
+def api_token(ctx: CallContext, args: TokenRequest) -> Any:
     """``action`` add (token shown once), list (never shows tokens) or delete."""
     tokens = ctx.services.tokens
-    action = kargs.get("action")
     # The clients send {action, args: {entry: {name, description, roles}}} to
     # add, {action, args: {id: <name or id>}} or args.entry.name to delete;
     # seclake's own form puts the same fields at the top of kargs.
-    args = kargs.get("args") or {}
-    if not isinstance(args, dict):
-        raise ValidationFailed("args", "must be an object")
-    entry = args.get("entry") or {}
-    if not isinstance(entry, dict):
-        raise ValidationFailed("args.entry", "must be an object")
-    if action == "add":
-        fields = {**entry, **{k: v for k, v in kargs.items() if k not in ("action", "args")}}
-        username = fields.get("username", ctx.caller.username if ctx.caller else None)
-        created = tokens.create(
-            username, fields.get("name", ""), fields.get("expiresInDays"),
-            data_policies=fields.get("dataPolicies"), api_policies=fields.get("APIPolicies"),
-            description=fields.get("description", ""), roles=fields.get("roles"),
-        )
+    clients = args.args
+    entry = clients.entry if clients is not None else None
+    if args.action == "add":
+        sent = {} if entry is None else entry.model_dump(exclude_unset=True)
+        sent |= {k: getattr(args, k) for k in args.model_fields_set if k in TokenInput.model_fields}
+        new = validated(TokenInput, sent, "kargs")
+        assert ctx.caller is not None
+        created = tokens.create(new.username or ctx.caller.username, new)
         ctx.audit_detail = (
             f"API token {created['id']} for {created['username']!r} added"
             + "".join(f"; {k}={v}" for k in ("dataPolicies", "APIPolicies") if (v := created[k]))
         )
         return created
-    if action == "list":
-        listed = tokens.list(kargs.get("username"))
+    if args.action == "list":
+        listed = tokens.list(args.username)
         # entries: what the clients read; tokens: seclake's earlier name.
         return {"entries": listed, "tokens": listed}
-    if action == "delete":
-        if "id" in kargs:
-            revoked = tokens.revoke(kargs["id"])
-        elif "id" in args:
-            revoked = tokens.revoke(args["id"], where="args.id", by_name=True)
-        else:
-            revoked = tokens.revoke(entry.get("name"), where="args.entry.name", by_name=True)
-        ctx.audit_detail = f"API token {revoked['id']} of {revoked['username']!r} revoked"
-        return revoked
-    raise ValidationFailed("action", f"must be add, list or delete, not {action!r}")
-
-
-def _required(kargs: dict[str, Any], key: str) -> Any:
-    if key not in kargs:
-        raise ValidationFailed(key, "required")
-    return kargs[key]
+    if args.id is not None:
+        revoked = tokens.revoke(args.id)
+    elif clients is not None and clients.id is not None:
+        revoked = tokens.revoke(clients.id, where="args.id", by_name=True)
+    elif entry is not None and entry.name:
+        revoked = tokens.revoke(entry.name, where="args.entry.name", by_name=True)
+    else:
+        raise ValidationFailed("id", "is required: the id of the token to delete (see action list)")
+    ctx.audit_detail = f"API token {revoked['id']} of {revoked['username']!r} revoked"
+    return revoked

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from seclake.api.hitwrapper import say_if_incomplete, wrap
-from seclake.api.options import build_plan, read_options, visible_bounds
+from seclake.api.options import build_plan, visible_bounds
 from seclake.api.registry import CallContext, call
+from seclake.api.reply import HitWrapper
+from seclake.api.request import SearchOptions, SearchRequest
 from seclake.record.dataset import BEHAVIORS
 
 
-@call("ds/fsm_behavior_search", permission="search")
-def behavior_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
-    options = read_options(kargs)
+@call("ds/fsm_behavior_search", permission="search", request=SearchRequest, reply=HitWrapper,
+      summary="Search behaviors (the timeline).")
+def behavior_search(ctx: CallContext, args: SearchRequest) -> dict[str, Any]:
+    options = args.options or SearchOptions()
     assert ctx.caller is not None
     restriction = ctx.caller.restriction(BEHAVIORS, ctx.settings)
     search = ctx.services.search.search

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-import time
-
 from seclake.api.hitwrapper import say_if_incomplete, shards
-from seclake.api.options import build_plan, read_options, search_query, visible_bounds
+from seclake.api.options import build_plan, search_query, visible_bounds
 from seclake.api.registry import CallContext, call
+from seclake.api.reply import EventSearchReply
+from seclake.api.request import CatalogOptions, EventSearchRequest, SearchOptions
 from seclake.errors import ValidationFailed
 from seclake.query.echo import highlight_terms, to_dict
 from seclake.record.dataset import DATASETS
 
-DATA_TYPES = ("event", "flow")
-
-
-def data_type_of(kargs: dict[str, Any], options: dict[str, Any]) -> str:
-    outer = kargs.get("dataType")
-    inner = options.get("dataType")
-    for where, value in (("dataType", outer), ("options.dataType", inner)):
-        if value is not None and value not in DATA_TYPES:
-            raise ValidationFailed(where, f"must be event or flow, not {value!r}"[:200])
+def data_type_of(outer: str | None, options: SearchOptions | CatalogOptions) -> str:
+    """``dataType`` beside the options or inside them (clients send either); event by default."""
+    inner = options.dataType
     if outer is not None and inner is not None and outer != inner:
         raise ValidationFailed("options.dataType", f"{inner!r} contradicts dataType {outer!r}")
     return outer or inner or "event"
@@ -39,18 +34,16 @@ def _flow_source(source: dict[str, Any]) -> dict[str, Any]:
     return {**source, "@metaflow": {"flow": {k: fields[k] for k in FLOW_FIELDS if k in fields}}}
 
 
-@call("ds/get_index_zoom_histogram_lv3", permission="search")
-def event_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
-    partition = kargs.get("partition", "default")
-    if partition != "default":
-        raise ValidationFailed("partition", f"must be 'default', not {partition!r}"[:200])
-    options = read_options(kargs)
-    data_type = data_type_of(kargs, options)
+@call("ds/get_index_zoom_histogram_lv3", permission="search", request=EventSearchRequest,
+      reply=EventSearchReply, summary="Search events or flows.")
+def event_search(ctx: CallContext, args: EventSearchRequest) -> dict[str, Any]:
+    options = args.options or SearchOptions()
+    data_type = data_type_of(args.dataType, options)
     dataset = DATASETS[data_type]
-    date_field = options.get("dateFacetField")
+    date_field = options.dateFacetField
     if date_field is None:
         raise ValidationFailed("options.dateFacetField", "is required (send \"@timestamp\")")
-    if not isinstance(date_field, str) or dataset.resolve(date_field) != dataset.time_field:
+    if dataset.resolve(date_field) != dataset.time_field:
         raise ValidationFailed("options.dateFacetField", f"must be \"@timestamp\", not {date_field!r}"[:200])
     lake = ctx.services.lake
     search = ctx.services.search.search

@@ -13,28 +13,22 @@ from typing import Any
 
 from seclake.api.calls.events import data_type_of
 from seclake.api.hitwrapper import say_if_incomplete
-from seclake.api.options import build_plan, read_options
+from seclake.api.options import build_plan
 from seclake.api.registry import CallContext, call
-from seclake.errors import ValidationFailed
+from seclake.api.reply import CatalogReply
+from seclake.api.request import CatalogOptions, CatalogRequest
 from seclake.record.dataset import DATASETS
 from seclake.search.fieldcatalog import field_catalog
 
-MAX_SOURCES = 50
-
-
-@call("ds/field_catalog", permission="search")
-def catalog(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
-    options = read_options(kargs)
-    dataset = DATASETS[data_type_of(kargs, options)]
-    sources = options.get("sources", 20)
-    if not isinstance(sources, int) or isinstance(sources, bool) or not 1 <= sources <= MAX_SOURCES:
-        raise ValidationFailed("options.sources", f"must be a whole number from 1 to {MAX_SOURCES}")
+@call("ds/field_catalog", permission="search", request=CatalogRequest, reply=CatalogReply,
+      summary="The fields records hold, per source: name, type, records holding it, examples.")
+def catalog(ctx: CallContext, args: CatalogRequest) -> dict[str, Any]:
+    options = args.options or CatalogOptions()
+    dataset = DATASETS[data_type_of(args.dataType, options)]
     assert ctx.caller is not None
     restriction = ctx.caller.restriction(dataset, ctx.settings)
-    search_options = {k: v for k, v in options.items() if k in ("searchStr", "range_from", "range_to", "range_field")}
-    plan, _ = build_plan(search_options, dataset, ctx.settings, now_ms=int(time.time() * 1000),
-                         restriction=restriction)
-    found = field_catalog(ctx.services.search.search, plan, dataset, sources=sources)
+    plan, _ = build_plan(options, dataset, ctx.settings, now_ms=int(time.time() * 1000), restriction=restriction)
+    found = field_catalog(ctx.services.search.search, plan, dataset, sources=options.sources)
     response: dict[str, Any] = {
         "dataType": dataset.name,
         "total": found.total,

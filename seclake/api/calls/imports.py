@@ -28,6 +28,7 @@ from starlette.concurrency import run_in_threadpool
 
 from seclake.api.body import read_capped
 from seclake.api.registry import CallContext, raw_route
+from seclake.api.reply import ImportReport
 from seclake.errors import ValidationFailed
 from seclake.ingest.reader import GZIP_MAGIC
 from seclake.ingest.vendor import validate_vendor
@@ -39,7 +40,8 @@ from seclake.service.ingestion import Admission, Replayed
 MAX_CUSTOMER = 128
 
 
-@raw_route("import/{vendor}", permission="ingest")
+@raw_route("import/{vendor}", permission="ingest", reply=ImportReport,
+           summary="Import raw logs (text or gzip): lines of JSON, syslog, CEF or key=value.")
 async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
     request = ctx.request
     assert request is not None

@@ -29,8 +29,10 @@ import time
 from typing import Any
 
 from seclake.api.hitwrapper import wrap
-from seclake.api.options import build_plan, read_options
+from seclake.api.options import build_plan
 from seclake.api.registry import CallContext, call
+from seclake.api.reply import RuleSearchReply
+from seclake.api.request import RuleDaoRequest, RuleTestRequest, SearchOptions, SearchRequest
 from seclake.detect.rule import Rule, rule_from_dict, window_text
 from seclake.detect.rulebook import RuleBook, check_name
 from seclake.detect.signal import Window
@@ -52,10 +54,7 @@ RULES = Dataset(
     date_fields=frozenset({"updatedOn"}),
     default_sort="name",
 )
-ACTIONS = ("list", "get", "add", "update", "toggle", "delete")
 WRITE_ACTIONS = ("add", "update", "toggle", "delete")
-DAO_FIELDS = ("action", "bucket", "name", "enabled", "args")
-TEST_FIELDS = ("bucket", "input")
 TEST_VENDOR = "test"
 
 
@@ -63,12 +62,14 @@ def _book(ctx: CallContext) -> RuleBook:
     return ctx.services.rules
 
 
-@call("ds/eventwatch_bucket_search", permission="search")
-def bucket_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
-    options = dict(read_options(kargs))
-    for name in ("range_from", "range_to", "range_field"):
-        options.pop(name, None)  # rules have no time
-    options.setdefault("sortOrder", "asc")
+@call("ds/eventwatch_bucket_search", permission="search", request=SearchRequest, reply=RuleSearchReply,
+      summary="Search behavior rules.")
+def bucket_search(ctx: CallContext, args: SearchRequest) -> dict[str, Any]:
+    options = (args.options or SearchOptions()).model_copy(update={
+        "range_from": None, "range_to": None, "range_field": None,  # rules have no time
+    })
+    if options.sortOrder is None:
+        options.sortOrder = "asc"
     plan, names = build_plan(options, RULES, ctx.settings)
     # The record id is the rule name: ties (and a sort on name, which is not
     # numeric) are ordered by it, so pages are stable.
@@ -81,51 +82,29 @@ def bucket_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _known_fields(kargs: dict[str, Any], allowed: tuple[str, ...], what: str) -> None:
-    # A misspelt field ("enable") silently ignored would look like a change that happened.
-    for name in kargs:
-        if name not in allowed:
-            raise ValidationFailed(str(name)[:100], f"is not a field of {what}; use {', '.join(allowed)}")
-
-
-def _with_args(kargs: dict[str, Any]) -> dict[str, Any]:
-    """The clients' ``args.id`` and ``args.entry`` as ``name`` and ``bucket``."""
-    args = kargs.get("args")
-    if args is None:
-        return kargs
-    if not isinstance(args, dict):
-        raise ValidationFailed("args", "must be an object with id (a rule name) or entry (a rule)")
-    out = dict(kargs)
-    if "entry" in args and "bucket" not in out:
-        out["bucket"] = args["entry"]
-    if "id" in args and "name" not in out:
-        out["name"] = args["id"]
-    return out
-
-
-def _bucket(kargs: dict[str, Any], ctx: CallContext) -> Rule:
-    if "bucket" not in kargs or kargs["bucket"] is None:
+def _bucket(bucket: dict[str, Any] | None, ctx: CallContext) -> Rule:
+    if bucket is None:
         raise ValidationFailed("bucket", "is required: the rule, as an object")
-    return rule_from_dict(kargs["bucket"], "bucket", limits=QueryLimits.from_settings(ctx.settings))
+    return rule_from_dict(bucket, "bucket", limits=QueryLimits.from_settings(ctx.settings))
 
 
-def _name(kargs: dict[str, Any]) -> str:
-    name = kargs.get("name")
-    if name is None and isinstance(kargs.get("bucket"), dict):
-        name = kargs["bucket"].get("name")  # clients that send the whole bucket
-        return check_name(name, "bucket.name")
+def _name(name: str | None, bucket: dict[str, Any] | None) -> str:
+    if name is None and bucket is not None:
+        return check_name(bucket.get("name"), "bucket.name")  # clients that send the whole bucket
     if name is None:
         raise ValidationFailed("name", "is required: the name of the rule")
     return check_name(name, "name")
 
 
-@call("ds/eventwatch_bucket_dao", permission="search")
-def bucket_dao(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
-    _known_fields(kargs, DAO_FIELDS, "eventwatch_bucket_dao")
-    kargs = _with_args(kargs)
-    action = kargs.get("action")
-    if action not in ACTIONS:
-        raise ValidationFailed("action", f"must be one of {', '.join(ACTIONS)}, not {str(action)[:40]!r}")
+@call("ds/eventwatch_bucket_dao", permission="search", request=RuleDaoRequest, reply=dict[str, Any],
+      summary="List, get, add, update, toggle, delete rules.")
+def bucket_dao(ctx: CallContext, args: RuleDaoRequest) -> dict[str, Any]:
+    action = args.action
+    # The clients' args.id and args.entry mean name and bucket.
+    bucket, name = args.bucket, args.name
+    if args.args is not None:
+        bucket = args.args.entry if bucket is None else bucket
+        name = args.args.id if name is None else name
     assert ctx.caller is not None
     if action in WRITE_ACTIONS and not ctx.caller.may("admin"):
         raise Forbidden(
@@ -136,22 +115,22 @@ def bucket_dao(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
         rules = [r.to_dict() for r in book.rules()]
         return {"action": action, "total": len(rules), "buckets": rules, "entries": rules, "tags": [], "groups": []}
     if action == "get":
-        got = book.get(_name(kargs)).to_dict()
+        got = book.get(_name(name, bucket)).to_dict()
         return {"action": action, "bucket": got, "entry": got}
 
     if action == "add":
-        rule = book.add(_bucket(kargs, ctx))
+        rule = book.add(_bucket(bucket, ctx))
     elif action == "update":
-        rule = book.update(_bucket(kargs, ctx))
+        rule = book.update(_bucket(bucket, ctx))
     elif action == "toggle":
-        enabled = kargs.get("enabled")
-        if enabled is None and "args" in kargs:  # the clients' toggle flips
-            enabled = not book.get(_name(kargs)).enabled
-        if not isinstance(enabled, bool):
-            raise ValidationFailed("enabled", f"must be true or false, not {str(enabled)[:40]!r}")
-        rule = book.toggle(_name(kargs), enabled)
+        enabled = args.enabled
+        if enabled is None and args.args is not None:  # the clients' toggle flips
+            enabled = not book.get(_name(name, bucket)).enabled
+        if enabled is None:
+            raise ValidationFailed("enabled", "is required: true or false")
+        rule = book.toggle(_name(name, bucket), enabled)
     else:
-        rule = book.delete(_name(kargs))
+        rule = book.delete(_name(name, bucket))
     log.info("rule %s: %s by %s", action, rule.name, ctx.caller.username)
     ctx.audit_detail = f"rule {rule.name!r}: {action}" + (f" enabled={rule.enabled}" if action == "toggle" else "")
     return {"action": action, "name": rule.name, "version": book.version, "bucket": rule.to_dict()}
@@ -166,11 +145,9 @@ def _input_record(value: Any, rule: Rule, now_ms: int) -> dict[str, Any]:
         if parsed is None:
             raise ValidationFailed("input", "is a blank line; send a log line or a record object")
         return parsed[0]
-    if isinstance(value, dict):
-        # An event hit as search answers it (2.6) carries the record in _source.
-        source = value.get("_source")
-        return source if isinstance(source, dict) else value
-    raise ValidationFailed("input", "must be a log line (string) or a record object")
+    # A record: an event hit as search answers it (2.6) carries it in _source.
+    source = value.get("_source")
+    return source if isinstance(source, dict) else value
 
 
 def _threshold_note(rule: Rule, record: dict[str, Any], counts: bool) -> tuple[str | None, bool]:
@@ -191,18 +168,16 @@ def _threshold_note(rule: Rule, record: dict[str, Any], counts: bool) -> tuple[s
     return f"threshold rule ({goal}); this event adds {adds} toward it and {verdict}", alone
 
 
-@call("ds/eventwatch_rule_test", permission="search")
-def rule_test(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
-    _known_fields(kargs, TEST_FIELDS, "eventwatch_rule_test")
-    bucket = kargs.get("bucket")
-    if isinstance(bucket, dict) and set(bucket) == {"name"}:
+@call("ds/eventwatch_rule_test", permission="search", request=RuleTestRequest, reply=dict[str, Any],
+      summary="What one rule makes of one event; nothing stored.")
+def rule_test(ctx: CallContext, args: RuleTestRequest) -> dict[str, Any]:
+    bucket = args.bucket
+    if set(bucket) == {"name"}:
         rule = _book(ctx).get(check_name(bucket["name"], "bucket.name"))
     else:
-        rule = _bucket(kargs, ctx)
-    if "input" not in kargs or kargs["input"] is None:
-        raise ValidationFailed("input", "is required: a log line or a record object")
+        rule = _bucket(bucket, ctx)
     now_ms = int(time.time() * 1000)
-    record = _input_record(kargs["input"], rule, now_ms)
+    record = _input_record(args.input, rule, now_ms)
     matched = bool(rule.matcher()(record))
     key = rule.key_of(record)
     note, fires = _threshold_note(rule, record, matched and key is not None)

@@ -16,10 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 from seclake.api.registry import CallContext, call
+from seclake.api.reply import SourcesReply
+from seclake.api.request import Empty
 
 
-@call("ds/collector_list", permission="search")
-def collector_list(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
+@call("ds/collector_list", permission="search", request=Empty, reply=SourcesReply,
+      summary="The syslog listeners of this node and what each sending address sent.")
+def collector_list(ctx: CallContext, args: Empty) -> dict[str, Any]:
     listeners = ctx.services.listeners
     if listeners is None:
         return {"entries": [], "listeners": [], "sources": []}

@@ -15,18 +15,19 @@ from __future__ import annotations
 from typing import Any
 
 from seclake.api.hitwrapper import wrap
-from seclake.api.options import build_plan, read_options, visible_bounds
+from seclake.api.options import build_plan, visible_bounds
 from seclake.api.registry import CallContext, call
-from seclake.errors import ValidationFailed
+from seclake.api.reply import HitWrapper, Summary
+from seclake.api.request import SearchOptions, SearchRequest
+from seclake.detect.summaries import Triage
 from seclake.query.matcher import compile_matcher
 
-UPDATE_FIELDS = ("id", "status", "comment", "incident", "scoreAdjust")
 
-
-@call("ds/behavior_summary_search", permission="search")
-def summary_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
+@call("ds/behavior_summary_search", permission="search", request=SearchRequest, reply=HitWrapper,
+      summary="Search daily behavior summaries.")
+def summary_search(ctx: CallContext, args: SearchRequest) -> dict[str, Any]:
     store = ctx.services.summaries
-    options = read_options(kargs)
+    options = args.options or SearchOptions()
     assert ctx.caller is not None
     restriction = ctx.caller.restriction(store.dataset, ctx.settings)
     plan, names = build_plan(
@@ -39,22 +40,15 @@ def summary_search(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
                 source_of=wire_summary)
 
 
-@call("ds/behavior_incident_update", permission="triage")
-def incident_update(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
-    # A misspelt field (``Status``) silently ignored would look like a triage that happened.
-    for name in kargs:
-        if name not in UPDATE_FIELDS:
-            raise ValidationFailed(name[:100], f"is not a field of behavior_incident_update; use {', '.join(UPDATE_FIELDS)}")
+@call("ds/behavior_incident_update", permission="triage", request=Triage, reply=Summary,
+      summary="Triage a summary.")
+def incident_update(ctx: CallContext, triage: Triage) -> dict[str, Any]:
     assert ctx.caller is not None
     store = ctx.services.summaries
     # A summary outside the caller's data policies is answered as an unknown id.
     restriction = ctx.caller.restriction(store.dataset, ctx.settings)
     summary = store.update_incident(
-        kargs.get("id"),
-        status=kargs.get("status"),
-        comment=kargs.get("comment"),
-        incident=kargs.get("incident"),
-        score_adjust=kargs.get("scoreAdjust"),
+        triage,
         username=ctx.caller.username,
         now_ms=int(ctx.services.clock().timestamp() * 1000),
         visible=None if restriction is None else compile_matcher(restriction, store.dataset),
@@ -63,7 +57,7 @@ def incident_update(ctx: CallContext, kargs: dict[str, Any]) -> dict[str, Any]:
     last = (summary.get("comments") or [None])[-1]
     if last and last.get("username") == ctx.caller.username and last.get("actions"):
         ctx.audit_detail = f"summary {summary['id']}: " + "; ".join(last["actions"])
-    elif kargs.get("comment"):
+    elif triage.comment:
         ctx.audit_detail = f"summary {summary['id']}: comment"
     return wire_summary(summary)
 

@@ -1,0 +1,196 @@
+"""The request of every call, as pydantic models: what ``kargs`` must be.
+
+Each call names its request model where it is registered (``api/calls/``);
+the dispatcher reads ``kargs`` into it before the call runs, so a call gets
+typed arguments, and a request that does not fit gets an ERROR naming the
+field and what to send (``kargs.options.facets.facets[3].size: must be at
+least 1, not 0``, ``seclake.model``). Shapes are those the clients of this
+interface send (spec/http-interface.md, spec/client-compat.md), older
+seclake forms beside them.
+
+The records a call changes are the services' own models (``UserInput``,
+``PolicyInput``, ``RoleInput``, ``TokenInput``, ``Triage``): defined once,
+taken the same way by the CLI. What depends on the server's settings
+(``max_fetch_limit``, ``max_query_length``, the password policy) is checked
+by the code that knows them; what needs the database (that a role exists)
+in the transaction that stores it. Rules are checked by
+``detect/rule.py``, the one reader of rules from requests and files alike.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field
+from pydantic_core import PydanticCustomError
+
+from seclake.model import Closed, Flag, Open, Text, Whole
+from seclake.service.policies import Name, PolicyInput, RoleInput
+from seclake.service.tokens import TokenInput, TokenReference
+from seclake.service.users import Username, UserInput
+
+# A field name, a sort key, a facet title.
+MAX_NAME = 256
+FieldName = Annotated[Text, Field(max_length=MAX_NAME)]
+DataType = Literal["event", "flow"]
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        raise PydanticCustomError("term", "must be a finite number")
+    if not isinstance(value, str | int | float | bool):
+        raise PydanticCustomError("term", "must be a string, number or boolean, not {kind}",
+                                  {"kind": type(value).__name__.replace("dict", "object").replace("NoneType", "null")})
+    return value
+
+
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+# -- search options (spec 2.4, 2.5) ---------------------------------------------------
+
+
+class FacetEntry(Open):
+    field: Annotated[FieldName, Field(min_length=1, description="The field to count values of.")]
+    size: Annotated[Whole, Field(ge=1)] | None = Field(None, description="Most buckets; default 10.")
+    order: Literal["count", "desc", "_count"] | None = None
+    title: Text | None = None
+
+
+class FilterEntry(Open):
+    field: FieldName
+    terms: list[Annotated[Any, BeforeValidator(_scalar)]] = Field(
+        description="Values any of which the field equals (strings, numbers, booleans).")
+
+
+class DateFacet(Open):
+    name: FieldName | None = Field(None, description="The aggregations member it is answered under; default dateHistogram.")
+    key: FieldName | None = Field(None, description="The date field, @timestamp.")
+    interval: Text | None = Field(None, description="minute, hour, day, week, month or a duration like 1.5h.")
+
+
+class Facets(Open):
+    facets: list[FacetEntry] | None = None
+    mustFilters: list[FilterEntry] | None = None
+    mustNotFilters: list[FilterEntry] | None = None
+    dateFacets: list[DateFacet] | None = None
+
+
+class SearchOptions(Open):
+    searchStr: Text | None = Field(None, description="Lucene query (docs/query-semantics.md); empty matches all.")
+    range_from: Whole | None = Field(None, description="Epoch milliseconds.")
+    range_to: Whole | None = Field(None, description="Epoch milliseconds.")
+    range_field: FieldName | None = None
+    fetchOffset: Annotated[Whole, Field(ge=0)] | None = None
+    fetchLimit: Annotated[Whole, Field(ge=0)] | None = None
+    sortField: FieldName | None = None
+    sortOrder: Annotated[Literal["asc", "desc"], BeforeValidator(_lower)] | None = Field(
+        None, description="asc or desc, in any case.")
+    dateFacetField: FieldName | None = None
+    dataType: DataType | None = None
+    facets: Facets | None = None
+
+
+class SearchRequest(Open):
+    options: SearchOptions | None = None
+
+
+class EventSearchRequest(Open):
+    partition: Literal["default"] = "default"
+    dataType: DataType | None = None
+    options: SearchOptions | None = None
+
+
+class CatalogOptions(Open):
+    searchStr: Text | None = Field(None, description="Only records this Lucene query matches.")
+    range_from: Whole | None = Field(None, description="Epoch milliseconds.")
+    range_to: Whole | None = Field(None, description="Epoch milliseconds.")
+    range_field: FieldName | None = None
+    dataType: DataType | None = None
+    sources: Annotated[Whole, Field(ge=1, le=50)] = Field(20, description="Most sources counted apart, 1-50.")
+
+
+class CatalogRequest(Open):
+    dataType: DataType | None = None
+    options: CatalogOptions | None = None
+
+
+# -- requests of the other calls ------------------------------------------------------------------
+
+
+class Empty(Open):
+    """No arguments: ``kargs: {}``."""
+
+
+class NoArguments(Closed):
+    """No arguments, and nothing else either: ``kargs: {}``."""
+
+
+class LoginRequest(Open):
+    username: Annotated[Text, Field(min_length=1, max_length=128)]
+    password: Annotated[Text, Field(max_length=1024)]
+
+
+class UserRequest(Open):
+    user: UserInput
+
+
+class UsernameRequest(Open):
+    username: Username
+
+
+class TokenArgs(Open):
+    id: TokenReference | None = Field(None, description="delete: a token's id or its name.")
+    entry: TokenInput | None = None
+
+
+class TokenRequest(TokenInput):
+    """``add`` takes the token's fields at the top (seclake's form) or in
+    ``args.entry`` (the clients'); ``delete`` an ``id`` (seclake's, a number)
+    or ``args.id``/``args.entry.name`` (the clients': an id or a name)."""
+
+    action: Literal["add", "list", "delete"]
+    args: TokenArgs | None = Field(None, description="The clients' form.")
+    id: TokenReference | None = Field(None, description="delete: the token's id (seclake's form).")
+
+
+class PolicyRequest(Closed):
+    policy: PolicyInput
+
+
+class RoleRequest(Closed):
+    role: RoleInput
+
+
+class NameRequest(Closed):
+    name: Name
+
+
+class RuleDaoRequest(Closed):
+    """The clients' form ``{action, args: {id, entry}}`` means ``name`` and ``bucket``."""
+
+    action: Literal["list", "get", "add", "update", "toggle", "delete"]
+    bucket: dict[str, Any] | None = Field(None, description="A rule (docs/rules.md).")
+    name: Text | None = None
+    enabled: Flag | None = None
+    args: RuleArgs | None = Field(None, description="The clients' form: {id: name} or {entry: rule}.")
+
+
+class RuleArgs(Open):
+    id: Text | None = Field(None, description="A rule's name.")
+    entry: dict[str, Any] | None = Field(None, description="A rule.")
+
+
+def _line_or_record(value: Any) -> Any:
+    if not isinstance(value, str | dict):
+        raise PydanticCustomError("input", "must be a log line (string) or a record object")
+    return value
+
+
+class RuleTestRequest(Closed):
+    bucket: dict[str, Any] = Field(description="A rule, or {name} of a stored one.")
+    input: Annotated[Any, BeforeValidator(_line_or_record)] = Field(description="A log line or a record.")
+
+
+RuleDaoRequest.model_rebuild()
