@@ -61,6 +61,12 @@ def _whole(value: Any) -> int:
     return value
 
 
+def _integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("integer", "must be an integer, not {kind}", {"kind": json_kind(value)})
+    return _whole(value)
+
+
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PydanticCustomError("number", "must be a number, not {value}", {"value": _short(value)})
@@ -77,6 +83,8 @@ def _plain(value: str) -> str:
 
 # An integer, sent as a number, a whole float or a string of digits.
 Whole = Annotated[int, BeforeValidator(_whole)]
+# An integer sent as a number (a whole float too), never as text.
+Integer = Annotated[int, BeforeValidator(_integer)]
 # A finite number.
 Number = Annotated[float, BeforeValidator(_number)]
 # true or false, nothing that looks like one.
@@ -103,8 +111,11 @@ def typed(model: type[M], value: M | Mapping[str, Any], where: str = "") -> M:
 
 
 def invalid(error: ValidationError, where: str, model: type[BaseModel] | None = None) -> ValidationFailed:
-    """The first problem of a pydantic error, as seclake says it."""
-    first = error.errors(include_url=False)[0]
+    """The first problem of a pydantic error, as seclake says it. An unknown
+    field comes first: a misspelt name (``keyfield``) explains the field
+    then missing (``keyField``) better than the other way round."""
+    errors = error.errors(include_url=False)
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = tuple(first["loc"])
     path = _path(where, loc)
     return ValidationFailed(path or "value", _problem(first, _fields_at(model, loc[:-1])))

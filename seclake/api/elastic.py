@@ -47,11 +47,13 @@ from starlette.routing import Route
 
 from seclake.api.authentication import token_from
 from seclake.api.body import read_capped
+from seclake.api.request import LoginRequest
 from seclake.errors import Forbidden, SeclakeError, Unauthorized, ValidationFailed, disk_full
 from seclake.ingest.parser import parse_line
 from seclake.ingest.reader import GZIP_MAGIC, iter_lines
 from seclake.ingest.record import LineRejected
 from seclake.ingest.vendor import validate_vendor
+from seclake.model import validated
 from seclake.query.matcher import compile_matcher
 from seclake.record.dataset import DATASETS
 from seclake.service.caller import Caller
@@ -105,7 +107,8 @@ class BasicSessions:
                 return services.auth.caller(token)
             except Unauthorized:  # the session ended: log in again
                 pass
-        token = services.login.login(username, password, client)["sessionToken"]
+        sent = validated(LoginRequest, {"username": username, "password": password}, "Authorization")
+        token = services.login.login(sent.username, sent.password, client).token
         with self._lock:
             if len(self._tokens) >= self.MAX:
                 self._tokens.clear()

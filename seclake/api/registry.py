@@ -9,7 +9,7 @@ call gets typed arguments or never runs:
     @call("auth/getUser", permission="admin", request=UsernameRequest,
           reply=dict[str, UserRecord], summary="One user, as {user}.")
     def get_user(ctx: CallContext, args: UsernameRequest) -> object:
-        return {"user": ctx.services.users.get(args.username)}
+        return {"user": user_record(ctx.services.users.get(args.username))}
 
 A raw route answers a body that is not a JSON envelope (log import). Its
 handler is async and reads ``ctx.request`` itself; blocking work inside it

@@ -14,7 +14,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from seclake.db.models import User
 from seclake.model import Closed, Open
+from seclake.service.clock import iso
+from seclake.service.login import SignIn
+from seclake.service.roles import rights_of
+from seclake.service.users import NO_PASSWORD
 
 # -- replies of searches (spec 2.6-2.10) ---------------------------------------------
 
@@ -130,6 +135,31 @@ class UserRecord(Open):
     note: str | None = Field(None, description="auth/userAdd without a password: how to set one.")
 
 
+def user_record(user: User) -> dict[str, Any]:
+    """A user as the clients read it (spec 2.3, ``UserRecord``)."""
+    return {
+        "username": user.username,
+        "email": user.email,
+        "firstName": user.first_name,
+        "lastName": user.last_name,
+        "organization": user.organization,
+        "rights": rights_of(user.roles),
+        "restricted": user.restricted,
+        "disabled": user.disabled,
+        "lastLogin": iso(user.last_login),
+        "passwordDate": iso(user.password_date),
+        "preference": user.preference,
+        "roles": list(user.roles),
+        "dataPolicies": user.data_policies,
+        "APIPolicies": user.api_policies,
+        "profile": user.profile,
+        "oauthProvider": user.oauth_provider or "",
+        "oauthFlag": bool(user.oauth_flag),
+        # False: added without a password; signing in with one is refused until it is set.
+        "passwordSet": user.password_hash != NO_PASSWORD,
+    }
+
+
 class SessionRecord(Open):
     """auth/login (spec 2.2)."""
 
@@ -147,6 +177,27 @@ class SessionRecord(Open):
     preference: dict[str, Any]
     timezone: str
     profile: dict[str, Any] | None
+
+
+def session_record(signed_in: SignIn) -> dict[str, Any]:
+    """A new session as the clients read it (spec 2.2, ``SessionRecord``)."""
+    user, session = signed_in.user, signed_in.session
+    return {
+        "sessionToken": signed_in.token,
+        "publicKey": session.public_id,
+        "userName": user.username,
+        "createdOn": iso(session.created_on),
+        "roles": list(user.roles),
+        "status": "succeed",
+        "fullName": " ".join(part for part in (user.first_name, user.last_name) if part) or user.username,
+        "rights": rights_of(user.roles),
+        "email": user.email,
+        "organization": user.organization,
+        "name": user.username,
+        "preference": user.preference,
+        "timezone": str(user.preference.get("timezone", {}).get("value", "UTC")),
+        "profile": user.profile,
+    }
 
 
 class TokenRecord(Open):

@@ -14,6 +14,7 @@ import typer
 
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.cli.user import fail
+from seclake.api.reply import user_record
 from seclake.errors import SeclakeError
 from seclake.model import validated
 from seclake.service.policies import POLICY_DATASETS, PolicyInput, RoleInput, changes
@@ -94,9 +95,9 @@ def policy_delete(name: str, data_dir: DataDir = None, config: ConfigFile = None
 
 def _change_user(services: Services, command: str, username: str, field: str, edit) -> dict[str, Any]:
     def work():
-        before = services.users.get(username)
+        before = user_record(services.users.get(username))
         current = list(before[field] or [])
-        after = services.users.update(user_input({"username": username, field: edit(current)}))
+        after = user_record(services.users.update(user_input({"username": username, field: edit(current)})))
         return after, f"user {username!r}: " + changes(before, after, (field,))
 
     return _run(services, command, work)

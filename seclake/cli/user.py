@@ -8,6 +8,7 @@ import typer
 
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.errors import SeclakeError
+from seclake.service.clock import iso
 from seclake.service.users import user_input
 
 app = typer.Typer(help="Manage users.", no_args_is_help=True)
@@ -53,8 +54,8 @@ def list_users(data_dir: DataDir = None, config: ConfigFile = None) -> None:
     """List users."""
     services = open_services(data_dir, config)
     for u in services.users.list():
-        state = "disabled" if u["disabled"] else "enabled"
-        typer.echo(f"{u['username']}\t{','.join(u['roles'])}\t{state}\t{u['email']}\tlast login {u['lastLogin'] or 'never'}")
+        state = "disabled" if u.disabled else "enabled"
+        typer.echo(f"{u.username}\t{','.join(u.roles)}\t{state}\t{u.email}\tlast login {iso(u.last_login) or 'never'}")
 
 
 @app.command("passwd")

@@ -29,11 +29,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from seclake.errors import LimitExceeded, QueryError, SeclakeError, ValidationFailed
+from seclake.model import Closed, Flag, Integer, Number, Text, validated
 from seclake.query import ast
 from seclake.query.limits import QueryLimits
 from seclake.query.matcher import compile_matcher
@@ -291,145 +294,144 @@ def _templates_out(templates: tuple[Template, ...]) -> str | list[str]:
     return templates[0].text if len(templates) == 1 else [t.text for t in templates]
 
 
-# -- validation ------------------------------------------------------------------
+# -- the rule as sent ------------------------------------------------------------------
 
 
-def _at(where: str, name: str) -> str:
-    return f"{where}.{name}" if where else name
-
-
-
-
-def _text(d: Mapping, name: str, where: str, *, max_len: int, required: bool = True, default: str = "",
-          pattern: re.Pattern[str] | None = None, allow_empty: bool = False) -> str:
-    value = d.get(name)
-    at = _at(where, name)
-    if value is None:
-        if required:
-            raise ValidationFailed(at, "is required")
-        return default
-    if not isinstance(value, str):
-        raise ValidationFailed(at, f"must be a string, not {_kind(value)}")
-    if len(value) > max_len:
-        raise ValidationFailed(at, f"is {len(value)} characters long, at most {max_len}")
-    if not allow_empty and not value.strip():
-        raise ValidationFailed(at, "must not be empty")
+def _no_nul(value: str) -> str:
     if "\x00" in value:
-        raise ValidationFailed(at, "must not contain NUL characters")
-    if pattern is not None and not pattern.match(value):
-        raise ValidationFailed(at, f"{value[:60]!r} is not allowed; it must match {pattern.pattern}")
+        raise PydanticCustomError("nul", "must not contain NUL characters")
     return value
 
 
-def _array(d: Mapping, name: str, where: str, cap: int) -> list[Any]:
-    value = d.get(name)
-    at = _at(where, name)
-    if value is None:
-        return []
-    if not isinstance(value, (list, tuple)):
-        raise ValidationFailed(at, f"must be an array, not {_kind(value)}")
-    if len(value) > cap:
-        raise ValidationFailed(at, f"has {len(value)} entries, at most {cap}")
-    return list(value)
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("blank", "must not be empty")
+    return value
 
 
-def _templates(value: Any, at: str) -> tuple[Template, ...]:
-    if value is None:
-        return ()
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, (list, tuple)):
-        raise ValidationFailed(at, f"must be a string or an array of strings, not {_kind(value)}")
-    if not 1 <= len(items) <= MAX_PATTERNS:
-        raise ValidationFailed(at, f"must hold 1 to {MAX_PATTERNS} templates, not {len(items)}")
-    out = []
-    for i, t in enumerate(items):
-        here = at if isinstance(value, str) else f"{at}[{i}]"
-        if not isinstance(t, str):
-            raise ValidationFailed(here, f"must be a string, not {_kind(t)}")
-        if len(t) > MAX_PATTERN:
-            raise ValidationFailed(here, f"is {len(t)} characters long, at most {MAX_PATTERN}")
-        if t.count("{}") != 1:
-            raise ValidationFailed(here, "must hold exactly one {} (the value to pick out), e.g. 'from {} port'")
-        if "\x00" in t:
-            raise ValidationFailed(here, "must not contain NUL characters")
-        out.append(Template.of(t))
-    return tuple(out)
+def _matching(pattern: re.Pattern[str]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise PydanticCustomError("pattern", "{value} is not allowed; it must match {pattern}",
+                                      {"value": repr(value[:60]), "pattern": pattern.pattern})
+        return value
+    return check
 
 
-def _field(d: Mapping, name: str, where: str, required: bool = True) -> str | None:
-    value = d.get(name)
-    if value is None and not required:
-        return None
-    text = _text(d, name, where, max_len=MAX_FIELD)
-    if any(c.isspace() for c in text):
-        raise ValidationFailed(_at(where, name), f"{text[:60]!r} is not a field name (it holds blanks)")
-    return text
+def _field_name(value: str) -> str:
+    if any(c.isspace() for c in value):
+        raise PydanticCustomError("field", "{value} is not a field name (it holds blanks)", {"value": repr(value[:60])})
+    return value
 
 
-def _window(value: Any, at: str) -> int:
-    if isinstance(value, bool) or value is None:
-        raise ValidationFailed(at, f"must be a duration like \"5m\" or a number of seconds, not {_kind(value)}")
-    if isinstance(value, (int, float)):
+def _template(value: str) -> str:
+    if value.count("{}") != 1:
+        raise PydanticCustomError("template", "must hold exactly one {} (the value to pick out), e.g. 'from {} port'")
+    return value
+
+
+def _one_or_more(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+def _window(value: Any) -> int:
+    """A window in milliseconds, from "5m" or a number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise PydanticCustomError("window", "must be a duration like \"5m\" or a number of seconds, not {kind}",
+                                  {"kind": _kind(value)})
+    if isinstance(value, int | float):
         if not math.isfinite(value) or value <= 0:
-            raise ValidationFailed(at, f"must be a positive number of seconds, not {value!r}")
+            raise PydanticCustomError("window", "must be a positive number of seconds, not {value}", {"value": value})
         if value > MAX_WINDOW_MS / 1000:  # before scaling: 1e308 * 1000 is no number
-            raise ValidationFailed(at, f"must be between 1s and 1d, not {value!r} seconds"[:200])
+            raise PydanticCustomError("window", "must be between 1s and 1d, not {value} seconds", {"value": value})
         ms = int(round(value * 1000))
-    elif isinstance(value, str):
+    else:
         m = _WINDOW.match(value)
         if not m:
-            raise ValidationFailed(at, f"{value[:40]!r} is not a duration; write e.g. 30s, 5m, 1h or 1d")
+            raise PydanticCustomError("window", "{value} is not a duration; write e.g. 30s, 5m, 1h or 1d",
+                                      {"value": repr(value[:40])})
         ms = int(m.group(1)) * _UNITS[m.group(2) or "s"]
-    else:
-        raise ValidationFailed(at, f"must be a duration like \"5m\" or a number of seconds, not {_kind(value)}")
     if not MIN_WINDOW_MS <= ms <= MAX_WINDOW_MS:
-        raise ValidationFailed(at, f"must be between 1s and 1d, not {window_text(ms) if ms > 0 else value!r}")
+        raise PydanticCustomError("window", "must be between 1s and 1d, not {value}",
+                                  {"value": window_text(ms) if ms > 0 else repr(value)})
     return ms
 
 
-def _threshold(value: Any, at: str, dataset: Dataset) -> Threshold | None:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise ValidationFailed(at, f"must be an object {{function, field, window, value}}, not {_kind(value)}")
-    unknown = sorted(str(k) for k in value if k not in ("function", "field", "window", "value"))
-    if unknown:
-        raise ValidationFailed(f"{at}.{unknown[0][:60]}", "is not a threshold field (function, field, window, value)")
-    function = value.get("function")
-    if function not in FUNCTIONS:
-        raise ValidationFailed(f"{at}.function", f"must be count, sum or distinct, not {str(function)[:40]!r}")
-    fld = _field(value, "field", at, required=function != "count")
-    if function == "count" and fld is not None:
-        raise ValidationFailed(f"{at}.field", "count counts records; leave field out (use distinct or sum for a field)")
-    window_ms = _window(value.get("window"), f"{at}.window")
-    v = value.get("value")
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-        raise ValidationFailed(f"{at}.value", f"must be a positive number, not {str(v)[:40]!r}")
-    if function == "sum":
-        if v > MAX_THRESHOLD_SUM:
-            raise ValidationFailed(f"{at}.value", f"must be at most {MAX_THRESHOLD_SUM:g}")
-    else:
-        if not float(v).is_integer():
-            raise ValidationFailed(f"{at}.value", f"a {function} threshold must be a whole number, not {v!r}")
-        if v > MAX_THRESHOLD_COUNT:
-            raise ValidationFailed(f"{at}.value", f"must be at most {MAX_THRESHOLD_COUNT}, not {int(v)}")
-        v = int(v)
-    return Threshold(function, fld, window_ms, v, dataset.resolve(fld) if fld else None)
+def _texts(max_len: int, *checks: Callable[[str], str]) -> Any:
+    return Annotated[Text, Field(max_length=max_len), AfterValidator(_no_nul), *(AfterValidator(c) for c in checks)]
 
 
-def _filters(d: Mapping, name: str, where: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    # Shapes and caps are checked again by parse_filters; here they are frozen.
-    out = []
-    for i, entry in enumerate(_array(d, name, where, 256)):
-        at = f"{_at(where, name)}[{i}]"
-        if not isinstance(entry, Mapping):
-            raise ValidationFailed(at, f"must be an object with field and terms, not {_kind(entry)}")
-        unknown = sorted(str(k) for k in entry if k not in ("field", "terms"))
-        if unknown:
-            raise ValidationFailed(f"{at}.{unknown[0][:60]}", "is not a filter field (field, terms)")
-        terms = entry.get("terms")
-        out.append((entry.get("field"), tuple(terms) if isinstance(terms, (list, tuple)) else terms))
-    return tuple(out)  # type: ignore[arg-type]
+FieldName = _texts(MAX_FIELD, _not_blank, _field_name)
+Templates = Annotated[list[_texts(MAX_PATTERN, _template)], Field(min_length=1, max_length=MAX_PATTERNS),
+                      BeforeValidator(_one_or_more)]
+
+
+class FilterInput(Closed):
+    field: Any = None  # shapes of field and terms: parse_filters, as for searches
+    terms: Any = None
+
+
+class AttributeInput(Closed):
+    field: FieldName
+    aliase: _texts(MAX_ALIASE, _not_blank) | None = None
+    pattern: Templates | None = None
+
+
+class ThresholdInput(Closed):
+    """Fire when the count, sum or distinct count per key within ``window`` reaches ``value``."""
+
+    function: Literal[FUNCTIONS]  # type: ignore[valid-type]
+    field: FieldName | None = None
+    window: Annotated[int, BeforeValidator(_window)] = Field(description='"5m", "1h" or seconds; 1s to 1d.')
+    value: Number
+
+    @field_validator("field")
+    @classmethod
+    def _field_for_function(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("function") == "count" and value is not None:
+            raise PydanticCustomError("field", "count counts records; leave field out (use distinct or sum for a field)")
+        return value
+
+    @field_validator("value")
+    @classmethod
+    def _value_for_function(cls, value: float, info: ValidationInfo) -> float:
+        function = info.data.get("function")
+        if value <= 0:
+            raise PydanticCustomError("value", "must be a positive number, not {value}", {"value": value})
+        if function == "sum":
+            if value > MAX_THRESHOLD_SUM:
+                raise PydanticCustomError("value", "must be at most {limit}", {"limit": f"{MAX_THRESHOLD_SUM:g}"})
+            return value
+        if not value.is_integer():
+            raise PydanticCustomError("value", "a {function} threshold must be a whole number, not {value}",
+                                      {"function": function, "value": value})
+        if value > MAX_THRESHOLD_COUNT:
+            raise PydanticCustomError("value", "must be at most {limit}, not {value}",
+                                      {"limit": MAX_THRESHOLD_COUNT, "value": int(value)})
+        return value
+
+
+class RuleInput(Closed):
+    """A rule as a request or a file holds it (docs/rules.md): the shapes.
+    What the fields mean together (the query, the threshold's field) is
+    checked by ``rule_from_dict``."""
+
+    name: _texts(100, _matching(NAME_PATTERN))
+    behavior: _texts(MAX_BEHAVIOR, _not_blank)
+    description: _texts(MAX_DESCRIPTION) | None = None
+    dataset: Literal[tuple(RULE_DATASETS)] | None = None  # type: ignore[valid-type]
+    query: _texts(MAX_QUERY) | None = None
+    mustFilters: Annotated[list[FilterInput], Field(max_length=256)] | None = None
+    mustNotFilters: Annotated[list[FilterInput], Field(max_length=256)] | None = None
+    keyField: FieldName
+    keyPattern: Templates | None = None
+    keyType: _texts(32, _matching(KEY_TYPE_PATTERN))
+    attributes: Annotated[list[AttributeInput], Field(max_length=MAX_ATTRIBUTES)] | None = None
+    risks: Annotated[list[_texts(MAX_RISK, _not_blank)], Field(max_length=MAX_RISKS)] | None = None
+    riskScore: Annotated[Integer, Field(ge=0, le=MAX_RISK_SCORE)]
+    scope: _texts(MAX_SCOPE, _not_blank) | None = None
+    enabled: Flag = True
+    threshold: ThresholdInput | None = None
 
 
 def _named(exc: SeclakeError, at: str) -> SeclakeError:
@@ -439,29 +441,28 @@ def _named(exc: SeclakeError, at: str) -> SeclakeError:
     return exc
 
 
+def _at(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
 def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None = None) -> Rule:
     """A validated Rule from its wire / YAML shape; errors name the field under ``where``."""
     if not isinstance(d, Mapping):
         raise ValidationFailed(where or "rule", f"must be an object, not {_kind(d)}")
-    for k in d:
+    for k in d:  # YAML may hold keys of other types
         if not isinstance(k, str):
             raise ValidationFailed(where or "rule", f"has a key that is not a string: {str(k)[:40]!r}")
-        if k not in FIELDS:
-            raise ValidationFailed(_at(where, k[:60]), f"is not a rule field; rule fields are {', '.join(FIELDS)}")
-
-    name = _text(d, "name", where, max_len=100, pattern=NAME_PATTERN)
-    behavior = _text(d, "behavior", where, max_len=MAX_BEHAVIOR)
-    description = _text(d, "description", where, max_len=MAX_DESCRIPTION, required=False, allow_empty=True)
-    dataset_name = _text(d, "dataset", where, max_len=10, required=False, default="event")
-    if dataset_name not in RULE_DATASETS:
-        raise ValidationFailed(_at(where, "dataset"), f"must be event or flow, not {dataset_name[:40]!r}")
+    sent = validated(RuleInput, d, where)
+    dataset_name = sent.dataset or "event"
     dataset = RULE_DATASETS[dataset_name]
 
     limits = limits or QueryLimits()
-    query = _text(d, "query", where, max_len=min(MAX_QUERY, limits.max_query_length), required=False,
-                  allow_empty=True)
-    must = _filters(d, "mustFilters", where)
-    must_not = _filters(d, "mustNotFilters", where)
+    query = sent.query or ""
+    if len(query) > limits.max_query_length:
+        raise ValidationFailed(_at(where, "query"), f"is {len(query)} characters long, at most {limits.max_query_length}")
+    must = tuple((f.field, tuple(f.terms) if isinstance(f.terms, list) else f.terms) for f in sent.mustFilters or [])
+    must_not = tuple((f.field, tuple(f.terms) if isinstance(f.terms, list) else f.terms)
+                     for f in sent.mustNotFilters or [])
     try:
         node = parse(query, dataset, default_operator="AND", limits=limits)
     except (QueryError, LimitExceeded) as e:
@@ -482,53 +483,26 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
         # A rule over every record is almost always a mistake, and costly.
         raise ValidationFailed(_at(where, "query"), "is required: say which records the rule selects")
 
-    key_field = _field(d, "keyField", where)
-    assert key_field is not None
-    key_pattern = _templates(d.get("keyPattern"), _at(where, "keyPattern"))
-    key_type = _text(d, "keyType", where, max_len=32, pattern=KEY_TYPE_PATTERN)
-
-    attributes = []
-    for i, a in enumerate(_array(d, "attributes", where, MAX_ATTRIBUTES)):
-        at = f"{_at(where, 'attributes')}[{i}]"
-        if not isinstance(a, Mapping):
-            raise ValidationFailed(at, f"must be an object {{field, aliase}}, not {_kind(a)}")
-        unknown = sorted(str(k) for k in a if k not in ("field", "aliase", "pattern"))
-        if unknown:
-            raise ValidationFailed(f"{at}.{unknown[0][:60]}", "is not an attribute field (field, aliase, pattern)")
-        fld = _field(a, "field", at)
-        assert fld is not None
-        aliase = _text(a, "aliase", at, max_len=MAX_ALIASE, required=False, default=fld[:MAX_ALIASE])
-        attributes.append(Attribute(fld, aliase, _templates(a.get("pattern"), f"{at}.pattern")))
-
-    risks = []
-    for i, r in enumerate(_array(d, "risks", where, MAX_RISKS)):
-        at = f"{_at(where, 'risks')}[{i}]"
-        if not isinstance(r, str) or not r.strip():
-            raise ValidationFailed(at, f"must be a non-empty string, not {_kind(r)}")
-        if len(r) > MAX_RISK:
-            raise ValidationFailed(at, f"is {len(r)} characters long, at most {MAX_RISK}")
-        risks.append(r)
-
-    score = d.get("riskScore")
-    if isinstance(score, float) and score.is_integer():
-        score = int(score)
-    if isinstance(score, bool) or not isinstance(score, int):
-        raise ValidationFailed(_at(where, "riskScore"), f"must be an integer, not {_kind(score)}")
-    if not 0 <= score <= MAX_RISK_SCORE:
-        raise ValidationFailed(_at(where, "riskScore"), f"must be between 0 and {MAX_RISK_SCORE}, not {score}")
-
-    scope = _text(d, "scope", where, max_len=MAX_SCOPE, required=False, default="global")
-    enabled = d.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise ValidationFailed(_at(where, "enabled"), f"must be true or false, not {_kind(enabled)}")
-    threshold = _threshold(d.get("threshold"), _at(where, "threshold"), dataset)
-
-    return Rule(
-        name=name, behavior=behavior, description=description, dataset=dataset_name, query=query,
-        must_filters=must, must_not_filters=must_not, key_field=key_field, key_type=key_type,
-        attributes=tuple(attributes), risks=tuple(risks), risk_score=score, scope=scope, enabled=enabled,
-        threshold=threshold, key_pattern=key_pattern, selector=ast.and_(node, filters),
+    t = sent.threshold
+    if t is not None and t.function != "count" and t.field is None:
+        raise ValidationFailed(_at(where, "threshold.field"), f"is required: the field a {t.function} threshold reads")
+    threshold = None if t is None else Threshold(
+        t.function, t.field, t.window, t.value if t.function == "sum" else int(t.value),
+        dataset.resolve(t.field) if t.field else None,
     )
+    return Rule(
+        name=sent.name, behavior=sent.behavior, description=sent.description or "", dataset=dataset_name,
+        query=query, must_filters=must, must_not_filters=must_not, key_field=sent.keyField, key_type=sent.keyType,
+        attributes=tuple(Attribute(a.field, a.aliase or a.field[:MAX_ALIASE], _templates(a.pattern))
+                         for a in sent.attributes or []),
+        risks=tuple(sent.risks or ()), risk_score=sent.riskScore, scope=sent.scope or "global",
+        enabled=sent.enabled, threshold=threshold, key_pattern=_templates(sent.keyPattern),
+        selector=ast.and_(node, filters),
+    )
+
+
+def _templates(texts: list[str] | None) -> tuple[Template, ...]:
+    return tuple(Template.of(t) for t in texts or ())
 
 
 # -- files -------------------------------------------------------------------------

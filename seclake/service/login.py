@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import delete, select
 
 from seclake.db.database import Database
-from seclake.db.models import LoginFailure, User
-from seclake.errors import TooManyAttempts, Unauthorized, ValidationFailed
+from seclake.db.models import LoginFailure, User, UserSession
+from seclake.errors import TooManyAttempts, Unauthorized
 from seclake.service.audit import Audit
-from seclake.service.clock import Clock, iso
-from seclake.service.password import MAX_PASSWORD_LENGTH, PasswordHasher
-from seclake.service.roles import rights_of
+from seclake.service.clock import Clock
+from seclake.service.password import PasswordHasher
 from seclake.service.sessions import Sessions
-from seclake.service.users import NO_PASSWORD, full_name, timezone_of
+from seclake.service.users import NO_PASSWORD
 from seclake.settings import Settings
 
 # One message for a wrong password and an unknown user, so that the answer
@@ -24,6 +23,15 @@ from seclake.settings import Settings
 BAD_CREDENTIALS = "invalid username or password"
 # The counter row of an address over every username.
 ANY_USER = ""
+
+
+@dataclass(frozen=True)
+class SignIn:
+    """A session just opened: its token (shown this once), the session and its user."""
+
+    token: str
+    session: UserSession
+    user: User
 
 
 class Login:
@@ -38,12 +46,8 @@ class Login:
         self.settings = settings
         self.clock = clock
 
-    def login(self, username: object, password: object, client: str = "") -> dict[str, Any]:
-        """Check the credentials and open a session; return the session record (spec 2.2)."""
-        if not isinstance(username, str) or not 0 < len(username) <= 128:
-            raise ValidationFailed("username", "must be a non-empty string of at most 128 characters")
-        if not isinstance(password, str) or len(password) > MAX_PASSWORD_LENGTH:
-            raise ValidationFailed("password", f"must be a string of at most {MAX_PASSWORD_LENGTH} characters")
+    def login(self, username: str, password: str, client: str = "") -> SignIn:
+        """Check the credentials and open a session."""
         now = self.clock()
         self._refuse_if_locked(username, client, now)
 
@@ -74,22 +78,7 @@ class Login:
             if failures is not None:
                 s.delete(failures)
         self.audit.login(username, client, True)
-        return {
-            "sessionToken": token,
-            "publicKey": session.public_id,
-            "userName": user.username,
-            "createdOn": iso(session.created_on),
-            "roles": list(user.roles),
-            "status": "succeed",
-            "fullName": full_name(user),
-            "rights": rights_of(user.roles),
-            "email": user.email,
-            "organization": user.organization,
-            "name": user.username,
-            "preference": user.preference,
-            "timezone": timezone_of(user),
-            "profile": user.profile,
-        }
+        return SignIn(token, session, user)
 
     def unlock(self, username: str) -> int:
         """End every lockout of ``username`` (an admin's unlock); how many there were."""

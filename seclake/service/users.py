@@ -1,5 +1,6 @@
-"""User accounts: validation, storage, the wire record (spec 2.3), and the
-rule that the service always keeps at least one enabled admin."""
+"""User accounts: the typed input, storage, and the rule that the service
+always keeps at least one enabled admin. The wire record (spec 2.3) is the
+API's (``api/reply.user_record``)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,10 @@ from sqlalchemy.orm import Session
 from seclake.db.database import Database
 from seclake.db.models import LoginFailure, User, UserSession
 from seclake.errors import Conflict, NotFound
-from seclake.service.clock import Clock, iso
+from seclake.service.clock import Clock
 from seclake.service.password import PasswordHasher, check_password, generate_password
 from seclake.model import Closed, Flag, Line, Open, Text, typed, validated
 from seclake.service.policies import CallPatterns, PolicyNames, ReadOnly, check_policy_names, check_role_names
-from seclake.service.roles import rights_of
 from seclake.settings import Settings
 
 USERNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
@@ -122,39 +122,6 @@ def user_input(data: Mapping[str, Any], where: str = "user") -> UserInput:
     return validated(UserInput, dict(data), where)
 
 
-def user_record(user: User) -> dict[str, Any]:
-    """The user record of spec 2.3."""
-    return {
-        "username": user.username,
-        "email": user.email,
-        "firstName": user.first_name,
-        "lastName": user.last_name,
-        "organization": user.organization,
-        "rights": rights_of(user.roles),
-        "restricted": user.restricted,
-        "disabled": user.disabled,
-        "lastLogin": iso(user.last_login),
-        "passwordDate": iso(user.password_date),
-        "preference": user.preference,
-        "roles": list(user.roles),
-        "dataPolicies": user.data_policies,
-        "APIPolicies": user.api_policies,
-        "profile": user.profile,
-        "oauthProvider": user.oauth_provider or "",
-        "oauthFlag": bool(user.oauth_flag),
-        # False: added without a password; signing in with one is refused until it is set.
-        "passwordSet": user.password_hash != NO_PASSWORD,
-    }
-
-
-def full_name(user: User) -> str:
-    return " ".join(part for part in (user.first_name, user.last_name) if part) or user.username
-
-
-def timezone_of(user: User) -> str:
-    return str(user.preference.get("timezone", {}).get("value", "UTC"))
-
-
 class Users:
     def __init__(self, db: Database, hasher: PasswordHasher, settings: Settings, clock: Clock):
         self.db = db
@@ -164,13 +131,13 @@ class Users:
 
     # -- reading -------------------------------------------------------------
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[User]:
         with self.db.session() as s:
-            return [user_record(u) for u in s.scalars(select(User).order_by(User.username))]
+            return list(s.scalars(select(User).order_by(User.username)))
 
-    def get(self, username: str) -> dict[str, Any]:
+    def get(self, username: str) -> User:
         with self.db.session() as s:
-            return user_record(_find(s, username))
+            return _find(s, username)
 
     def count(self) -> int:
         with self.db.session() as s:
@@ -178,7 +145,7 @@ class Users:
 
     # -- changing ------------------------------------------------------------
 
-    def add(self, new: UserInput | Mapping[str, Any], where: str = "user") -> dict[str, Any]:
+    def add(self, new: UserInput | Mapping[str, Any], where: str = "user") -> User:
         """Create a user (without a password: it cannot sign in with one until one is set)."""
         new = typed(UserInput, new, where)
         values = self._values(new, where)
@@ -211,9 +178,9 @@ class Users:
             if s.scalar(select(User.id).where(User.username == new.username)) is not None:
                 raise Conflict(f"{where}.username: user {new.username!r} already exists")
             s.add(user)
-        return user_record(user)
+        return user
 
-    def update(self, changed: UserInput | Mapping[str, Any], where: str = "user") -> dict[str, Any]:
+    def update(self, changed: UserInput | Mapping[str, Any], where: str = "user") -> User:
         """Change the fields sent of a user; refuses to leave no enabled admin."""
         changed = typed(UserInput, changed, where)
         name = changed.username
@@ -237,12 +204,12 @@ class Users:
             if "password" in values:
                 # A reset ends any lockout of the account.
                 s.execute(delete(LoginFailure).where(LoginFailure.username == name))
-            return user_record(user)
+            return user
 
-    def set_password(self, username: str, password: str) -> dict[str, Any]:
+    def set_password(self, username: str, password: str) -> User:
         return self.update(user_input({"username": username, "password": password}))
 
-    def set_disabled(self, username: str, disabled: bool) -> dict[str, Any]:
+    def set_disabled(self, username: str, disabled: bool) -> User:
         return self.update(user_input({"username": username, "disabled": disabled}))
 
     def delete(self, username: str) -> None:

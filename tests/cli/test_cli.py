@@ -109,5 +109,5 @@ def test_serve_runs_the_server_and_shows_a_generated_password_once(tmp_path) -> 
     from seclake.settings import load_settings
 
     services = Services(load_settings(data_dir=tmp_path / "data"))
-    assert services.login.login("admin", password)["status"] == "succeed"
+    assert services.login.login("admin", password).user.username == "admin"
     services.stop()

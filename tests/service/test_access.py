@@ -71,7 +71,7 @@ def test_rights_come_from_the_database_on_every_resolution(services):
     services.policies.add_role({"name": "reader", "permissions": ["search"], "APIPolicies": ["ds/*"],
                                 "dataPolicies": ["acme"]})
     services.users.add({"username": "rita", "password": "long-enough-1", "roles": ["reader"]})
-    token = services.login.login("rita", "long-enough-1")["sessionToken"]
+    token = services.login.login("rita", "long-enough-1").token
     caller = services.auth.caller(token)
     assert caller.may("search") and not caller.may("triage") and not caller.may("admin")
     assert caller.rights.allows_call("ds/x") and not caller.rights.allows_call("auth/userList")

@@ -29,7 +29,7 @@ def other_node(services: Services, clock) -> Iterator[Services]:
 @pytest.fixture
 def ana(services: Services) -> str:
     services.users.add({"username": "ana", "password": PASSWORD, "roles": ["analyst"]})
-    return services.login.login("ana", PASSWORD)["sessionToken"]
+    return services.login.login("ana", PASSWORD).token
 
 
 def test_disabling_on_another_node_ends_the_next_call(services, other_node, ana) -> None:
@@ -57,7 +57,7 @@ def test_revoked_token_and_logout_end_the_next_call(services, other_node) -> Non
     with pytest.raises(Unauthorized, match="revoked"):
         services.auth.caller(created["token"])
 
-    session = services.login.login("admin", "admin-test-password")["sessionToken"]
+    session = services.login.login("admin", "admin-test-password").token
     assert services.auth.caller(session).username == "admin"
     other_node.sessions.end(session)
     with pytest.raises(Unauthorized):

@@ -10,7 +10,7 @@ PASSWORD = "admin-test-password"
 
 
 def test_idle_session_ends_and_activity_keeps_it(services, clock) -> None:
-    token = services.login.login("admin", PASSWORD)["sessionToken"]
+    token = services.login.login("admin", PASSWORD).token
     for _ in range(5):
         clock.advance(minutes=20)
         assert services.auth.caller(token).username == "admin"
@@ -22,7 +22,7 @@ def test_idle_session_ends_and_activity_keeps_it(services, clock) -> None:
 
 
 def test_session_ends_after_its_lifetime(services, clock) -> None:
-    token = services.login.login("admin", PASSWORD)["sessionToken"]
+    token = services.login.login("admin", PASSWORD).token
     for _ in range(12 * 4):
         clock.advance(minutes=15)
         services.auth.caller(token)
@@ -35,7 +35,7 @@ def test_caller_carries_roles_and_policies(services) -> None:
     services.policies.add_policy({"name": "p1", "filters": {"event": "@customer:acme"}})
     services.users.add({"username": "ana", "password": "long-enough-1", "roles": ["analyst"],
                         "dataPolicies": ["p1"], "APIPolicies": []})
-    caller = services.auth.caller(services.login.login("ana", "long-enough-1")["sessionToken"])
+    caller = services.auth.caller(services.login.login("ana", "long-enough-1").token)
     assert (caller.username, caller.roles, caller.token_kind) == ("ana", ("analyst",), "session")
     assert caller.data_policies == ["p1"] and caller.api_policies == []
     assert caller.may("search") and caller.may("triage") and not caller.may("admin") and not caller.may("ingest")

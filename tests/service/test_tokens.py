@@ -14,7 +14,7 @@ from seclake.errors import Unauthorized
 
 def test_tokens_are_random_256_bit_and_stored_only_as_hashes(services) -> None:
     secret = services.tokens.create("admin", {"name": "ci"})["token"]
-    session = services.login.login("admin", "admin-test-password")["sessionToken"]
+    session = services.login.login("admin", "admin-test-password").token
     for token, prefix in ((secret, "slk_"), (session, "sls_")):
         assert token.startswith(prefix)
         raw = base64.urlsafe_b64decode(token[len(prefix):] + "=")

@@ -13,8 +13,8 @@ from seclake.settings import load_settings
 
 def test_first_start_creates_admin_with_the_configured_password(services) -> None:
     users = services.users.list()
-    assert [(u["username"], u["roles"]) for u in users] == [("admin", ["admin"])]
-    assert services.login.login("admin", "admin-test-password")["status"] == "succeed"
+    assert [(u.username, u.roles) for u in users] == [("admin", ["admin"])]
+    assert services.login.login("admin", "admin-test-password").user.username == "admin"
     assert services.prepare() is None  # not again
     assert len(services.users.list()) == 1
 
@@ -23,7 +23,7 @@ def test_first_start_generates_a_password_when_none_is_set(database_url, tmp_pat
     svc = Services(load_settings(data_dir=tmp_path, database_url=database_url))
     generated = svc.prepare()
     assert generated and len(generated) >= 16
-    assert svc.login.login("admin", generated)["roles"] == ["admin"]
+    assert svc.login.login("admin", generated).user.roles == ["admin"]
     assert svc.prepare() is None
     svc.stop()
 
@@ -82,10 +82,10 @@ def test_the_last_enabled_admin_is_kept(services) -> None:
         services.users.delete("admin")
     services.users.set_disabled("other", False)
     services.users.delete("admin")
-    assert [u["username"] for u in services.users.list()] == ["other"]
+    assert [u.username for u in services.users.list()] == ["other"]
 
 
 def test_roles_are_deduplicated_and_default_to_analyst(services) -> None:
-    assert services.users.add({"username": "a1", "password": "long-enough-1"})["roles"] == ["analyst"]
-    record = services.users.add({"username": "a2", "password": "long-enough-1", "roles": ["ingest", "ingest"]})
-    assert record["roles"] == ["ingest"] and record["rights"] == "ingest"
+    assert services.users.add({"username": "a1", "password": "long-enough-1"}).roles == ["analyst"]
+    user = services.users.add({"username": "a2", "password": "long-enough-1", "roles": ["ingest", "ingest"]})
+    assert user.roles == ["ingest"]

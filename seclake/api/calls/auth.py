@@ -6,7 +6,7 @@ from typing import Any
 
 from seclake.api.authentication import token_from
 from seclake.api.registry import CallContext, call
-from seclake.api.reply import SessionRecord, TokenList, TokenRecord, UserRecord
+from seclake.api.reply import SessionRecord, TokenList, TokenRecord, UserRecord, session_record, user_record
 from seclake.api.request import Empty, LoginRequest, TokenRequest, UsernameRequest, UserRequest
 from seclake.errors import ValidationFailed
 from seclake.model import validated
@@ -21,7 +21,7 @@ ACCESS_FIELDS = ("roles", "dataPolicies", "APIPolicies", "disabled")
 @call("auth/login", permission="public", request=LoginRequest, reply=SessionRecord,
       summary="Sign in; the session token goes in Servicetoken.")
 def login(ctx: CallContext, args: LoginRequest) -> Any:
-    return ctx.services.login.login(args.username, args.password, ctx.client)
+    return session_record(ctx.services.login.login(args.username, args.password, ctx.client))
 
 
 @call("auth/logout", permission="public", request=Empty, reply=dict[str, bool],
@@ -51,20 +51,20 @@ def user_unlock(ctx: CallContext, args: UsernameRequest) -> Any:
 @call("auth/userList", permission="admin", request=Empty, reply=dict[str, list[UserRecord]],
       summary="Every user, as {users}.")
 def user_list(ctx: CallContext, args: Empty) -> Any:
-    return {"users": ctx.services.users.list()}
+    return {"users": [user_record(u) for u in ctx.services.users.list()]}
 
 
 @call("auth/getUser", permission="admin", request=UsernameRequest, reply=dict[str, UserRecord],
       summary="One user, as {user}.")
 def get_user(ctx: CallContext, args: UsernameRequest) -> Any:
     # The clients read response.user.
-    return {"user": ctx.services.users.get(args.username)}
+    return {"user": user_record(ctx.services.users.get(args.username))}
 
 
 @call("auth/userAdd", permission="admin", request=UserRequest, reply=UserRecord,
       summary="Add a user; without a password it cannot sign in with one.")
 def user_add(ctx: CallContext, args: UserRequest) -> Any:
-    added = ctx.services.users.add(args.user, where="user")
+    added = user_record(ctx.services.users.add(args.user, where="user"))
     ctx.audit_detail = f"user {added['username']!r} added: " + changes(None, added, ACCESS_FIELDS)
     if not added["passwordSet"]:
         added = {**added, "note": (
@@ -79,8 +79,8 @@ def user_add(ctx: CallContext, args: UserRequest) -> Any:
 def user_update(ctx: CallContext, args: UserRequest) -> Any:
     """Change the fields sent of ``user`` (named by ``user.username``)."""
     users = ctx.services.users
-    before = users.get(args.user.username)
-    after = users.update(args.user, where="user")
+    before = user_record(users.get(args.user.username))
+    after = user_record(users.update(args.user, where="user"))
     # Access changes are named in the audit entry; other fields by name only.
     sent = args.user.changes()
     what = [changes(before, after, ACCESS_FIELDS)] if any(before[f] != after[f] for f in ACCESS_FIELDS) else []
