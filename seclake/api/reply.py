@@ -10,6 +10,7 @@ vary with the data (events, flows, rules) allow members beyond those named.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
@@ -18,7 +19,9 @@ from seclake.db.models import User
 from seclake.model import Closed, Open
 from seclake.service.clock import iso
 from seclake.service.login import SignIn
+from seclake.service.policies import Policy, Role
 from seclake.service.roles import rights_of
+from seclake.service.tokens import TokenView
 from seclake.service.users import NO_PASSWORD
 
 # -- replies of searches (spec 2.6-2.10) ---------------------------------------------
@@ -220,6 +223,33 @@ class TokenRecord(Open):
     token: str | None = Field(None, description="Only in the answer to add: shown once.")
 
 
+def token_record(view: TokenView, now: datetime) -> dict[str, Any]:
+    """An API token as the clients read it; ``token`` only when just created."""
+    token, state = view.token, view.state(now)
+    record = {"token": view.secret} if view.secret is not None else {}
+    return record | {
+        # A string: the clients' token model reads it so (a number fails Go's decoding).
+        "id": str(token.id),
+        "name": token.name,
+        "description": token.description or "",
+        "username": view.username,
+        "prefix": token.prefix,
+        "createdOn": iso(token.created_on),
+        "expiresOn": iso(token.expires_on),
+        "lastUsed": iso(token.last_used),
+        "revokedOn": iso(token.revoked_on),
+        "state": state,
+        "disabled": state != "active",
+        # Epoch milliseconds, 0 when never used (the clients' lastAccess).
+        "lastAccess": 0 if token.last_used is None else int(token.last_used.timestamp() * 1000),
+        "updatedOn": iso(token.revoked_on or token.created_on),
+        # The narrowing this token carries; null: its user's rights as they are.
+        "roles": token.roles,
+        "dataPolicies": token.data_policies,
+        "APIPolicies": token.api_policies,
+    }
+
+
 class TokenList(Open):
     entries: list[TokenRecord]
     tokens: list[TokenRecord] = Field(description="The same list under seclake's earlier name.")
@@ -233,6 +263,13 @@ class PolicyRecord(Open):
     updatedOn: str | None
 
 
+def policy_record(policy: Policy) -> dict[str, Any]:
+    return {
+        "name": policy.name, "description": policy.description, "filters": dict(policy.filters),
+        "createdOn": iso(policy.created_on), "updatedOn": iso(policy.updated_on),
+    }
+
+
 class RoleRecord(Open):
     name: str
     description: str
@@ -242,6 +279,14 @@ class RoleRecord(Open):
     dataPolicies: list[str]
     createdOn: str | None
     updatedOn: str | None
+
+
+def role_record(role: Role) -> dict[str, Any]:
+    return {
+        "name": role.name, "description": role.description, "builtIn": role.built_in,
+        "permissions": list(role.permissions), "APIPolicies": list(role.api_policies),
+        "dataPolicies": list(role.data_policies), "createdOn": iso(role.created_on), "updatedOn": iso(role.updated_on),
+    }
 
 
 class Summary(Open):

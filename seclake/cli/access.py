@@ -14,7 +14,7 @@ import typer
 
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.cli.user import fail
-from seclake.api.reply import user_record
+from seclake.api.reply import policy_record, role_record, user_record
 from seclake.errors import SeclakeError
 from seclake.model import validated
 from seclake.service.policies import POLICY_DATASETS, PolicyInput, RoleInput, changes
@@ -68,8 +68,8 @@ def policy_add(
     filters = {k: v for k, v in given.items() if v is not None}
 
     def work():
-        added = services.policies.add_policy(
-            validated(PolicyInput, {"name": name, "description": description, "filters": filters}))
+        added = policy_record(services.policies.add_policy(
+            validated(PolicyInput, {"name": name, "description": description, "filters": filters})))
         return added, f"data policy {name!r} added: " + changes(None, added, ("description", "filters"))
 
     _run(services, "policy add", work)
@@ -81,8 +81,8 @@ def policy_list(data_dir: DataDir = None, config: ConfigFile = None) -> None:
     """List data policies: name, then dataset=filter for each dataset named."""
     services = open_services(data_dir, config)
     for p in services.policies.list_policies():
-        filters = "\t".join(f"{k}={p['filters'][k]}" for k in POLICY_DATASETS if k in p["filters"])
-        typer.echo(f"{p['name']}\t{filters}\t{p['description']}")
+        filters = "\t".join(f"{k}={p.filters[k]}" for k in POLICY_DATASETS if k in p.filters)
+        typer.echo(f"{p.name}\t{filters}\t{p.description}")
 
 
 @policy_app.command("delete")
@@ -139,9 +139,9 @@ def role_add(
     fields = ("description", "permissions", "APIPolicies", "dataPolicies")
 
     def work():
-        added = services.policies.add_role(validated(RoleInput, {
+        added = role_record(services.policies.add_role(validated(RoleInput, {
             "name": name, "description": description, "permissions": permission or [],
-            "APIPolicies": api or [], "dataPolicies": policy or []}))
+            "APIPolicies": api or [], "dataPolicies": policy or []})))
         return added, f"role {name!r} added: " + changes(None, added, fields)
 
     _run(services, "role add", work)
@@ -153,9 +153,9 @@ def role_list(data_dir: DataDir = None, config: ConfigFile = None) -> None:
     """List roles: name, permissions, API policies, data policies."""
     services = open_services(data_dir, config)
     for r in services.policies.list_roles():
-        kind = "built-in" if r["builtIn"] else "custom"
-        typer.echo(f"{r['name']}\t{kind}\t{','.join(r['permissions'])}\tapi={','.join(r['APIPolicies']) or '-'}\t"
-                   f"data={','.join(r['dataPolicies']) or '-'}")
+        kind = "built-in" if r.built_in else "custom"
+        typer.echo(f"{r.name}\t{kind}\t{','.join(r.permissions)}\tapi={','.join(r.api_policies) or '-'}\t"
+                   f"data={','.join(r.data_policies) or '-'}")
 
 
 @role_app.command("delete")

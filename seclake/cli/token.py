@@ -8,6 +8,7 @@ import typer
 
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.cli.user import fail
+from seclake.api.reply import token_record
 from seclake.errors import SeclakeError
 from seclake.model import validated
 from seclake.service.tokens import TokenInput
@@ -27,7 +28,7 @@ def create(
     services = open_services(data_dir, config)
     try:
         new = validated(TokenInput, {"name": name, "expiresInDays": expires_in_days})
-        record = services.tokens.create(username, new)
+        record = token_record(services.tokens.create(username, new), services.clock())
     except SeclakeError as e:
         raise fail(e) from None
     typer.echo(f"token id {record['id']} for {username} (shown only now; keep it safe):", err=True)
@@ -42,7 +43,8 @@ def list_tokens(
 ) -> None:
     """List API tokens (never the tokens themselves)."""
     services = open_services(data_dir, config)
-    for t in services.tokens.list(username):
+    now = services.clock()
+    for t in (token_record(view, now) for view in services.tokens.list(username)):
         typer.echo(
             f"{t['id']}\t{t['username']}\t{t['prefix']}...\t{t['state']}\t{t['name']}\t"
             f"expires {t['expiresOn'] or 'never'}\tlast used {t['lastUsed'] or 'never'}"

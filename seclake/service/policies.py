@@ -1,4 +1,4 @@
-"""Data policies and custom roles: validation, storage, wire records.
+"""Data policies and custom roles: typed input, storage, snapshots as read.
 
 Every field is checked as hostile input: names are short identifiers,
 descriptions bounded, filters parsed at save time against the dataset they
@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, Field, Strict
 from pydantic_core import PydanticCustomError
@@ -30,7 +32,7 @@ from seclake.query.limits import QueryLimits
 from seclake.query.parser import parse
 from seclake.record.dataset import AUDIT, BEHAVIORS, EVENTS, FLOWS, Dataset
 from seclake.service.access import POLICY_OPERATOR
-from seclake.service.clock import Clock, iso
+from seclake.service.clock import Clock
 from seclake.service.roles import PERMISSIONS, ROLES
 from seclake.settings import Settings
 
@@ -45,6 +47,7 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_DESCRIPTION = 500
 MAX_FILTER = 4000
 MAX_ENTRIES = 100
+T = TypeVar("T")
 POLICY_FIELDS = ("name", "description", "filters")
 ROLE_FIELDS = ("name", "description", "permissions", "APIPolicies", "dataPolicies")
 
@@ -157,30 +160,45 @@ def check_filters(value: dict[str, str], where: str, limits: QueryLimits) -> dic
     return dict(value)
 
 
-# -- wire records ---------------------------------------------------------------
+# -- policies and roles as read ---------------------------------------------------
 
 
-def policy_record(p: DataPolicy) -> dict[str, Any]:
-    return {
-        "name": p.name, "description": p.description, "filters": dict(p.filters),
-        "createdOn": iso(p.created_on), "updatedOn": iso(p.updated_on),
-    }
+@dataclass(frozen=True)
+class Policy:
+    """A data policy as read (a snapshot: it stays what it was when the row changes)."""
+
+    name: str
+    description: str
+    filters: dict[str, str]
+    created_on: datetime | None
+    updated_on: datetime | None
+
+    @staticmethod
+    def of(row: DataPolicy) -> Policy:
+        return Policy(row.name, row.description, dict(row.filters), row.created_on, row.updated_on)
 
 
-def role_record(r: CustomRole) -> dict[str, Any]:
-    return {
-        "name": r.name, "description": r.description, "builtIn": False,
-        "permissions": list(r.permissions), "APIPolicies": list(r.api_policies),
-        "dataPolicies": list(r.data_policies), "createdOn": iso(r.created_on), "updatedOn": iso(r.updated_on),
-    }
+@dataclass(frozen=True)
+class Role:
+    """A role as read: built in (``ROLES``) or an admin's (a snapshot of its row)."""
 
+    name: str
+    description: str
+    built_in: bool
+    permissions: tuple[str, ...]
+    api_policies: tuple[str, ...] = ()
+    data_policies: tuple[str, ...] = ()
+    created_on: datetime | None = None
+    updated_on: datetime | None = None
 
-def builtin_role_record(name: str) -> dict[str, Any]:
-    return {
-        "name": name, "description": f"built-in role {name}", "builtIn": True,
-        "permissions": [p for p in PERMISSIONS if p in ROLES[name]], "APIPolicies": [], "dataPolicies": [],
-        "createdOn": None, "updatedOn": None,
-    }
+    @staticmethod
+    def of(row: CustomRole) -> Role:
+        return Role(row.name, row.description, False, tuple(row.permissions), tuple(row.api_policies),
+                    tuple(row.data_policies), row.created_on, row.updated_on)
+
+    @staticmethod
+    def builtin(name: str) -> Role:
+        return Role(name, f"built-in role {name}", True, tuple(p for p in PERMISSIONS if p in ROLES[name]))
 
 
 def changes(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None, fields: tuple[str, ...]) -> str:
@@ -224,15 +242,15 @@ class Policies:
 
     # -- data policies ---------------------------------------------------------
 
-    def list_policies(self) -> list[dict[str, Any]]:
+    def list_policies(self) -> list[Policy]:
         with self.db.session() as s:
-            return [policy_record(p) for p in s.scalars(select(DataPolicy).order_by(DataPolicy.name))]
+            return [Policy.of(p) for p in s.scalars(select(DataPolicy).order_by(DataPolicy.name))]
 
-    def get_policy(self, name: str) -> dict[str, Any]:
+    def get_policy(self, name: str) -> Policy:
         with self.db.session() as s:
-            return policy_record(_policy(s, name))
+            return Policy.of(_policy(s, name))
 
-    def add_policy(self, policy: PolicyInput | Mapping[str, Any], where: str = "policy") -> dict[str, Any]:
+    def add_policy(self, policy: PolicyInput | Mapping[str, Any], where: str = "policy") -> Policy:
         policy = typed(PolicyInput, policy, where)
         if policy.filters is None:
             raise ValidationFailed(f"{where}.filters", "is required: dataset -> Lucene filter, like {\"event\": \"@customer:acme\"}")
@@ -245,9 +263,9 @@ class Policies:
                              created_on=now, updated_on=now)
             s.add(row)
             s.flush()
-            return policy_record(row)
+            return Policy.of(row)
 
-    def update_policy(self, policy: PolicyInput | Mapping[str, Any], where: str = "policy") -> tuple[dict[str, Any], dict[str, Any]]:
+    def update_policy(self, policy: PolicyInput | Mapping[str, Any], where: str = "policy") -> tuple[Policy, Policy]:
         """Change description and/or filters (filters are replaced whole); (before, after)."""
         policy = typed(PolicyInput, policy, where)
         values: dict[str, Any] = {}
@@ -258,9 +276,9 @@ class Policies:
         if not values:
             raise ValidationFailed(where, "nothing to change: send description or filters")
         with self.db.session(write=True) as s:
-            return self._changed(_policy(s, policy.name, for_update=True), values, policy_record)
+            return self._changed(_policy(s, policy.name, for_update=True), values, Policy.of)
 
-    def delete_policy(self, name: str) -> dict[str, Any]:
+    def delete_policy(self, name: str) -> Policy:
         with self.db.session(write=True) as s:
             policy = _policy(s, name, for_update=True)
             users = [u.username for u in s.scalars(select(User).order_by(User.username)) if name in (u.data_policies or [])]
@@ -274,34 +292,32 @@ class Policies:
             holders += [f"API tokens {', '.join(tokens)}"] if tokens else []
             if holders:
                 raise Conflict(f"data policy {name!r} is in use by {'; '.join(holders)}"[:400] + "; detach it first")
-            record = policy_record(policy)
+            deleted = Policy.of(policy)
             s.delete(policy)
-            return record
+            return deleted
 
-    def _changed(
-        self, row: Any, values: dict[str, Any], record: Callable[[Any], dict[str, Any]]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Apply ``values`` to a policy or role row; its record (before, after)."""
-        before = record(row)
+    def _changed(self, row: Any, values: dict[str, Any], snapshot: Callable[[Any], T]) -> tuple[T, T]:
+        """Apply ``values`` to a policy or role row; what it was and what it is."""
+        before = snapshot(row)
         for key, value in values.items():
             setattr(row, key, value)
         row.updated_on = self.clock()
-        return before, record(row)
+        return before, snapshot(row)
 
     # -- roles -------------------------------------------------------------------
 
-    def list_roles(self) -> list[dict[str, Any]]:
+    def list_roles(self) -> list[Role]:
         with self.db.session() as s:
-            custom = [role_record(r) for r in s.scalars(select(CustomRole).order_by(CustomRole.name))]
-        return [builtin_role_record(name) for name in ROLES] + custom
+            custom = [Role.of(r) for r in s.scalars(select(CustomRole).order_by(CustomRole.name))]
+        return [Role.builtin(name) for name in ROLES] + custom
 
-    def get_role(self, name: str) -> dict[str, Any]:
+    def get_role(self, name: str) -> Role:
         if name in ROLES:
-            return builtin_role_record(name)
+            return Role.builtin(name)
         with self.db.session() as s:
-            return role_record(_role(s, name))
+            return Role.of(_role(s, name))
 
-    def add_role(self, role: RoleInput | Mapping[str, Any], where: str = "role") -> dict[str, Any]:
+    def add_role(self, role: RoleInput | Mapping[str, Any], where: str = "role") -> Role:
         role = typed(RoleInput, role, where)
         if role.name in ROLES:
             raise Conflict(f"{role.name!r} is a built-in role")
@@ -313,9 +329,9 @@ class Policies:
             row = CustomRole(name=role.name, created_on=now, updated_on=now, **values)
             s.add(row)
             s.flush()
-            return role_record(row)
+            return Role.of(row)
 
-    def update_role(self, role: RoleInput | Mapping[str, Any], where: str = "role") -> tuple[dict[str, Any], dict[str, Any]]:
+    def update_role(self, role: RoleInput | Mapping[str, Any], where: str = "role") -> tuple[Role, Role]:
         role = typed(RoleInput, role, where)
         if role.name in ROLES:
             raise Conflict(f"{role.name!r} is a built-in role and cannot be changed")
@@ -323,9 +339,9 @@ class Policies:
             values = self._role_values(s, role, where, new=False)
             if not values:
                 raise ValidationFailed(where, "nothing to change: send description, permissions, APIPolicies or dataPolicies")
-            return self._changed(_role(s, role.name, for_update=True), values, role_record)
+            return self._changed(_role(s, role.name, for_update=True), values, Role.of)
 
-    def delete_role(self, name: str) -> dict[str, Any]:
+    def delete_role(self, name: str) -> Role:
         if name in ROLES:
             raise Conflict(f"{name!r} is a built-in role and cannot be deleted")
         with self.db.session(write=True) as s:
@@ -333,9 +349,9 @@ class Policies:
             users = [u.username for u in s.scalars(select(User).order_by(User.username)) if name in (u.roles or [])]
             if users:
                 raise Conflict(f"role {name!r} is held by users {', '.join(users)}"[:400] + "; take it away first")
-            record = role_record(row)
+            deleted = Role.of(row)
             s.delete(row)
-            return record
+            return deleted
 
     def _role_values(self, s: Session, role: RoleInput, where: str, *, new: bool) -> dict[str, Any]:
         """The columns to write: every field sent (all of them for a new role)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -54,34 +55,21 @@ class TokenInput(Open):
     APIPolicies: CallPatterns | None = None
 
 
-def token_record(token: ApiToken, username: str, now: datetime) -> dict[str, Any]:
-    if token.revoked_on is not None:
-        state = "revoked"
-    elif token.expires_on is not None and token.expires_on <= now:
-        state = "expired"
-    else:
-        state = "active"
-    return {
-        # A string: the clients' token model reads it so (a number fails Go's decoding).
-        "id": str(token.id),
-        "name": token.name,
-        "description": token.description or "",
-        "username": username,
-        "prefix": token.prefix,
-        "createdOn": iso(token.created_on),
-        "expiresOn": iso(token.expires_on),
-        "lastUsed": iso(token.last_used),
-        "revokedOn": iso(token.revoked_on),
-        "state": state,
-        "disabled": state != "active",
-        # Epoch milliseconds, 0 when never used (the clients' lastAccess).
-        "lastAccess": 0 if token.last_used is None else int(token.last_used.timestamp() * 1000),
-        "updatedOn": iso(token.revoked_on or token.created_on),
-        # The narrowing this token carries; null: its user's rights as they are.
-        "roles": token.roles,
-        "dataPolicies": token.data_policies,
-        "APIPolicies": token.api_policies,
-    }
+@dataclass(frozen=True)
+class TokenView:
+    """An API token as read: the row, its user's name, and the secret only
+    in the answer to ``create`` (the one time it is shown)."""
+
+    token: ApiToken
+    username: str
+    secret: str | None = None
+
+    def state(self, now: datetime) -> str:
+        if self.token.revoked_on is not None:
+            return "revoked"
+        if self.token.expires_on is not None and self.token.expires_on <= now:
+            return "expired"
+        return "active"
 
 
 class Tokens:
@@ -89,7 +77,7 @@ class Tokens:
         self.db = db
         self.clock = clock
 
-    def create(self, username: str, new: TokenInput | Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def create(self, username: str, new: TokenInput | Mapping[str, Any] | None = None) -> TokenView:
         """Issue a token of ``username``; the returned ``token`` is the only time it is shown.
 
         Data policies must be among the user's own (or the user's roles')
@@ -120,17 +108,16 @@ class Tokens:
             )
             s.add(token)
             s.flush()
-            return {"token": secret, **token_record(token, user.username, now)}
+            return TokenView(token, user.username, secret)
 
-    def list(self, username: str | None = None) -> list[dict[str, Any]]:
-        now = self.clock()
+    def list(self, username: str | None = None) -> list[TokenView]:
         query = select(ApiToken, User.username).join(User).order_by(ApiToken.id)
         if username is not None:
             query = query.where(User.username == username)
         with self.db.session() as s:
-            return [token_record(t, name, now) for t, name in s.execute(query)]
+            return [TokenView(t, name) for t, name in s.execute(query)]
 
-    def revoke(self, token_id: int | str, where: str = "id", by_name: bool = False) -> dict[str, Any]:
+    def revoke(self, token_id: int | str, where: str = "id", by_name: bool = False) -> TokenView:
         """Revoke a token by its id or, with ``by_name`` (the clients' other
         form), by its name when one active token has it."""
         if isinstance(token_id, str) and token_id.isascii() and token_id.isdigit() and len(token_id) < 19:
@@ -155,7 +142,7 @@ class Tokens:
             token, name = row
             if token.revoked_on is None:
                 token.revoked_on = now
-            return token_record(token, name, now)
+            return TokenView(token, name)
 
     def resolve(self, secret: str) -> Caller:
         digest = token_hash(secret)

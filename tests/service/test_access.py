@@ -87,7 +87,7 @@ def test_a_token_restriction_is_anded_and_survives_user_changes(services):
     for name in ("a", "b"):
         services.policies.add_policy({"name": name, "filters": {"event": f"@customer:{name}"}})
     services.users.add({"username": "tim", "password": "long-enough-1", "roles": ["analyst"], "dataPolicies": ["a", "b"]})
-    secret = services.tokens.create("tim", {"name": "t", "dataPolicies": ["a"]})["token"]
+    secret = services.tokens.create("tim", {"name": "t", "dataPolicies": ["a"]}).secret
 
     def sees() -> set[str]:
         match = compile_matcher(services.auth.caller(secret).restriction(EVENTS), EVENTS)

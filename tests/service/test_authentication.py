@@ -52,10 +52,10 @@ def test_policy_change_on_another_node_narrows_the_next_call(services, other_nod
 
 def test_revoked_token_and_logout_end_the_next_call(services, other_node) -> None:
     created = services.tokens.create("admin", {"name": "ci"})
-    assert services.auth.caller(created["token"]).token_kind == "api"
-    other_node.tokens.revoke(created["id"])
+    assert services.auth.caller(created.secret).token_kind == "api"
+    other_node.tokens.revoke(created.token.id)
     with pytest.raises(Unauthorized, match="revoked"):
-        services.auth.caller(created["token"])
+        services.auth.caller(created.secret)
 
     session = services.login.login("admin", "admin-test-password").token
     assert services.auth.caller(session).username == "admin"

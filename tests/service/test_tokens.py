@@ -10,10 +10,11 @@ from sqlalchemy import select
 
 from seclake.db.models import ApiToken, UserSession
 from seclake.errors import Unauthorized
+from seclake.service.clock import iso
 
 
 def test_tokens_are_random_256_bit_and_stored_only_as_hashes(services) -> None:
-    secret = services.tokens.create("admin", {"name": "ci"})["token"]
+    secret = services.tokens.create("admin", {"name": "ci"}).secret
     session = services.login.login("admin", "admin-test-password").token
     for token, prefix in ((secret, "slk_"), (session, "sls_")):
         assert token.startswith(prefix)
@@ -28,17 +29,18 @@ def test_tokens_are_random_256_bit_and_stored_only_as_hashes(services) -> None:
 
 def test_token_expiry_revocation_and_last_use(services, clock) -> None:
     created = services.tokens.create("admin", {"name": "short", "expiresInDays": 1})
-    assert created["expiresOn"] == "2026-11-22T10:00:00.123000Z"
+    assert iso(created.token.expires_on) == "2026-11-22T10:00:00.123000Z"
     clock.advance(hours=1)
-    assert services.auth.caller(created["token"]).token_kind == "api"
+    assert services.auth.caller(created.secret).token_kind == "api"
     listed = services.tokens.list("admin")[0]
-    assert listed["lastUsed"] == "2026-11-21T11:00:00.123000Z" and "token" not in listed
+    assert iso(listed.token.last_used) == "2026-11-21T11:00:00.123000Z" and listed.secret is None
+    assert listed.state(clock()) == "active"
     clock.advance(days=1)
     with pytest.raises(Unauthorized, match="expired"):
-        services.auth.caller(created["token"])
-    assert services.tokens.list()[0]["state"] == "expired"
+        services.auth.caller(created.secret)
+    assert services.tokens.list()[0].state(clock()) == "expired"
 
     other = services.tokens.create("admin", {"name": "revoked"})
-    services.tokens.revoke(other["id"])
+    assert services.tokens.revoke(str(other.token.id)).state(clock()) == "revoked"
     with pytest.raises(Unauthorized, match="revoked"):
-        services.auth.caller(other["token"])
+        services.auth.caller(other.secret)

@@ -6,7 +6,7 @@ from typing import Any
 
 from seclake.api.authentication import token_from
 from seclake.api.registry import CallContext, call
-from seclake.api.reply import SessionRecord, TokenList, TokenRecord, UserRecord, session_record, user_record
+from seclake.api.reply import SessionRecord, TokenList, TokenRecord, UserRecord, session_record, token_record, user_record
 from seclake.api.request import Empty, LoginRequest, TokenRequest, UsernameRequest, UserRequest
 from seclake.errors import ValidationFailed
 from seclake.model import validated
@@ -113,23 +113,25 @@ def api_token(ctx: CallContext, args: TokenRequest) -> Any:
         sent |= {k: getattr(args, k) for k in args.model_fields_set if k in TokenInput.model_fields}
         new = validated(TokenInput, sent, "kargs")
         assert ctx.caller is not None
-        created = tokens.create(new.username or ctx.caller.username, new)
+        created = token_record(tokens.create(new.username or ctx.caller.username, new), ctx.services.clock())
         ctx.audit_detail = (
             f"API token {created['id']} for {created['username']!r} added"
             + "".join(f"; {k}={v}" for k in ("dataPolicies", "APIPolicies") if (v := created[k]))
         )
         return created
     if args.action == "list":
-        listed = tokens.list(args.username)
+        now = ctx.services.clock()
+        listed = [token_record(t, now) for t in tokens.list(args.username)]
         # entries: what the clients read; tokens: seclake's earlier name.
         return {"entries": listed, "tokens": listed}
     if args.id is not None:
-        revoked = tokens.revoke(args.id)
+        view = tokens.revoke(args.id)
     elif clients is not None and clients.id is not None:
-        revoked = tokens.revoke(clients.id, where="args.id", by_name=True)
+        view = tokens.revoke(clients.id, where="args.id", by_name=True)
     elif entry is not None and entry.name:
-        revoked = tokens.revoke(entry.name, where="args.entry.name", by_name=True)
+        view = tokens.revoke(entry.name, where="args.entry.name", by_name=True)
     else:
         raise ValidationFailed("id", "is required: the id of the token to delete (see action list)")
+    revoked = token_record(view, ctx.services.clock())
     ctx.audit_detail = f"API token {revoked['id']} of {revoked['username']!r} revoked"
     return revoked
