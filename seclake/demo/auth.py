@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from seclake.demo.clock import Minute
-from seclake.demo.vocabulary import Tenant, World
+from seclake.demo.vocabulary import Source, Tenant
 
 SSHD = "sshd"
 WINDOWS = "windows"
@@ -56,12 +56,9 @@ def logon_fields(event_id: int, computer: str, user: str, domain: str, *, ip: st
     return f
 
 
-class Sshd:
+class Sshd(Source):
     vendor = SSHD
     dataset = DATASET
-
-    def __init__(self, world: World) -> None:
-        self.w = world
 
     def line(self, ts: int, m: Minute, tn: Tenant, rnd: Callable[[], float]) -> str:
         w = self.w
@@ -97,12 +94,9 @@ class Sshd:
         return format_sshd(m, ts, host, 1000 + int(rnd() * 64000), msg)
 
 
-class Windows:
+class Windows(Source):
     vendor = WINDOWS
     dataset = DATASET
-
-    def __init__(self, world: World) -> None:
-        self.w = world
 
     def line(self, ts: int, m: Minute, tn: Tenant, rnd: Callable[[], float]) -> str:
         dc = tn.dcs.draw(rnd)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from seclake.demo.clock import Minute
-from seclake.demo.vocabulary import Tenant, World
+from seclake.demo.vocabulary import Source, Tenant
 
 VENDOR = "bind"
 DATASET = "event"
@@ -23,12 +23,9 @@ def format_line(m: Minute, ts: int, server: str, *, client: str, port: int, quer
     return head if answers is None else f"{head} answers={answers}"
 
 
-class Dns:
+class Dns(Source):
     vendor = VENDOR
     dataset = DATASET
-
-    def __init__(self, world: World) -> None:
-        self.w = world
 
     def line(self, ts: int, m: Minute, tn: Tenant, rnd: Callable[[], float]) -> str:
         w = self.w

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from seclake.demo.clock import Minute
-from seclake.demo.vocabulary import Tenant, World, sha256_of
+from seclake.demo.vocabulary import Source, Tenant, World, sha256_of
 
 VENDOR = "edr"
 DATASET = "event"
@@ -31,12 +31,12 @@ def format_line(ts: int, customer: str, *, host: str, user: str, process: str, c
     return orjson.dumps(rec).decode()
 
 
-class Edr:
+class Edr(Source):
     vendor = VENDOR
     dataset = DATASET
 
     def __init__(self, world: World) -> None:
-        self.w = world
+        super().__init__(world)
         self._hash = {p[0]: sha256_of(p[0]) for p in world.processes.values}
 
     def line(self, ts: int, m: Minute, tn: Tenant, rnd: Callable[[], float]) -> str:

@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Callable
 
 from seclake.demo.clock import Minute
-from seclake.demo.vocabulary import Tenant, World
+from seclake.demo.vocabulary import Source, Tenant, World
 
 VENDOR = "fortigate"
 DATASET = "event"
@@ -39,12 +39,12 @@ def serial_of(devname: str) -> str:
     return f"FG100E{zlib.crc32(devname.encode()) % 10**10:010d}"
 
 
-class Firewall:
+class Firewall(Source):
     vendor = VENDOR
     dataset = DATASET
 
     def __init__(self, world: World) -> None:
-        self.w = world
+        super().__init__(world)
         self._internal = tuple(s for s in world.services.values if s[0] in
                                ("SMB", "LDAP", "KERBEROS", "DNS", "MS-SQL", "HTTPS", "RDP", "WINRM"))
 

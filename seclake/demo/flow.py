@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from seclake.demo.clock import Minute
-from seclake.demo.vocabulary import Tenant, World
+from seclake.demo.vocabulary import Source, Tenant
 
 VENDOR = "netflow"
 DATASET = "flow"
@@ -36,12 +36,9 @@ def format_line(ts: int, customer: str, exporter: str, fields: dict[str, Any], m
     return orjson.dumps(rec).decode()
 
 
-class Flow:
+class Flow(Source):
     vendor = VENDOR
     dataset = DATASET
-
-    def __init__(self, world: World) -> None:
-        self.w = world
 
     def line(self, ts: int, m: Minute, tn: Tenant, rnd: Callable[[], float]) -> str:
         w = self.w

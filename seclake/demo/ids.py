@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from seclake.demo.clock import Minute
-from seclake.demo.vocabulary import Tenant, World
+from seclake.demo.vocabulary import Source, Tenant
 
 VENDOR = "suricata"
 DATASET = "event"
@@ -30,12 +30,9 @@ def format_line(ts: int, *, sid: int, name: str, severity: int, category: str, p
             f"cat={cef_value(category)} dvchost={sensor} cs1Label=flowId cs1={flow_id} cn1Label=rev cn1=3")
 
 
-class Ids:
+class Ids(Source):
     vendor = VENDOR
     dataset = DATASET
-
-    def __init__(self, world: World) -> None:
-        self.w = world
 
     def line(self, ts: int, m: Minute, tn: Tenant, rnd: Callable[[], float]) -> str:
         w = self.w

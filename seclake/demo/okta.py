@@ -14,7 +14,7 @@ from collections.abc import Callable
 import orjson
 
 from seclake.demo.clock import Minute
-from seclake.demo.vocabulary import Tenant, World
+from seclake.demo.vocabulary import Source, Tenant
 
 VENDOR = "okta"
 DATASET = "event"
@@ -78,14 +78,11 @@ def _uuid(ts: int, user: str) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
-class Okta:
+class Okta(Source):
     vendor = VENDOR
     dataset = DATASET
 
-    def __init__(self, world: World) -> None:
-        self.w = world
-
-    def line(self, ts: int, m: object, tn: Tenant, rnd: Callable[[], float]) -> str:
+    def line(self, ts: int, m: Minute, tn: Tenant, rnd: Callable[[], float]) -> str:
         i = tn.ws.draw(rnd)
         user = tn.owners[i]
         ip = tn.public_ip if rnd() < 0.8 else home_ip(user)

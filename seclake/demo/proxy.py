@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from seclake.demo.clock import Minute
-from seclake.demo.vocabulary import Tenant, World
+from seclake.demo.vocabulary import Source, Tenant
 
 VENDOR = "squid"
 DATASET = "event"
@@ -41,12 +41,9 @@ def format_line(m: Minute, ts: int, customer: str, client_ip: str, user: str | N
     return orjson.dumps(rec).decode()
 
 
-class Proxy:
+class Proxy(Source):
     vendor = VENDOR
     dataset = DATASET
-
-    def __init__(self, world: World) -> None:
-        self.w = world
 
     def line(self, ts: int, m: Minute, tn: Tenant, rnd: Callable[[], float]) -> str:
         w = self.w

@@ -305,3 +305,14 @@ def world() -> World:
         ssh_guesses=Zipf(SSH_GUESSES, 1.2),
         linux_users=Zipf(LINUX_USERS, 1.0),
     )
+
+
+class Source:
+    """A kind of demo log line (``Sshd``, ``Firewall``, ``Okta``...): its
+    vendor and dataset, and ``line(ts, minute, tenant, rnd)`` in each subclass."""
+
+    vendor: str
+    dataset: str
+
+    def __init__(self, world: World) -> None:
+        self.w = world
