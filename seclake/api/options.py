@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Union
 
-from seclake.api.request import CatalogOptions, Facets, SearchOptions
+from seclake.api.request import Facets, SearchOptions
 from seclake.errors import LimitExceeded, ValidationFailed
 from seclake.model import typed
 from seclake.query import ast
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 Bounds = Union[tuple[int, int], Callable[[], "tuple[int, int] | None"], None]
 
 def build_plan(
-    options: SearchOptions | CatalogOptions | Mapping[str, Any],
+    options: SearchOptions | Mapping[str, Any],
     dataset: Dataset,
     settings: Settings,
     *,
@@ -52,21 +52,19 @@ def build_plan(
     must be the bounds of the visible records (``visible_bounds``), or the
     buckets would show where other records lie.
     """
-    if not isinstance(options, CatalogOptions):
-        options = typed(SearchOptions, options, "options")
+    options = typed(SearchOptions, options, "options")
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    paged = options if isinstance(options, SearchOptions) else SearchOptions()
-    offset = paged.fetchOffset or 0
-    limit = 10 if paged.fetchLimit is None else paged.fetchLimit
+    offset = options.fetchOffset or 0
+    limit = 10 if options.fetchLimit is None else options.fetchLimit
     if limit > settings.max_fetch_limit:
         raise LimitExceeded("options.fetchLimit", limit, settings.max_fetch_limit)
     if offset + limit > settings.max_result_window:
         raise LimitExceeded("options.fetchOffset + options.fetchLimit", offset + limit, settings.max_result_window)
 
     query = search_query(options, dataset, settings, now_ms=now_ms)
-    facets_obj = paged.facets or Facets()
-    sort_path = dataset.resolve(paged.sortField) if paged.sortField else (default_sort or dataset.default_sort)
-    order = paged.sortOrder or "desc"
+    facets_obj = options.facets or Facets()
+    sort_path = dataset.resolve(options.sortField) if options.sortField else (default_sort or dataset.default_sort)
+    order = options.sortOrder or "desc"
 
     range_field = options.range_field
     range_path = dataset.resolve(range_field) if range_field else (default_range_field or dataset.time_field)
@@ -97,8 +95,7 @@ def build_plan(
     return plan, names
 
 
-def search_query(options: SearchOptions | CatalogOptions, dataset: Dataset, settings: Settings, *,
-                 now_ms: int) -> ast.Node:
+def search_query(options: SearchOptions, dataset: Dataset, settings: Settings, *, now_ms: int) -> ast.Node:
     """The caller's own query: ``searchStr`` and the must/mustNot filters, without any data policy.
 
     This is what a response may echo (``query``, ``terms``); the plan's query
@@ -109,7 +106,7 @@ def search_query(options: SearchOptions | CatalogOptions, dataset: Dataset, sett
         raise LimitExceeded("options.searchStr length", len(search_str), settings.max_query_length)
     limits = QueryLimits.from_settings(settings)
     query = parse(search_str, dataset, default_operator=settings.default_operator, limits=limits, now_ms=now_ms)
-    facets = options.facets if isinstance(options, SearchOptions) else None
+    facets = options.facets
     if facets is None:
         return query
     must, must_not = (None if f is None else [e.model_dump() for e in f]

@@ -110,10 +110,6 @@ class RuleSearchReply(HitWrapper):
 # -- records ---------------------------------------------------------------------------
 
 
-class Preference(Open):
-    timezone: dict[str, Any]
-
-
 class UserRecord(Open):
     """A user (spec 2.3) with the clients' OAuth fields."""
 

@@ -16,9 +16,7 @@ from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.cli.user import fail
 from seclake.api.reply import policy_record, role_record, user_record
 from seclake.errors import SeclakeError
-from seclake.model import validated
-from seclake.service.policies import POLICY_DATASETS, PolicyInput, RoleInput, changes
-from seclake.service.users import user_input
+from seclake.service.policies import POLICY_DATASETS, changes
 from seclake.services import Services
 
 policy_app = typer.Typer(help="Manage data policies (per dataset, a Lucene filter of what a user sees).",
@@ -69,7 +67,7 @@ def policy_add(
 
     def work():
         added = policy_record(services.policies.add_policy(
-            validated(PolicyInput, {"name": name, "description": description, "filters": filters})))
+            {"name": name, "description": description, "filters": filters}))
         return added, f"data policy {name!r} added: " + changes(None, added, ("description", "filters"))
 
     _run(services, "policy add", work)
@@ -97,7 +95,7 @@ def _change_user(services: Services, command: str, username: str, field: str, ed
     def work():
         before = user_record(services.users.get(username))
         current = list(before[field] or [])
-        after = user_record(services.users.update(user_input({"username": username, field: edit(current)})))
+        after = user_record(services.users.update({"username": username, field: edit(current)}))
         return after, f"user {username!r}: " + changes(before, after, (field,))
 
     return _run(services, command, work)
@@ -139,9 +137,9 @@ def role_add(
     fields = ("description", "permissions", "APIPolicies", "dataPolicies")
 
     def work():
-        added = role_record(services.policies.add_role(validated(RoleInput, {
+        added = role_record(services.policies.add_role({
             "name": name, "description": description, "permissions": permission or [],
-            "APIPolicies": api or [], "dataPolicies": policy or []})))
+            "APIPolicies": api or [], "dataPolicies": policy or []}))
         return added, f"role {name!r} added: " + changes(None, added, fields)
 
     _run(services, "role add", work)

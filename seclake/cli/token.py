@@ -10,8 +10,6 @@ from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.cli.user import fail
 from seclake.api.reply import token_record
 from seclake.errors import SeclakeError
-from seclake.model import validated
-from seclake.service.tokens import TokenInput
 
 app = typer.Typer(help="Manage API tokens.", no_args_is_help=True)
 
@@ -27,8 +25,8 @@ def create(
     """Create an API token for a user; the token is printed once, now."""
     services = open_services(data_dir, config)
     try:
-        new = validated(TokenInput, {"name": name, "expiresInDays": expires_in_days})
-        record = token_record(services.tokens.create(username, new), services.clock())
+        view = services.tokens.create(username, {"name": name, "expiresInDays": expires_in_days})
+        record = token_record(view, services.clock())
     except SeclakeError as e:
         raise fail(e) from None
     typer.echo(f"token id {record['id']} for {username} (shown only now; keep it safe):", err=True)

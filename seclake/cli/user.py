@@ -9,7 +9,8 @@ import typer
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.errors import SeclakeError
 from seclake.service.clock import iso
-from seclake.service.users import user_input
+from seclake.api.request import UsernameRequest
+from seclake.model import validated
 
 app = typer.Typer(help="Manage users.", no_args_is_help=True)
 
@@ -40,10 +41,10 @@ def add(
     """Add a user (role analyst unless --role is given)."""
     services = open_services(data_dir, config)
     try:
-        services.users.add(user_input({
+        services.users.add({
             "username": username, "password": password, "roles": role or ["analyst"], "email": email,
             "firstName": first_name, "lastName": last_name, "organization": organization,
-        }))
+        })
     except SeclakeError as e:
         raise fail(e) from None
     typer.echo(f"added user {username}")
@@ -74,7 +75,7 @@ def unlock(username: str, data_dir: DataDir = None, config: ConfigFile = None) -
     """End a username's lockouts after failed logins, from every address."""
     services = open_services(data_dir, config)
     try:
-        ended = services.login.unlock(user_input({"username": username}).username)
+        ended = services.login.unlock(validated(UsernameRequest, {"username": username}).username)
     except SeclakeError as e:
         raise fail(e) from None
     typer.echo(f"unlocked {username} ({ended} lockout counter(s) cleared)")

@@ -361,7 +361,7 @@ def _texts(max_len: int, *checks: Callable[[str], str]) -> Any:
     return Annotated[Text, Field(max_length=max_len), AfterValidator(_no_nul), *(AfterValidator(c) for c in checks)]
 
 
-FieldName = _texts(MAX_FIELD, _not_blank, _field_name)
+RecordField = _texts(MAX_FIELD, _not_blank, _field_name)
 Templates = Annotated[list[_texts(MAX_PATTERN, _template)], Field(min_length=1, max_length=MAX_PATTERNS),
                       BeforeValidator(_one_or_more)]
 
@@ -372,7 +372,7 @@ class FilterInput(Closed):
 
 
 class AttributeInput(Closed):
-    field: FieldName
+    field: RecordField
     aliase: _texts(MAX_ALIASE, _not_blank) | None = None
     pattern: Templates | None = None
 
@@ -381,7 +381,7 @@ class ThresholdInput(Closed):
     """Fire when the count, sum or distinct count per key within ``window`` reaches ``value``."""
 
     function: Literal[FUNCTIONS]  # type: ignore[valid-type]
-    field: FieldName | None = None
+    field: RecordField | None = None
     window: Annotated[int, BeforeValidator(_window)] = Field(description='"5m", "1h" or seconds; 1s to 1d.')
     value: Number
 
@@ -423,7 +423,7 @@ class RuleInput(Closed):
     query: _texts(MAX_QUERY) | None = None
     mustFilters: Annotated[list[FilterInput], Field(max_length=256)] | None = None
     mustNotFilters: Annotated[list[FilterInput], Field(max_length=256)] | None = None
-    keyField: FieldName
+    keyField: RecordField
     keyPattern: Templates | None = None
     keyType: _texts(32, _matching(KEY_TYPE_PATTERN))
     attributes: Annotated[list[AttributeInput], Field(max_length=MAX_ATTRIBUTES)] | None = None

@@ -20,7 +20,7 @@ from seclake.db.models import LoginFailure, User, UserSession
 from seclake.errors import Conflict, NotFound
 from seclake.service.clock import Clock
 from seclake.service.password import PasswordHasher, check_password, generate_password
-from seclake.model import Closed, Flag, Line, Open, Text, typed, validated
+from seclake.model import Closed, Flag, Line, Open, Text, typed
 from seclake.service.policies import CallPatterns, PolicyNames, ReadOnly, check_policy_names, check_role_names
 from seclake.settings import Settings
 
@@ -117,11 +117,6 @@ class UserInput(Closed):
         return {k: getattr(self, k) for k in sent if not type(self).model_fields[k].exclude}
 
 
-def user_input(data: Mapping[str, Any], where: str = "user") -> UserInput:
-    """A user from fields (the CLI's and the server's own), checked as if sent."""
-    return validated(UserInput, dict(data), where)
-
-
 class Users:
     def __init__(self, db: Database, hasher: PasswordHasher, settings: Settings, clock: Clock):
         self.db = db
@@ -207,10 +202,10 @@ class Users:
             return user
 
     def set_password(self, username: str, password: str) -> User:
-        return self.update(user_input({"username": username, "password": password}))
+        return self.update({"username": username, "password": password})
 
     def set_disabled(self, username: str, disabled: bool) -> User:
-        return self.update(user_input({"username": username, "disabled": disabled}))
+        return self.update({"username": username, "disabled": disabled})
 
     def delete(self, username: str) -> None:
         with self.db.session(write=True) as s:
@@ -224,12 +219,12 @@ class Users:
         if self.count():
             return None
         generated = None if password else generate_password()
-        self.add(user_input({
+        self.add({
             "username": "admin",
             "password": password or generated,
             "roles": ["admin"],
             "firstName": "Administrator",
-        }, where="admin"), where="admin")
+        }, where="admin")
         return generated
 
     # -- validation ----------------------------------------------------------

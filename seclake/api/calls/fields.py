@@ -16,7 +16,7 @@ from seclake.api.hitwrapper import say_if_incomplete
 from seclake.api.options import build_plan
 from seclake.api.registry import CallContext, call
 from seclake.api.reply import CatalogReply
-from seclake.api.request import CatalogOptions, CatalogRequest
+from seclake.api.request import CatalogOptions, CatalogRequest, SearchOptions
 from seclake.record.dataset import DATASETS
 from seclake.search.fieldcatalog import field_catalog
 
@@ -27,7 +27,9 @@ def catalog(ctx: CallContext, args: CatalogRequest) -> dict[str, Any]:
     dataset = DATASETS[data_type_of(args.dataType, options)]
     assert ctx.caller is not None
     restriction = ctx.caller.restriction(dataset, ctx.settings)
-    plan, _ = build_plan(options, dataset, ctx.settings, now_ms=int(time.time() * 1000), restriction=restriction)
+    # The catalog counts what a search with the same query and range finds.
+    searched = SearchOptions(**options.model_dump(include={"searchStr", "range_from", "range_to", "range_field"}))
+    plan, _ = build_plan(searched, dataset, ctx.settings, now_ms=int(time.time() * 1000), restriction=restriction)
     found = field_catalog(ctx.services.search.search, plan, dataset, sources=options.sources)
     response: dict[str, Any] = {
         "dataType": dataset.name,
