@@ -106,6 +106,12 @@ def test_basic_auth_gzip_and_the_index_in_the_url(srv):
     with pytest.raises(Exception) as refused:
         helpers.bulk(bad, [{"_index": "x", "_source": {"message": "no"}}])
     assert "401" in str(refused.value) or "security_exception" in str(refused.value)
+    # Credentials are read like auth/login's: a password past its limit is
+    # refused naming it, before any password hashing is spent on it.
+    huge = Elasticsearch(srv.url, basic_auth=("admin", "p" * 5000), request_timeout=30)
+    with pytest.raises(Exception) as refused:
+        helpers.bulk(huge, [{"_index": "x", "_source": {"message": "no"}}])
+    assert "400" in str(refused.value) and "Authorization.password: must be at most 1024" in str(refused.value)
 
 
 def test_a_sender_limited_by_data_policies_writes_only_its_customers_records(srv):
