@@ -27,6 +27,7 @@ from tantivy import FieldType, Occur, Query
 from seclake.bench.classes import FACET_SIZE, FACETS, OFFSETS, PAGE, TIMELINE_FACETS, Answer, QueryClass
 from seclake.bench.data import END_MS
 from seclake.record.identity import record_id
+from seclake.storage.recordstore import FILE_NAME as RECORDS_FILE, RecordStore
 
 SEP = "\x00"
 TOKENIZER = "seclake_tokens"  # the name seclake registers its analyzer under (storage/fieldmap.py)
@@ -44,6 +45,11 @@ class RawSplit:
         self.time_min, self.time_max = meta["time_min"], meta["time_max"]
         self.numbers = meta["fields"]["numbers"]
         self.ips = meta["fields"]["ips"]
+        # Format 2 indexes text values once (the message in its own field, not
+        # again in ``all``) and keeps the records in its own zstd store.
+        v2 = meta["format_version"] >= 2
+        self.default = ("all", *meta["fields"]["texts"].values()) if v2 else ("all",)
+        self.store = RecordStore(path / RECORDS_FILE) if v2 else None
         self.index = tantivy.Index.open(str(path))
         # Needed to open an index whose text fields name this analyzer (simple + lowercase).
         self.index.register_tokenizer(
@@ -71,9 +77,9 @@ class RawEngine:
         if op == "all":
             return None  # the time range alone
         if op == "word":
-            return Query.term_query(schema, "all", spec["word"])
+            return self._any([Query.term_query(schema, f, spec["word"]) for f in s.default])
         if op == "phrase":
-            return Query.phrase_query(schema, "all", spec["words"])
+            return self._any([Query.phrase_query(schema, f, spec["words"]) for f in s.default])
         if op == "kw":
             return Query.term_query(schema, "kw", f"@fields.{spec['column']}{SEP}{spec['value']}")
         if op == "deny_not_443":
@@ -96,6 +102,10 @@ class RawEngine:
                                      ".".join(str(lo >> k & 255) for k in (24, 16, 8, 0)),
                                      ".".join(str(hi >> k & 255) for k in (24, 16, 8, 0)))
         raise ValueError(f"no raw query for {op}")
+
+    @staticmethod
+    def _any(queries: list[Query]) -> Query:
+        return queries[0] if len(queries) == 1 else Query.boolean_query([(Occur.Should, q) for q in queries])
 
     def _with_time(self, q: Query | None, s: RawSplit, lo: int, hi: int) -> Query:
         if s.time_min >= lo and s.time_max <= hi:
@@ -163,8 +173,8 @@ class RawEngine:
             answer.total = sum(p[1] for p in parts)
             merged = sorted(((-ts, -d, s, a) for s, _, hits, _ in parts for ts, d, a in hits), key=lambda h: (h[0], h[1]))
             page = merged[offset:k]
-            for _, _, s, a in page:
-                orjson.loads(s.searcher.doc(a).get_first("src"))  # the page's records, as seclake returns them
+            for _, d, s, a in page:  # the page's records, as seclake returns them
+                orjson.loads(s.store.get(-d) if s.store is not None else s.searcher.doc(a).get_first("src"))
             answer.pages[offset] = [record_id(-d) if qc.kind == "timeline" else -d for _, d, _, _ in page]
             if offset == 0:
                 for f in facets:

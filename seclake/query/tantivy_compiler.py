@@ -51,10 +51,20 @@ class TantivyCompiler:
     def _MatchNone(self, node: ast.MatchNone) -> Query:
         return Query.empty_query()
 
-    def _text_field(self, path: str | None) -> str | None:
+    def _text_fields(self, path: str | None) -> tuple[str, ...]:
+        """The index fields holding the text of ``path`` (None: the default field)."""
         if path is None:
-            return "all"
-        return self.fields.texts.get(path)
+            return self.split.default_fields()
+        field = self.fields.texts.get(path)
+        return (field,) if field is not None else ()
+
+    @staticmethod
+    def _any(queries: list[Query]) -> Query:
+        if not queries:
+            return Query.empty_query()
+        if len(queries) == 1:
+            return queries[0]
+        return Query.boolean_query([(Occur.Should, q) for q in queries])
 
     def _Term(self, node: ast.Term) -> Query:
         path = node.path
@@ -64,22 +74,18 @@ class TantivyCompiler:
                 return Query.empty_query()
             return Query.range_query(self.schema, "ts", FieldType.Integer, int(number), int(number))
         if path is None or self.dataset.is_text(path):
-            field = self._text_field(path)
             toks = tokens(node.value)
-            if field is None or not toks:
+            if not toks:
                 return Query.empty_query()
             if len(toks) == 1:
-                return Query.term_query(self.schema, field, toks[0])
-            return Query.phrase_query(self.schema, field, toks)
+                return self._any([Query.term_query(self.schema, f, toks[0]) for f in self._text_fields(path)])
+            return self._any([Query.phrase_query(self.schema, f, toks) for f in self._text_fields(path)])
         return Query.term_query(self.schema, "kw", cut(path + SEP + keyword(node.value)))
 
     def _pattern_query(self, path: str | None, regex: str) -> Query:
         """A regex over whole keyword values, or over single tokens of text."""
         if path is None or self.dataset.is_text(path):
-            field = self._text_field(path)
-            if field is None:
-                return Query.empty_query()
-            return self._regex(field, f"(?i:{regex})", path)
+            return self._any([self._regex(f, f"(?i:{regex})", path) for f in self._text_fields(path)])
         return self._regex("kw", rx_escape(path + SEP) + f"(?i:{regex})", path)
 
     def _regex(self, field: str, pattern: str, path: str | None) -> Query:

@@ -157,12 +157,7 @@ def run_leaf(split: Split, task: LeafTask) -> LeafResult:
 
 def fetch_sources(split: Split, docids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """The records of ``docids`` in this split, by docId (the fetch phase across processes)."""
-    wanted = sorted({int(d) for d in docids})
-    if not wanted:
-        return {}
-    query = Query.term_set_query(split.schema, "docid", wanted)
-    res = split.searcher.search(query, len(wanted), order_by_field="docid", order=tantivy.Order.Asc)
-    return {int(d): orjson.loads(split.searcher.doc(a).get_first("src")) for d, a in res.hits}
+    return {d: orjson.loads(body) for d, body in split.bodies_of(docids).items()}
 
 
 def _key(value, docid: int, descending: bool) -> tuple:

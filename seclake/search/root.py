@@ -158,7 +158,7 @@ class InProcessLeaves:
             split = splits[sid]
             if isinstance(split, Split) and all(h.address is not None for h in group):
                 for h in group:
-                    out[(sid, h.docid)] = orjson.loads(split.searcher.doc(h.address).get_first("src"))
+                    out[(sid, h.docid)] = orjson.loads(split.body(h.docid, h.address))
             else:
                 for docid, source in fetch_sources(self._open(split), [h.docid for h in group]).items():
                     out[(sid, docid)] = source

@@ -70,14 +70,17 @@ class Documents:
     # memory of splits with many distinct values.
     CACHE_LIMIT = 200_000
 
-    def __init__(self, dataset: Dataset):
+    def __init__(self, dataset: Dataset, text_in_default: bool = False):
+        """``text_in_default``: text values with a field of their own go to the
+        default field ``all`` as well (split format 1, see split.py)."""
         self.dataset = dataset
+        self.text_in_default = text_in_default
         self.fields = FieldMap()
         self._root: dict[str, _Path] = {}
         self._nodes: list[_Path] = []
         self._cached = 0
 
-    def document(self, source: dict[str, Any], docid: int, ts: int, body: bytes) -> dict[str, Any]:
+    def document(self, source: dict[str, Any], docid: int, ts: int) -> dict[str, Any]:
         """The document of one record (as ``tantivy.Document.from_dict`` takes it)."""
         kw: set[str] = set()
         fr: dict[str, str] = {}
@@ -87,7 +90,6 @@ class Documents:
         self._walk(source, self._root, "", 0, kw, fr, ex, text, doc)
         doc["docid"] = docid
         doc["ts"] = ts
-        doc["src"] = body
         doc["kw"] = list(kw)
         doc["fr"] = list(fr.values())
         doc["ex"] = list(ex)
@@ -159,7 +161,8 @@ class Documents:
                 self.fields.add_text(p.path)
                 name = p.text_field = self.fields.texts.get(p.path)
             spelled = scalar_text(value)
-            text.append(spelled)
+            if name is None or self.text_in_default:
+                text.append(spelled)
             if name is not None:
                 if name in doc:
                     doc[name].append(spelled)

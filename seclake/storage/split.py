@@ -5,6 +5,16 @@ time bounds, record count, the field map, the customers: ``customers.py``).
 It is built in a staging directory and renamed into place only when
 complete, so a reader never sees half a split; the catalog publishes it
 afterwards.
+
+Two formats are read; splits are written in the newest:
+
+- **1**: the records are stored in tantivy's document store (field ``src``);
+  the default field ``all`` holds every keyword and every text value.
+- **2**: the records are in ``records.zst`` (``recordstore.py``: zstd with a
+  trained dictionary, ~3x smaller than tantivy's lz4 store); a text value
+  with a field of its own (the message) is indexed there only, not again in
+  ``all``, so the default field is ``all`` plus the split's text fields
+  (``default_fields``). A merge reads either and writes 2.
 """
 
 from __future__ import annotations
@@ -25,9 +35,13 @@ import tantivy
 from seclake.record.dataset import Dataset
 from seclake.storage.customers import CustomerSet, Customers, from_stored
 from seclake.storage.document import Documents
+from seclake.storage import recordstore
 from seclake.storage.fieldmap import TOKENIZER, FieldMap
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)
+# The format new splits are written in; tests of reading older splits set it.
+WRITE_FORMAT = FORMAT_VERSION
 META_FILE = "split.json"
 WRITER_HEAP_BYTES = 128 * 1024 * 1024
 
@@ -82,8 +96,9 @@ class SplitMeta:
 
     @classmethod
     def from_json(cls, data: dict) -> "SplitMeta":
-        if data.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"split format {data.get('format_version')} is not {FORMAT_VERSION}")
+        version = data.get("format_version")
+        if version not in READABLE_FORMATS:
+            raise ValueError(f"split format {version} is not one of {READABLE_FORMATS}: written by a newer seclake?")
         return cls(
             split_id=data["split_id"],
             dataset=data["dataset"],
@@ -96,6 +111,7 @@ class SplitMeta:
             fields=FieldMap.from_json(data["fields"]),
             customers=from_stored(data.get("customers")),
             files=data.get("files"),
+            format_version=version,
         )
 
 
@@ -107,11 +123,12 @@ def _analyzer() -> tantivy.TextAnalyzer:
     return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(tantivy.Filter.lowercase()).build()
 
 
-def build_schema(fields: FieldMap) -> tantivy.Schema:
+def build_schema(fields: FieldMap, version: int = FORMAT_VERSION) -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_unsigned_field("docid", fast=True, indexed=True)
     sb.add_integer_field("ts", fast=True, indexed=True)
-    sb.add_bytes_field("src", stored=True)
+    if version == 1:
+        sb.add_bytes_field("src", stored=True)
     for name in ("kw", "fr", "ex"):
         sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
     sb.add_text_field("all", tokenizer_name=TOKENIZER, index_option="position")
@@ -131,28 +148,42 @@ def time_of(source: dict[str, Any], dataset: Dataset) -> int:
     return int(value)
 
 
-def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, split_id: str) -> SplitMeta:
+def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, split_id: str,
+                version: int | None = None) -> SplitMeta:
     """Write records as a split at ``dest`` (which must not exist) and return its meta.
 
     ``records`` is read once, so a generator that parses records as they are
     needed keeps only their documents in memory, not every parsed record.
+    ``version`` defaults to ``WRITE_FORMAT``.
     """
+    version = WRITE_FORMAT if version is None else version
+    if version not in READABLE_FORMATS:
+        raise ValueError(f"split format {version} is not one of {READABLE_FORMATS}")
     staging = dest.with_name(dest.name + ".staging")
     # Every document is built before the index is made: the schema holds the
     # split's typed fields, known only once every record has been seen.
-    documents = Documents(dataset)
+    documents = Documents(dataset, text_in_default=version == 1)
     customers = CustomerSet()
     docs: list[dict[str, Any]] = []
+    bodies: list[tuple[int, bytes]] = []
     for rec in records:
         body = rec.body if rec.body is not None else orjson.dumps(rec.source)
         customers.add(rec.source)
-        docs.append(documents.document(rec.source, rec.docid, time_of(rec.source, dataset), body))
+        doc = documents.document(rec.source, rec.docid, time_of(rec.source, dataset))
+        if version == 1:
+            doc["src"] = body
+        else:
+            bodies.append((rec.docid, body))
+        docs.append(doc)
     if not docs:
         raise ValueError("a split needs at least one record")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    if bodies:
+        recordstore.write(staging / recordstore.FILE_NAME, bodies)
+        del bodies
     fields = documents.fields
-    schema = build_schema(fields)
+    schema = build_schema(fields, version)
     index = tantivy.Index(schema, path=str(staging))
     index.register_tokenizer(TOKENIZER, _analyzer())
     writer = index.writer(WRITER_HEAP_BYTES, 1)
@@ -171,6 +202,7 @@ def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, s
         seq_max=max(d["docid"] for d in docs),
         fields=fields,
         customers=customers.customers,
+        format_version=version,
     )
     meta.size_bytes = sum(p.stat().st_size for p in staging.iterdir() if p.is_file())
     meta.files = {p.name: file_digest(p) for p in index_files(staging)}
@@ -237,17 +269,45 @@ class Split:
         self.index.register_tokenizer(TOKENIZER, _analyzer())
         self.schema = self.index.schema
         self.searcher = self.index.searcher()
+        self.store = recordstore.RecordStore(path / recordstore.FILE_NAME) if self.meta.format_version >= 2 else None
         self._lock = threading.Lock()
 
     @property
     def fields(self) -> FieldMap:
         return self.meta.fields
 
-    def sources(self, docids_by_address: Sequence[tantivy.DocAddress]) -> list[dict[str, Any]]:
-        return [orjson.loads(self.searcher.doc(a).get_first("src")) for a in docids_by_address]
+    def default_fields(self) -> tuple[str, ...]:
+        """The fields a query without a field name searches (see the module's formats)."""
+        if self.store is None:
+            return ("all",)
+        return ("all", *self.fields.texts.values())
+
+    def body(self, docid: int, address: tantivy.DocAddress | None = None) -> bytes | None:
+        """The stored JSON of ``docid`` (at ``address`` in the index, which a
+        format-1 split needs), or None if the split does not hold it."""
+        if self.store is not None:
+            return self.store.get(docid)
+        if address is None:
+            found = self.bodies_of([docid])
+            return found.get(docid)
+        return self.searcher.doc(address).get_first("src")
+
+    def bodies_of(self, docids: Sequence[int]) -> dict[int, bytes]:
+        """docId -> stored JSON, for those of ``docids`` this split holds."""
+        wanted = sorted({int(d) for d in docids})
+        if not wanted:
+            return {}
+        if self.store is not None:
+            found = ((d, self.store.get(d)) for d in wanted)
+            return {d: b for d, b in found if b is not None}
+        query = tantivy.Query.term_set_query(self.schema, "docid", wanted)
+        res = self.searcher.search(query, len(wanted), order_by_field="docid", order=tantivy.Order.Asc)
+        return {int(d): self.searcher.doc(a).get_first("src") for d, a in res.hits}
 
     def bodies(self) -> list[tuple[int, bytes]]:
         """(docId, record as stored JSON) of every record, in docid order."""
+        if self.store is not None:
+            return list(self.store)
         n = self.searcher.num_docs
         if n == 0:
             return []

@@ -17,15 +17,23 @@ from seclake.query.parser import parse, parse_filters
 from seclake.record.dataset import DATASETS
 from seclake.search.plan import SearchPlan
 from seclake.search.root import Root
+from seclake.storage import split
 from seclake.storage.lake import Lake
 from tests.query.fixtures import load_match_cases
 
 CASES = load_match_cases()
 
 
-@pytest.fixture(scope="module")
-def engines(tmp_path_factory):
-    """One lake per dataset of the cases, holding that dataset's records."""
+@pytest.fixture(scope="module", params=[2, 1], ids=["format2", "format1"])
+def engines(tmp_path_factory, request):
+    """One lake per dataset of the cases, holding that dataset's records, in
+    splits of each format the engine reads (format 1: splits written before 2)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(split, "WRITE_FORMAT", request.param)
+        yield from _engines(tmp_path_factory)
+
+
+def _engines(tmp_path_factory):
     base = tmp_path_factory.mktemp("conformance")
     db = Database(f"sqlite:///{base / 'meta.db'}")
     db.migrate()

@@ -12,6 +12,7 @@ import ipaddress
 import itertools
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ from seclake.query.matcher import matches
 from seclake.record.dataset import EVENTS
 from seclake.search.plan import SearchPlan
 from seclake.search.root import Root
+from seclake.storage import split
 from seclake.storage.lake import Lake
 
 WORDS = ["deny", "Deny", "accept", "quarantined", "unquarantined", "admin", "Admin", "mimikatz.exe", "", "443", "007", "7"]
@@ -91,7 +93,10 @@ queries = st.recursive(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(recs=st.lists(records(), min_size=1, max_size=25), qs=st.lists(queries, min_size=1, max_size=8))
-def test_engine_equals_matcher(tmp_path_factory, recs, qs):
+@pytest.mark.parametrize("first_format", [2, 1], ids=["format2", "format1and2"])
+def test_engine_equals_matcher(tmp_path_factory, recs, qs, first_format):
+    """The first half goes to a split of ``first_format``, the second to one
+    of the newest: answers are the same over old, new and mixed splits."""
     base = tmp_path_factory.mktemp("prop")
     db = Database(f"sqlite:///{base / 'meta.db'}")
     db.migrate()
@@ -100,7 +105,9 @@ def test_engine_equals_matcher(tmp_path_factory, recs, qs):
     try:
         half = len(recs) // 2
         first, _ = lake.append([("event", r) for r in recs[:half]]) if half else (1, 0)
-        lake.flush()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(split, "WRITE_FORMAT", first_format)
+            lake.flush()
         lake.append([("event", r) for r in recs[half:]])
         lake.flush()
         ids = {i + 1: r for i, r in enumerate(recs)}

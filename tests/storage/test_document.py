@@ -26,7 +26,7 @@ from seclake.storage.fieldmap import SEP, FieldMap, cut
 from seclake.storage.split import time_of
 
 
-def reference(sources: list[dict], dataset: Dataset) -> tuple[FieldMap, list[dict]]:
+def reference(sources: list[dict], dataset: Dataset, text_in_default: bool = False) -> tuple[FieldMap, list[dict]]:
     fields = FieldMap()
     for source in sources:
         for path, value in leaves(source):
@@ -48,7 +48,10 @@ def reference(sources: list[dict], dataset: Dataset) -> tuple[FieldMap, list[dic
             if path == dataset.time_field:
                 continue
             if dataset.is_text(path):
-                text.append(scalar_text(value))
+                # Format 2 indexes a text value once: in its own field, or in
+                # the default field when it has none (format 1: in both).
+                if text_in_default or path not in fields.texts:
+                    text.append(scalar_text(value))
                 if path in fields.texts:
                     typed.setdefault(fields.texts[path], []).append(scalar_text(value))
                 continue
@@ -62,15 +65,15 @@ def reference(sources: list[dict], dataset: Dataset) -> tuple[FieldMap, list[dic
             if not dataset.is_date(path):
                 text.append(scalar_text(value))
         docs.append({
-            "docid": i, "ts": time_of(source, dataset), "src": b"", "kw": kw,
+            "docid": i, "ts": time_of(source, dataset), "kw": kw,
             "fr": {k + SEP + s for k, s in fr.items()}, "ex": ex, "all": text, **typed,
         })
     return fields, docs
 
 
-def built(sources: list[dict], dataset: Dataset) -> tuple[FieldMap, list[dict]]:
-    documents = Documents(dataset)
-    docs = [documents.document(s, i, time_of(s, dataset), b"") for i, s in enumerate(sources)]
+def built(sources: list[dict], dataset: Dataset, text_in_default: bool = False) -> tuple[FieldMap, list[dict]]:
+    documents = Documents(dataset, text_in_default)
+    docs = [documents.document(s, i, time_of(s, dataset)) for i, s in enumerate(sources)]
     # Term fields are sets to the index (no positions); text and typed values keep their order.
     for d in docs:
         d["kw"], d["fr"], d["ex"] = set(d["kw"]), set(d["fr"]), set(d["ex"])
@@ -86,9 +89,9 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def assert_same(sources: list[dict], dataset: Dataset) -> None:
-    want_fields, want = reference(sources, dataset)
-    got_fields, got = built(sources, dataset)
+def assert_same(sources: list[dict], dataset: Dataset, text_in_default: bool = False) -> None:
+    want_fields, want = reference(sources, dataset, text_in_default)
+    got_fields, got = built(sources, dataset, text_in_default)
     assert got_fields.to_json() == want_fields.to_json()
     # Field names are given in order of first sight: the same names, the same order.
     assert list(got_fields.numbers.items()) == list(want_fields.numbers.items())
@@ -103,8 +106,9 @@ def test_demo_records_give_the_same_documents():
         if parsed is not None:
             sources[line.dataset].append(parsed[0])
     assert len(sources["event"]) > 1000 and len(sources["flow"]) > 300
-    assert_same(sources["event"], EVENTS)
-    assert_same(sources["flow"], FLOWS)
+    for text_in_default in (False, True):  # split formats 2 and 1
+        assert_same(sources["event"], EVENTS, text_in_default)
+        assert_same(sources["flow"], FLOWS, text_in_default)
 
 
 # Stored records are JSON: no NaN or infinity among their numbers.

@@ -6,7 +6,7 @@ import pytest
 
 from seclake.storage.catalog import PUBLISHED
 from seclake.storage.lake import LakeBusy
-from seclake.storage import merge
+from seclake.storage import merge, split
 from seclake.storage.merge import DAY_MS
 
 DAY0 = 1_763_683_200_000  # 2025-11-21T00:00:00Z
@@ -72,6 +72,26 @@ def test_merges_keep_every_record_and_reduce_splits(lake_factory):
     again = lake_factory()
     assert _docids(again) == list(range(1, 91))
     assert len(list((lake.layout.splits / "event").iterdir())) == 1
+
+
+def test_splits_of_the_older_format_are_read_and_merged_into_the_newest(lake_factory, monkeypatch):
+    lake = lake_factory()
+    with monkeypatch.context() as m:
+        m.setattr(split, "WRITE_FORMAT", 1)  # written by an earlier seclake
+        for batch in range(5):
+            lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
+            lake.flush()
+    for batch in range(5, 9):
+        lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
+        lake.flush()
+    assert sorted(s.meta.format_version for s in lake.splits("event")) == [1] * 5 + [2] * 4
+    before = {r.docid: r.body for s in lake.splits("event") for r in s.all_records()}
+    assert lake.merge() == 1
+    (merged,) = lake.splits("event")
+    assert merged.meta.format_version == split.FORMAT_VERSION
+    assert (merged.path / "records.zst").is_file()
+    assert {r.docid: r.body for r in merged.all_records()} == before  # byte for byte
+    assert len(before) == 90
 
 
 def test_a_quiet_day_is_merged_into_one_split(lake_factory, monkeypatch):
