@@ -229,8 +229,8 @@ class Leaf:
         for term, n in self.searcher.terms_with_prefix("fr", prefix, filter_query=self.query):
             if n <= 0:
                 continue
-            norm, _, spelling = term[len(prefix):].partition(SEP)
-            counts.add(norm, spelling, n)
+            norm, sep, spelling = term[len(prefix):].partition(SEP)
+            counts.add(norm, spelling if sep else norm, n)  # format 2: no spelling, the keyword's own
         return counts
 
     def paths(self) -> dict[str, int]:

@@ -70,11 +70,13 @@ class Documents:
     # memory of splits with many distinct values.
     CACHE_LIMIT = 200_000
 
-    def __init__(self, dataset: Dataset, text_in_default: bool = False):
-        """``text_in_default``: text values with a field of their own go to the
-        default field ``all`` as well (split format 1, see split.py)."""
+    def __init__(self, dataset: Dataset, version: int = 2):
+        """``version``: the split format (split.py). Format 1 puts text values
+        with a field of their own in the default field ``all`` as well, and
+        spells every facet term out as ``key \\0 spelling``."""
         self.dataset = dataset
-        self.text_in_default = text_in_default
+        self.text_in_default = version == 1
+        self.compact_facets = version >= 2
         self.fields = FieldMap()
         self._root: dict[str, _Path] = {}
         self._nodes: list[_Path] = []
@@ -188,7 +190,9 @@ class Documents:
         """(keyword terms, facet key, facet term, typed values, spelling) of a keyword leaf.
 
         One spelling per (path, keyword) and record goes to ``fr``, so facet
-        counts stay exact; the facet term is ``key \\0 spelling``.
+        counts stay exact; the facet term is ``key \\0 spelling``, or (format
+        2) the key alone when the value is spelled as its keyword, as most
+        are (lowercase names, integers): a third of a split's term bytes.
         """
         path = p.path
         prefix = path + SEP
@@ -220,10 +224,14 @@ class Documents:
             name = self.fields.ips.get(path)
             if name is not None:
                 typed.append((name, str(ip)))
+        if self.compact_facets and spelling == norm and SEP not in norm and len(facet_key) == len(prefix) + len(norm):
+            facet_term = facet_key
+        else:
+            facet_term = facet_key + SEP + spelling
         entry = (
             tuple({cut(prefix + t) for t in terms}),
             facet_key,
-            facet_key + SEP + spelling,
+            facet_term,
             tuple(typed),
             spelling,
         )

@@ -14,7 +14,8 @@ Two formats are read; splits are written in the newest:
   trained dictionary, ~3x smaller than tantivy's lz4 store); a text value
   with a field of its own (the message) is indexed there only, not again in
   ``all``, so the default field is ``all`` plus the split's text fields
-  (``default_fields``). A merge reads either and writes 2.
+  (``default_fields``); a facet term of a value spelled as its keyword is
+  the keyword alone (``document.py``). A merge reads either and writes 2.
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, s
     staging = dest.with_name(dest.name + ".staging")
     # Every document is built before the index is made: the schema holds the
     # split's typed fields, known only once every record has been seen.
-    documents = Documents(dataset, text_in_default=version == 1)
+    documents = Documents(dataset, version)
     customers = CustomerSet()
     docs: list[dict[str, Any]] = []
     bodies: list[tuple[int, bytes]] = []
