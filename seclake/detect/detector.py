@@ -79,7 +79,7 @@ class Detector:
     # -- detection ------------------------------------------------------
 
     def process(self, items: Sequence[tuple[str, dict[str, Any]]], first_seq: int) -> list[dict[str, Any]]:
-        """Behaviors of records that will be logged at ``first_seq``, ``first_seq + 1``, ..."""
+        """Behaviors of records numbered ``first_seq``, ``first_seq + 1``, ... in the log."""
         out: list[dict[str, Any]] = []
         with self.lock:
             # Rules edited elsewhere (another API node, a file edit) apply from the next batch on.

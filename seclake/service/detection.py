@@ -19,11 +19,16 @@ class Detection:
 
     def start(self) -> None:
         # The log must keep what the detector has not saved yet.
-        self.lake.wal_floor = lambda: self.detector.saved_seq
+        self.lake.wal_holds.append(self._hold)
         self.detector.restore(self.lake.wal.replay(0))
         self.detector.save()
         self._saves.start()
 
+    def _hold(self) -> int:
+        return self.detector.saved_seq
+
     def stop(self) -> None:
         self._saves.stop()
         self.detector.save()
+        if self._hold in self.lake.wal_holds:
+            self.lake.wal_holds.remove(self._hold)

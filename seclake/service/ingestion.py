@@ -253,16 +253,22 @@ class Ingestion:
         detector = self.detector
         if detector is None:
             return self.lake.append(items, key=key)
-        # One lock around detection and the log append: the detector predicts
-        # the sequence numbers, and its state follows the log's order.
+        # The lake numbers the records, then the detector runs on them (its
+        # behaviors name the records by number) and its behaviors go in the
+        # same write; under the detector's lock, its state follows the log's order.
+        made: list[dict[str, Any]] = []
+
+        def behaviors(first: int) -> list[tuple[str, dict[str, Any]]]:
+            made.extend(detector.process(items, first))
+            return [("behavior", b) for b in made]
+
         with detector.lock:
-            behaviors = detector.process(items, self.lake.wal.next_seq)
             try:
-                first, last = self.lake.append(list(items) + [("behavior", b) for b in behaviors], key=key)
+                first, last = self.lake.append(items, key=key, derive=behaviors)
             except BaseException:
                 detector.resync(self.lake)
                 raise
-            detector.logged(last, behaviors)
+            detector.logged(last, made)
         return first, first + len(items) - 1
 
     @staticmethod

@@ -3,11 +3,17 @@
     <data_dir>/lake/FORMAT             "seclake-lake <version>"
     <data_dir>/lake/wal/               write-ahead log segments
     <data_dir>/lake/splits/<dataset>/<split_id>/   one tantivy index + split.json
+
+A split id is ``<dataset>-<UTC day of its records>-<12 random hex digits>``.
 """
 
 from __future__ import annotations
 
+import time
+import uuid
 from pathlib import Path
+
+from seclake.storage.merge import DAY_MS
 
 LAYOUT_VERSION = 1
 
@@ -35,3 +41,8 @@ class Layout:
 
     def split_dir(self, dataset: str, split_id: str) -> Path:
         return self.splits / dataset / split_id
+
+    @staticmethod
+    def new_split_id(dataset: str, time_ms: int) -> str:
+        stamp = time.strftime("%Y%m%d", time.gmtime(time_ms // DAY_MS * DAY_MS / 1000))
+        return f"{dataset}-{stamp}-{uuid.uuid4().hex[:12]}"

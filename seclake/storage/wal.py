@@ -227,9 +227,15 @@ class WriteAheadLog:
     # -- writing --------------------------------------------------------
 
     def append(
-        self, items: Sequence[tuple[str, dict[str, Any]]], on_assigned=None, key: dict[str, Any] | None = None
+        self, items: Sequence[tuple[str, dict[str, Any]]], on_assigned=None, key: dict[str, Any] | None = None,
+        derive=None,
     ) -> tuple[int, int]:
         """Append (dataset, record) items durably; return the first and last sequence.
+
+        ``derive(first)`` runs under the log's lock once ``first``, the
+        sequence of the first item, is decided, and returns more items to
+        append after them in the same write: what the detector makes of the
+        records, which names them by their sequence.
 
         ``on_assigned(seq_items)`` runs under the log's lock after the fsync, so
         callers see records in sequence order; each item is (seq, dataset,
@@ -242,6 +248,8 @@ class WriteAheadLog:
         buf = bytearray()
         with self._lock:
             first = self.next_seq
+            if derive is not None:
+                items = [*items, *derive(first)]
             if key is not None:
                 payload = orjson.dumps([KEY_ENTRY, {**key, "n": len(items)}])
                 buf += HEADER.pack(len(payload), zlib.crc32(payload), first)

@@ -60,7 +60,7 @@ def test_a_backup_taken_while_the_server_runs_answers_the_same_searches(tmp_path
     assert _answers(server, token)["total"] == 120
     # ... and the last import is in the log only when the copy is taken: the
     # indexer is held behind (its own lock) while it is imported and copied.
-    with server.services.lake._index_lock:
+    with server.services.lake.flusher.lock:
         assert server.http.post("/api/import/sshd", content=_lines(30, 120, "b3"), headers=headers).status_code == 200
         done = _backup(src, dest)
         assert done.returncode == 0, done.stdout + done.stderr

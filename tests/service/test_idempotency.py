@@ -264,7 +264,7 @@ def test_an_import_that_failed_after_its_fsync_is_a_replay_when_retried(rig, mon
     def enqueue_fails(assigned):
         raise RuntimeError("what follows the fsync failed")
 
-    monkeypatch.setattr(rig.lake, "_enqueue", enqueue_fails)
+    monkeypatch.setattr(rig.lake.flusher, "enqueue", enqueue_fails)
     with pytest.raises(Exception, match="were logged"):
         rig.load()
     monkeypatch.undo()

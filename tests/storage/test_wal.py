@@ -25,6 +25,35 @@ def test_entries_come_back_in_order_with_their_sequence(tmp_path):
     assert wal.append([("event", {"d": 4})]) == (4, 4)
 
 
+def test_derived_entries_name_the_sequence_the_log_gave_and_land_in_the_same_write(tmp_path):
+    wal = _open(tmp_path)
+    wal.append([("event", {"a": 1})])
+    seen = []
+
+    def derive(first):
+        seen.append(first)
+        return [("behavior", {"of": first + i}) for i in range(2)]
+
+    assert wal.append([("event", {"b": 2}), ("event", {"c": 3})], derive=derive) == (2, 5)
+    assert seen == [2]
+    wal.close()
+    assert [(s, d, r) for s, d, r in _open(tmp_path).replay(1)] == [
+        (2, "event", {"b": 2}), (3, "event", {"c": 3}), (4, "behavior", {"of": 2}), (5, "behavior", {"of": 3})]
+
+
+def test_a_derive_that_fails_writes_nothing(tmp_path):
+    wal = _open(tmp_path)
+
+    def derive(first):
+        raise RuntimeError("rules failed")
+
+    with pytest.raises(RuntimeError):
+        wal.append([("event", {"b": 2})], derive=derive)
+    assert wal.append([("event", {"c": 3})]) == (1, 1)
+    wal.close()
+    assert [r for _, _, r in _open(tmp_path).replay(0)] == [{"c": 3}]
+
+
 def test_a_torn_tail_is_cut_and_earlier_entries_survive(tmp_path):
     wal = _open(tmp_path)
     wal.append([("event", {"n": i}) for i in range(5)])

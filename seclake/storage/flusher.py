@@ -1,0 +1,143 @@
+"""The flusher: appended records into searchable splits, with the log checkpoint.
+
+Records are fsynced in the write-ahead log (``wal.py``) before ``append``
+returns; the log numbers them (their docIds). They wait here, compact
+(docId, dataset, UTC day, record as JSON, partition), until the indexer
+thread flushes them: one split per dataset, UTC day and customer partition
+(``partition.py``), built by the builder, published with the new
+checkpoint in one catalog transaction. Then the log is trimmed up to what
+every reader of it no longer needs (``holds``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from seclake.record.dataset import DATASETS
+from seclake.storage import partition
+from seclake.storage.builder import SplitBuilder
+from seclake.storage.janitor import Janitor
+from seclake.storage.layout import Layout
+from seclake.storage.merge import DAY_MS, day_of
+from seclake.storage.shelf import Shelf
+from seclake.storage.split import Split, time_of
+from seclake.storage.wal import WriteAheadLog
+
+# Records waiting for the indexer; appends wait when this many, or this many
+# bytes of them, are pending (the server's memory stays bounded under load).
+MAX_PENDING = 100_000
+MAX_PENDING_BYTES = 64 * 1024 * 1024
+# Largest split written in one go from pending records.
+MAX_BATCH = 50_000
+
+Items = Sequence[tuple[str, dict[str, Any]]]
+
+
+class Flusher:
+    def __init__(self, layout: Layout, wal: WriteAheadLog, shelf: Shelf, builder: SplitBuilder, janitor: Janitor,
+                 partitions: int):
+        self.layout = layout
+        self.wal = wal
+        self.shelf = shelf
+        self.builder = builder
+        self.janitor = janitor
+        self.partitions = partitions
+        self._pending: list[tuple[int, str, int, bytes, str]] = []
+        self._pending_bytes = 0
+        self.cond = threading.Condition()
+        self.stopping = False
+        self.indexed_seq = 0
+        # Held while a flush indexes (a backup holds it to copy a still state).
+        self.lock = threading.Lock()
+        # Readers of the log besides the indexer (the detector's saved state,
+        # idempotency keys not yet in the database): each returns the newest
+        # sequence it no longer needs, and the log keeps everything after.
+        self.holds: list[Callable[[], int]] = []
+
+    def reset(self, checkpoint: int) -> None:
+        with self.cond:
+            self.stopping = False
+            self._pending = []
+            self._pending_bytes = 0
+            self.indexed_seq = checkpoint
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopping = True
+            self.cond.notify_all()
+
+    def append(self, items: Items, key: dict[str, Any] | None = None,
+               derive: Callable[[int], Items] | None = None) -> tuple[int, int]:
+        for dataset, _ in items:
+            if dataset not in DATASETS:
+                raise ValueError(f"unknown dataset {dataset!r}")
+        with self.cond:
+            # Back-pressure: imports wait while indexing is far behind.
+            while (len(self._pending) > MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES) and not self.stopping:
+                self.cond.wait(0.5)
+        return self.wal.append(items, on_assigned=self.enqueue, key=key, derive=derive)
+
+    def enqueue(self, assigned) -> None:
+        """Logged (seq, dataset, record, body) items, to be indexed."""
+        rows = [
+            (seq, ds, day_of(time_of(rec, DATASETS[ds])), body, partition.key_of(rec)) for seq, ds, rec, body in assigned
+        ]
+        with self.cond:
+            self._pending.extend(rows)
+            self._pending_bytes += sum(len(r[3]) for r in rows)
+            self.cond.notify_all()
+
+    def pending(self) -> int:
+        with self.cond:
+            return len(self._pending)
+
+    def wait_indexed(self, seq: int, timeout: float = 30.0) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while self.indexed_seq < seq:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(left)
+        return True
+
+    def flush(self) -> int:
+        """Index everything pending now; return the number of records indexed."""
+        with self.lock:
+            done = 0
+            while True:
+                with self.cond:
+                    batch = self._pending[:MAX_BATCH]
+                if not batch:
+                    return done
+                self._index(batch)
+                with self.cond:
+                    del self._pending[: len(batch)]
+                    self._pending_bytes -= sum(len(r[3]) for r in batch)
+                    self.indexed_seq = max(self.indexed_seq, batch[-1][0])
+                    self.cond.notify_all()
+                done += len(batch)
+                self.wal.trim(min([self.indexed_seq] + [hold() for hold in self.holds]))
+
+    def _index(self, batch: list[tuple[int, str, int, bytes, str]]) -> None:
+        days: dict[tuple[str, int], list[tuple[int, bytes, str]]] = defaultdict(list)
+        for seq, dataset, day, body, key in batch:
+            days[(dataset, day)].append((seq, body, key))
+        groups: dict[tuple[str, int, str], list[tuple[int, bytes]]] = defaultdict(list)
+        for (dataset, day), rows in days.items():
+            for (seq, body, _), key in zip(rows, partition.capped([r[2] for r in rows], self.partitions)):
+                groups[(dataset, day, key)].append((seq, body))
+        jobs = []
+        for (dataset, day, _key), payload in sorted(groups.items()):
+            split_id = self.layout.new_split_id(dataset, day * DAY_MS)
+            path = self.layout.split_dir(dataset, split_id)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            jobs.append((dataset, payload, path, split_id))
+        metas = self.builder.build_all(jobs)
+        opened = [Split(path) for _dataset, _payload, path, _split_id in jobs]
+        self.janitor.publish(metas, checkpoint=batch[-1][0])
+        self.shelf.put(opened)

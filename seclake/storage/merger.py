@@ -1,0 +1,58 @@
+"""The merger: joins a day's small splits into larger ones.
+
+``merge.py`` decides which splits to join (tiers, quiet days, partitions);
+this runs those merges: the builder writes the merged split (in a worker
+process or on an indexer), the janitor publishes it in place of its
+sources in one catalog transaction and retires the sources after their
+grace period. Merges never hold up indexing: they run in their own thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from seclake.storage.builder import SplitBuilder
+from seclake.storage.catalog import PUBLISHED, Catalog
+from seclake.storage.janitor import Janitor
+from seclake.storage.layout import Layout
+from seclake.storage.merge import merge_candidates
+from seclake.storage.shelf import Shelf
+from seclake.storage.split import Split
+
+
+class Merger:
+    def __init__(self, layout: Layout, catalog: Catalog, shelf: Shelf, builder: SplitBuilder, janitor: Janitor,
+                 partitions: int):
+        self.layout = layout
+        self.catalog = catalog
+        self.shelf = shelf
+        self.builder = builder
+        self.janitor = janitor
+        self.partitions = partitions
+        self.merges_done = 0
+        # Held by a merge round and by retention, which exclude each other.
+        self.lock = threading.Lock()
+
+    def merge(self) -> int:
+        """Run every merge the policy asks for now; return how many were done."""
+        merged = 0
+        self.janitor.reap()
+        with self.lock:
+            now_ms = int(time.time() * 1000)
+            for group in merge_candidates(self.catalog.entries(PUBLISHED), now_ms=now_ms, partitions=self.partitions):
+                sources = self.shelf.pick(e.split_id for e in group)
+                if len(sources) < 2:
+                    continue
+                dataset = group[0].dataset
+                split_id = self.layout.new_split_id(dataset, sources[0].meta.time_min)
+                path = self.layout.split_dir(dataset, split_id)
+                meta = self.builder.merge(dataset, sources, path, split_id)
+                new = Split(path)
+                old = [s.meta.split_id for s in sources]
+                self.janitor.publish([meta], replaces=old)
+                self.shelf.swap(new, old)
+                self.janitor.retire([(dataset, split_id) for split_id in old])
+                merged += 1
+        self.merges_done += merged
+        return merged
