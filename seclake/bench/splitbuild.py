@@ -38,11 +38,13 @@ from seclake.ingest.parser import parse_line
 # as that tree's worker process is (its initializer, if it has one): it may
 # only use what every tree has (builder._build and its arguments).
 _CHILD = r"""
-import json, pickle, sys, time
+import inspect, json, os, pickle, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from seclake.storage import builder
-getattr(builder, "_worker_start", lambda: None)()
+start = getattr(builder, "_worker_start", None)
+if start is not None:  # later trees pass the server's pid (the worker watches it)
+    start(*([os.getppid()] if inspect.signature(start).parameters else []))
 groups = pickle.loads(Path(sys.argv[2]).read_bytes())
 out = Path(sys.argv[3])
 started, cpu = time.perf_counter(), time.process_time()

@@ -77,6 +77,9 @@ class Documents:
         self.dataset = dataset
         self.text_in_default = version == 1
         self.compact_facets = version >= 2
+        # Format 2: the top-level text fields (the message) whose words make
+        # keyword values found in them redundant in ``all`` (``_within``).
+        self._messages = () if version == 1 else tuple(p for p in sorted(dataset.text_fields) if "." not in p)
         self.fields = FieldMap()
         self._root: dict[str, _Path] = {}
         self._nodes: list[_Path] = []
@@ -90,6 +93,10 @@ class Documents:
         text: list[str] = []
         doc: dict[str, Any] = {}
         self._walk(source, self._root, "", 0, kw, fr, ex, text, doc)
+        for path in self._messages:
+            message = source.get(path)
+            if message.__class__ is str and message:
+                text = _outside(text, message)
         doc["docid"] = docid
         doc["ts"] = ts
         doc["kw"] = list(kw)
@@ -242,3 +249,36 @@ class Documents:
         self._cached += 1
         p.values[vkey] = entry
         return entry
+
+
+def _edge(c: str) -> bool:
+    # Where the split's tokenizer (tantivy's simple one) ends a token. Only
+    # ASCII is judged: Python and Rust agree on it, not on every script.
+    return c < "\x80" and not c.isalnum()
+
+
+def _outside(values: list[str], message: str) -> list[str]:
+    """Those of ``values`` not found in ``message`` at token boundaries.
+
+    A value found there has its words in the message's words, in the same
+    order and next to each other, so every term, phrase or pattern of the
+    default field that matches the value matches the message too: it need
+    not be indexed again in ``all`` (format 2). Most parsed log fields are
+    cut from their message: a FortiGate record's 48 default-field values
+    drop to a few. Only the first occurrence is looked at, so the work stays
+    linear in the message whatever it holds; a value found first inside a
+    longer word is kept (never wrong, only larger).
+    """
+    keep = []
+    end_of = len(message)
+    for value in values:
+        at = message.find(value)
+        if at < 0 or not value:
+            keep.append(value)
+            continue
+        end = at + len(value)
+        if not (at == 0 or _edge(message[at - 1]) or _edge(value[0])):
+            keep.append(value)
+        elif not (end == end_of or _edge(message[end]) or _edge(value[-1])):
+            keep.append(value)
+    return keep

@@ -14,8 +14,10 @@ Two formats are read; splits are written in the newest:
   trained dictionary, ~3x smaller than tantivy's lz4 store); a text value
   with a field of its own (the message) is indexed there only, not again in
   ``all``, so the default field is ``all`` plus the split's text fields
-  (``default_fields``); a facet term of a value spelled as its keyword is
-  the keyword alone (``document.py``). A merge reads either and writes 2.
+  (``default_fields``), and ``all`` leaves out keyword values found in the
+  message at token boundaries (their words are searched there); a facet
+  term of a value spelled as its keyword is the keyword alone
+  (``document.py``). A merge reads either and writes 2.
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ from seclake.demo import generate
 from seclake.ingest.parser import parse_line
 from seclake.record.dataset import EVENTS, FLOWS, SUMMARIES, Dataset
 from seclake.record.flatten import MAX_DEPTH, leaves
-from seclake.record.value import as_ip, as_number, keyword, keyword_terms, scalar_text
+from seclake.record.value import as_ip, as_number, keyword, keyword_terms, scalar_text, tokens
 from seclake.storage import document
-from seclake.storage.document import Documents
+from seclake.storage.document import Documents, _outside
 from seclake.storage.fieldmap import SEP, FieldMap, cut
 from seclake.storage.split import time_of
 
@@ -64,6 +64,12 @@ def reference(sources: list[dict], dataset: Dataset, version: int = 2) -> tuple[
                 typed.setdefault(fields.ips[path], []).append(str(ip))
             if not dataset.is_date(path):
                 text.append(scalar_text(value))
+        if version >= 2:
+            # Values found in the message at token boundaries are searched there (test below).
+            for path in sorted(dataset.text_fields):
+                message = source.get(path)
+                if "." not in path and isinstance(message, str) and message:
+                    text = _outside(text, message)
         docs.append({
             "docid": i, "ts": time_of(source, dataset), "kw": kw,
             "fr": {facet_term(k, s, version) for k, s in fr.items()}, "ex": ex, "all": text, **typed,
@@ -170,3 +176,26 @@ def test_the_same_documents_after_the_value_cache_starts_over(monkeypatch):
     monkeypatch.setattr(document.Documents, "CACHE_LIMIT", 5)
     sources = [{"@fields": {"port": i % 9, "ip": f"10.0.0.{i % 7}", "tag": ["x", i % 3]}} for i in range(40)]
     assert_same(sources, EVENTS)
+
+
+def _contiguous(part: list[str], whole: list[str]) -> bool:
+    n = len(part)
+    return any(whole[i:i + n] == part for i in range(len(whole) - n + 1))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab1 .-=\"é_ा", max_size=8), st.text(alphabet="ab1 .-=\"é_ा", max_size=30))
+def test_a_value_left_out_of_the_default_field_has_its_words_in_the_message(value, message):
+    # Every term, phrase or pattern of the default field that matches the
+    # value then matches the message: no search loses a record.
+    if not _outside([value], message):
+        assert _contiguous(tokens(value), tokens(message)), (value, message)
+
+
+def test_fields_cut_from_their_message_are_not_indexed_twice():
+    source = {"@message": 'date=2026-10-30 devname="fw-01" srcip=10.1.2.3 action="deny" user=Bob',
+              "@fields": {"devname": "fw-01", "srcip": "10.1.2.3", "action": "deny", "user": "Bob", "vd": "root",
+                          "port": 44}}
+    doc = Documents(EVENTS).document(source, 1, 0)
+    assert doc["all"] == ["root", "44"]  # the two values the message does not hold
+    assert Documents(EVENTS, version=1).document(source, 1, 0)["all"][1:] == ["fw-01", "10.1.2.3", "deny", "Bob", "root", "44"]
