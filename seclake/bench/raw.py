@@ -46,7 +46,8 @@ class RawSplit:
         self.numbers = meta["fields"]["numbers"]
         self.ips = meta["fields"]["ips"]
         # Format 2 indexes text values once (the message in its own field, not
-        # again in ``all``) and keeps the records in its own zstd store.
+        # again in ``all``), counts facets on ``kw`` and keeps the records in
+        # its own zstd store.
         v2 = meta["format_version"] >= 2
         self.default = ("all", *meta["fields"]["texts"].values()) if v2 else ("all",)
         self.store = RecordStore(path / RECORDS_FILE) if v2 else None
@@ -133,10 +134,12 @@ class RawEngine:
 
     @staticmethod
     def _facet(s: RawSplit, q: Query, path: str, into: dict[str, int]) -> None:
+        # Records per keyword: format 2 counts its one ``kw`` term per value,
+        # format 1 its ``fr`` terms (keyword and spelling).
         prefix = path + SEP
-        for term, n in s.searcher.terms_with_prefix("fr", prefix, filter_query=q):
+        for term, n in s.searcher.terms_with_prefix("kw" if s.store is not None else "fr", prefix, filter_query=q):
             if n > 0:
-                norm = term[len(prefix):].partition(SEP)[0]
+                norm = term[len(prefix):] if s.store is not None else term[len(prefix):].partition(SEP)[0]
                 into[norm] = into.get(norm, 0) + n
 
     # -- a bundle ----------------------------------------------------------

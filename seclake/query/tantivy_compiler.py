@@ -86,7 +86,8 @@ class TantivyCompiler:
         """A regex over whole keyword values, or over single tokens of text."""
         if path is None or self.dataset.is_text(path):
             return self._any([self._regex(f, f"(?i:{regex})", path) for f in self._text_fields(path)])
-        return self._regex("kw", rx_escape(path + SEP) + f"(?i:{regex})", path)
+        pattern = rx_escape(path + SEP) + f"(?i:{regex})"
+        return self._any([self._regex(f, pattern, path) for f in self.split.keyword_fields()])
 
     def _regex(self, field: str, pattern: str, path: str | None) -> Query:
         try:
@@ -158,7 +159,8 @@ class TantivyCompiler:
         inside = range_regex(lo, hi, node.include_lo, node.include_hi)
         if inside is None:
             return Query.empty_query()
-        return self._regex("kw", rx_escape(node.path + SEP) + f"(?:{inside})", node.path)
+        pattern = rx_escape(node.path + SEP) + f"(?:{inside})"
+        return self._any([self._regex(f, pattern, node.path) for f in self.split.keyword_fields()])
 
     # -- boolean --------------------------------------------------------
 

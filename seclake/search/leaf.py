@@ -56,10 +56,14 @@ class FacetCounts:
     def add(self, norm: str, spelling: str, records: int) -> None:
         self.counts[norm] = self.counts.get(norm, 0) + records
         if spelling != norm:
-            spellings = self.odd.get(norm)
-            if spellings is None:
-                spellings = self.odd[norm] = {}
-            spellings[spelling] = spellings.get(spelling, 0) + records
+            self.spelt(norm, spelling, records)
+
+    def spelt(self, norm: str, spelling: str, records: int) -> None:
+        """Of the records counted under ``norm``, ``records`` spell it ``spelling``."""
+        spellings = self.odd.get(norm)
+        if spellings is None:
+            spellings = self.odd[norm] = {}
+        spellings[spelling] = spellings.get(spelling, 0) + records
 
 
 # At most this many record paths per split in a field catalog (the most
@@ -226,11 +230,24 @@ class Leaf:
     def facet(self, path: str) -> FacetCounts:
         counts = FacetCounts()
         prefix = path + SEP
+        if self.split.store is None:  # format 1: every record's spelling in ``fr``
+            for term, n in self.searcher.terms_with_prefix("fr", prefix, filter_query=self.query):
+                if n > 0:
+                    norm, _, spelling = term[len(prefix):].partition(SEP)
+                    counts.add(norm, spelling, n)
+            return counts
+        # Format 2: records per keyword in ``kw``; ``fr`` holds only the
+        # spellings that are not the keyword itself.
+        cut = len(prefix)
+        for term, n in self.searcher.terms_with_prefix("kw", prefix, filter_query=self.query):
+            if n > 0:
+                norm = term[cut:]
+                counts.counts[norm] = counts.counts.get(norm, 0) + n
         for term, n in self.searcher.terms_with_prefix("fr", prefix, filter_query=self.query):
-            if n <= 0:
-                continue
-            norm, sep, spelling = term[len(prefix):].partition(SEP)
-            counts.add(norm, spelling if sep else norm, n)  # format 2: no spelling, the keyword's own
+            if n > 0:
+                norm, _, spelling = term[cut:].partition(SEP)
+                if norm in counts.counts:  # else a keyword holding SEP, cut ambiguously: shown as itself
+                    counts.spelt(norm, spelling, n)
         return counts
 
     def paths(self) -> dict[str, int]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from seclake.record.dataset import Dataset
 from seclake.record.flatten import MAX_DEPTH
-from seclake.record.value import as_ip, as_number, keyword, keyword_terms, scalar_text
+from seclake.record.value import as_ip, as_number, keyword, scalar_text
 from seclake.storage.fieldmap import SEP, FieldMap, cut
 
 # What a path is, by its name alone (the dataset decides).
@@ -75,8 +75,8 @@ class Documents:
         with a field of their own in the default field ``all`` as well, and
         spells every facet term out as ``key \\0 spelling``."""
         self.dataset = dataset
+        self.version = version
         self.text_in_default = version == 1
-        self.compact_facets = version >= 2
         # Format 2: the top-level text fields (the message) whose words make
         # keyword values found in them redundant in ``all`` (``_within``).
         self._messages = () if version == 1 else tuple(p for p in sorted(dataset.text_fields) if "." not in p)
@@ -88,11 +88,12 @@ class Documents:
     def document(self, source: dict[str, Any], docid: int, ts: int) -> dict[str, Any]:
         """The document of one record (as ``tantivy.Document.from_dict`` takes it)."""
         kw: set[str] = set()
-        fr: dict[str, str] = {}
+        kt: set[str] = set()
+        fr: dict[str, str | None] = {}
         ex: set[str] = set()
         text: list[str] = []
         doc: dict[str, Any] = {}
-        self._walk(source, self._root, "", 0, kw, fr, ex, text, doc)
+        self._walk(source, self._root, "", 0, kw, kt, fr, ex, text, doc)
         for path in self._messages:
             message = source.get(path)
             if message.__class__ is str and message:
@@ -100,13 +101,17 @@ class Documents:
         doc["docid"] = docid
         doc["ts"] = ts
         doc["kw"] = list(kw)
-        doc["fr"] = list(fr.values())
+        if self.version >= 2:
+            doc["kt"] = list(kt)
+            doc["fr"] = [t for t in fr.values() if t is not None]
+        else:
+            doc["fr"] = list(fr.values())
         doc["ex"] = list(ex)
         doc["all"] = text
         return doc
 
     def _walk(self, node: dict, children: dict, prefix: str, depth: int,
-              kw: set, fr: dict, ex: set, text: list, doc: dict) -> None:
+              kw: set, kt: set, fr: dict, ex: set, text: list, doc: dict) -> None:
         for key, value in node.items():
             p = children.get(key)
             if p is None:
@@ -121,6 +126,8 @@ class Documents:
                     e = self._entry(p, value, value)
                 ex.update(p.ex)
                 kw.update(e[0])
+                if e[5]:
+                    kt.update(e[5])
                 if e[1] not in fr:
                     fr[e[1]] = e[2]
                 if e[3]:
@@ -131,32 +138,32 @@ class Documents:
                             doc[name] = [v]
                 text.append(e[4])
             else:
-                self._leaf(p, value, depth, kw, fr, ex, text, doc)
+                self._leaf(p, value, depth, kw, kt, fr, ex, text, doc)
 
     def _leaf(self, p: _Path, value: Any, depth: int,
-              kw: set, fr: dict, ex: set, text: list, doc: dict) -> None:
+              kw: set, kt: set, fr: dict, ex: set, text: list, doc: dict) -> None:
         # The cases and depth rules of record.flatten.leaves, on path nodes.
         if value is None:
             return
         cls = value.__class__
         if cls is dict:
             if depth < MAX_DEPTH:
-                self._walk(value, p.children, p.path + ".", depth + 1, kw, fr, ex, text, doc)
+                self._walk(value, p.children, p.path + ".", depth + 1, kw, kt, fr, ex, text, doc)
             return
         if cls is list or cls is tuple:
             if depth < MAX_DEPTH:
                 for item in value:
-                    self._leaf(p, item, depth + 1, kw, fr, ex, text, doc)
+                    self._leaf(p, item, depth + 1, kw, kt, fr, ex, text, doc)
             return
         if not (cls is str or cls is int or cls is float or cls is bool):
             if isinstance(value, dict):
                 if depth < MAX_DEPTH:
-                    self._walk(value, p.children, p.path + ".", depth + 1, kw, fr, ex, text, doc)
+                    self._walk(value, p.children, p.path + ".", depth + 1, kw, kt, fr, ex, text, doc)
                 return
             if isinstance(value, (list, tuple)):
                 if depth < MAX_DEPTH:
                     for item in value:
-                        self._leaf(p, item, depth + 1, kw, fr, ex, text, doc)
+                        self._leaf(p, item, depth + 1, kw, kt, fr, ex, text, doc)
                 return
             if not isinstance(value, _SCALARS):
                 return
@@ -183,6 +190,7 @@ class Documents:
         if e is None:
             e = self._entry(p, value, vkey)
         kw.update(e[0])
+        kt.update(e[5])
         if e[1] not in fr:
             fr[e[1]] = e[2]
         for name, v in e[3]:
@@ -194,12 +202,20 @@ class Documents:
             text.append(e[4])
 
     def _entry(self, p: _Path, value: Any, vkey: Any) -> tuple:
-        """(keyword terms, facet key, facet term, typed values, spelling) of a keyword leaf.
+        """(keyword terms, facet key, facet term, typed values, spelling, text terms) of a keyword leaf.
 
-        One spelling per (path, keyword) and record goes to ``fr``, so facet
-        counts stay exact; the facet term is ``key \\0 spelling``, or (format
-        2) the key alone when the value is spelled as its keyword, as most
-        are (lowercase names, integers): a third of a split's term bytes.
+        Format 1: the keyword terms are the keyword and the lowercased text
+        (``keyword_terms``), and the facet term of every value is ``key \\0
+        spelling``: one per (path, keyword) and record, the first spelling
+        seen, so facet counts stay exact.
+
+        Format 2: one term per value in ``kw``, its keyword, which facets
+        count; the lowercased text, where it differs (numbers written
+        otherwise: ``0443``, ``1.50``), in ``kt`` for patterns and ranges;
+        and a facet term (None here) only for a value not spelled as its
+        keyword (``Deny``), to show that spelling. Most values are spelled
+        as their keyword, so the family of facet terms was nearly a copy of
+        ``kw``: a third of a split's index.
         """
         path = p.path
         prefix = path + SEP
@@ -207,16 +223,15 @@ class Documents:
         # keyword_terms(value) is {keyword(value), scalar_text(value).lower()};
         # for the common classes it is spelled out, normalizing only once.
         if cls is int:
-            spelling = norm = str(value)  # an int's text, canonical number and keyword
-            terms: set[str] | tuple[str] = (norm,)
+            spelling = norm = lower = str(value)  # an int's text, canonical number and keyword
         elif cls is str:
             spelling = value
             norm = keyword(value)
-            terms = {norm, value.lower()}
+            lower = value.lower()
         else:
             spelling = scalar_text(value)
             norm = keyword(value)
-            terms = keyword_terms(value)
+            lower = spelling.lower()
         facet_key = cut(prefix + norm)
         typed = []
         number = as_number(value)
@@ -231,17 +246,26 @@ class Documents:
             name = self.fields.ips.get(path)
             if name is not None:
                 typed.append((name, str(ip)))
-        if self.compact_facets and spelling == norm and SEP not in norm and len(facet_key) == len(prefix) + len(norm):
-            facet_term = facet_key
+        norm_term = cut(prefix + norm)
+        if self.version == 1:
+            entry = (
+                tuple({norm_term, cut(prefix + lower)}),
+                facet_key,
+                facet_key + SEP + spelling,
+                tuple(typed),
+                spelling,
+                (),
+            )
         else:
-            facet_term = facet_key + SEP + spelling
-        entry = (
-            tuple({cut(prefix + t) for t in terms}),
-            facet_key,
-            facet_term,
-            tuple(typed),
-            spelling,
-        )
+            plain = spelling == norm and SEP not in norm and len(facet_key) == len(prefix) + len(norm)
+            entry = (
+                (norm_term,),
+                facet_key,
+                None if plain else facet_key + SEP + spelling,
+                tuple(typed),
+                spelling,
+                () if lower == norm else (cut(prefix + lower),),
+            )
         if self._cached >= self.CACHE_LIMIT:
             for node in self._nodes:
                 node.values.clear()

@@ -15,9 +15,11 @@ Two formats are read; splits are written in the newest:
   with a field of its own (the message) is indexed there only, not again in
   ``all``, so the default field is ``all`` plus the split's text fields
   (``default_fields``), and ``all`` leaves out keyword values found in the
-  message at token boundaries (their words are searched there); a facet
-  term of a value spelled as its keyword is the keyword alone
-  (``document.py``). A merge reads either and writes 2.
+  message at token boundaries (their words are searched there). A value
+  has one keyword term (``kw``, which facets count), its text in ``kt``
+  where it differs, and a facet term in ``fr`` only when it is not spelled
+  as its keyword (``document.py``). Numbers, addresses, times and docIds
+  are fast fields only. A merge reads either format and writes 2.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def build_schema(fields: FieldMap, version: int = FORMAT_VERSION) -> tantivy.Sch
     sb.add_integer_field("ts", fast=True, indexed=indexed)
     if version == 1:
         sb.add_bytes_field("src", stored=True)
-    for name in ("kw", "fr", "ex"):
+    for name in ("kw", "fr", "ex") if version == 1 else ("kw", "kt", "fr", "ex"):
         sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
     sb.add_text_field("all", tokenizer_name=TOKENIZER, index_option="position")
     for name in fields.texts.values():
@@ -289,6 +291,10 @@ class Split:
         if self.store is None:
             return ("all",)
         return ("all", *self.fields.texts.values())
+
+    def keyword_fields(self) -> tuple[str, ...]:
+        """The fields whose terms patterns and string ranges over keywords run on."""
+        return ("kw",) if self.store is None else ("kw", "kt")
 
     def body(self, docid: int, address: tantivy.DocAddress | None = None) -> bytes | None:
         """The stored JSON of ``docid`` (at ``address`` in the index, which a

@@ -41,7 +41,7 @@ def reference(sources: list[dict], dataset: Dataset, version: int = 2) -> tuple[
                 fields.add_ip(path)
     docs = []
     for i, source in enumerate(sources):
-        kw, fr, ex, text, typed = set(), {}, set(), [], {}
+        kw, kt, fr, ex, text, typed = set(), set(), {}, set(), [], {}
         for path, value in leaves(source):
             parts = path.split(".")
             ex.update(".".join(parts[:j]) for j in range(1, len(parts) + 1))
@@ -55,7 +55,12 @@ def reference(sources: list[dict], dataset: Dataset, version: int = 2) -> tuple[
                 if path in fields.texts:
                     typed.setdefault(fields.texts[path], []).append(scalar_text(value))
                 continue
-            kw.update(cut(path + SEP + t) for t in keyword_terms(value))
+            if version == 1:
+                kw.update(cut(path + SEP + t) for t in keyword_terms(value))
+            else:  # the keyword in kw, the lowercased text in kt where it differs
+                kw.add(cut(path + SEP + keyword(value)))
+                if scalar_text(value).lower() != keyword(value):
+                    kt.add(cut(path + SEP + scalar_text(value).lower()))
             fr.setdefault(cut(path + SEP + keyword(value)), scalar_text(value))
             number, ip = as_number(value), as_ip(value)
             if number is not None and path in fields.numbers:
@@ -70,19 +75,23 @@ def reference(sources: list[dict], dataset: Dataset, version: int = 2) -> tuple[
                 message = source.get(path)
                 if "." not in path and isinstance(message, str) and message:
                     text = _outside(text, message)
-        docs.append({
+        doc = {
             "docid": i, "ts": time_of(source, dataset), "kw": kw,
-            "fr": {facet_term(k, s, version) for k, s in fr.items()}, "ex": ex, "all": text, **typed,
-        })
+            "fr": {t for t in (facet_term(k, s, version) for k, s in fr.items()) if t is not None},
+            "ex": ex, "all": text, **typed,
+        }
+        if version >= 2:
+            doc["kt"] = kt
+        docs.append(doc)
     return fields, docs
 
 
-def facet_term(key: str, spelling: str, version: int) -> str:
-    """Format 2 leaves the spelling out when it is the keyword itself (a cut
+def facet_term(key: str, spelling: str, version: int) -> str | None:
+    """Format 2 has no facet term for a value spelled as its keyword (a cut
     key no longer holds the whole keyword: the spelling stays)."""
     norm = key.partition(SEP)[2]
     if version >= 2 and spelling == norm and SEP not in norm:
-        return key
+        return None
     return key + SEP + spelling
 
 
@@ -92,6 +101,8 @@ def built(sources: list[dict], dataset: Dataset, version: int = 2) -> tuple[Fiel
     # Term fields are sets to the index (no positions); text and typed values keep their order.
     for d in docs:
         d["kw"], d["fr"], d["ex"] = set(d["kw"]), set(d["fr"]), set(d["ex"])
+        if "kt" in d:
+            d["kt"] = set(d["kt"])
     return documents.fields, docs
 
 
