@@ -102,6 +102,18 @@ def http_ingest(server: Server, data: DataSet, *, clients: int = 3, searchable_t
     }
 
 
+def sample(data: DataSet, max_lines: int | None) -> tuple[list, int]:
+    """The first batches up to ``max_lines`` lines (all with None), and their lines:
+    a sample of every source, as the batches come in time order."""
+    chosen, lines = [], 0
+    for b in data.batches:
+        if max_lines is not None and lines >= max_lines:
+            break
+        chosen.append(b)
+        lines += b.lines
+    return chosen, lines
+
+
 def cli_ingest(data: DataSet, data_dir: Path, log_path: Path, max_lines: int | None = None) -> dict[str, Any]:
     """``seclake import`` of the batch files on a fresh data dir, one command per (vendor, type, customer).
 
@@ -110,12 +122,7 @@ def cli_ingest(data: DataSet, data_dir: Path, log_path: Path, max_lines: int | N
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     env = bench_env(data_dir)
-    chosen, lines = [], 0
-    for b in data.batches:
-        if max_lines is not None and lines >= max_lines:
-            break
-        chosen.append(b)
-        lines += b.lines
+    chosen, lines = sample(data, max_lines)
     groups: dict[tuple[str, str, str], list] = {}
     for b in chosen:
         groups.setdefault((b.vendor, b.dataset, b.customer), []).append(b)

@@ -22,6 +22,7 @@ from seclake.bench import data as bench_data
 from seclake.bench.agree import Agreement
 from seclake.bench.classes import CLASSES, QueryClass
 from seclake.bench.ingest import cli_ingest, du_bytes, http_ingest, wait_quiet
+from seclake.bench.rawingest import raw_ingest
 
 
 class BenchFailed(RuntimeError):
@@ -150,6 +151,9 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
             with log.stage(f"{scale}x: ingest with seclake import (CLI)"):
                 sr["ingest_cli"] = cli_ingest(data, sdir / "cli-lake", sdir / "cli.log", opts.cli_events)
             shutil.rmtree(sdir / "cli-lake", ignore_errors=True)
+        if full:
+            with log.stage(f"{scale}x: ingest floor: the same records into tantivy alone"):
+                sr["ingest_raw"] = raw_ingest(data, sdir / "raw-index", opts.cli_events)
 
         server = Server(sdir / "lake", sdir / "server.log")
         with log.stage(f"{scale}x: start server"):
@@ -177,7 +181,15 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
             with log.stage(f"{scale}x: open engines"):
                 engines["engine"] = EngineLayer(server.data_dir)
                 engines["http"] = HttpEngine(server.url, server.token or "", engines["engine"].services.record_ids)
-                engines["raw"] = RawEngine(split_dirs(server.data_dir, engines["engine"].services.db))
+                live = split_dirs(server.data_dir, engines["engine"].services.db)
+                engines["raw"] = RawEngine(live)
+            # The lake at rest: the published splits only (a merge's sources
+            # are deleted after a grace period, and the log keeps its live
+            # segment), against the raw log lines they hold.
+            split_bytes = sum(du_bytes(p) for p in live)
+            sr["ingest_http"].update(split_bytes=split_bytes, split_bytes_per_event=split_bytes / data.lines,
+                                     raw_bytes_per_event=data.bytes / data.lines,
+                                     splits_over_raw=split_bytes / data.bytes if data.bytes else None)
             if full and opts.peers:
                 from seclake.bench.peers import DuckPeer, SqlitePeer, export_rows
 

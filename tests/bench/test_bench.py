@@ -115,6 +115,13 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     assert r["agreement"]["ok"] and r["agreement"]["checks"] > 100
     one = r["scales"]["1"]
     assert one["ingest_http"]["events_per_second"] > 0 and one["ingest_http"]["bytes_per_event"] > 0
+    # The floor the ingest target is judged against: tantivy alone on the same records, in the same run.
+    raw = one["ingest_raw"]
+    assert raw["records"] == raw["lines"] == one["data"]["lines"] and raw["events_per_second"] > 0
+    # At rest the published splits are all of the lake but its live log segment.
+    http = one["ingest_http"]
+    assert 0 < http["split_bytes_per_event"] <= http["bytes_per_event"]
+    assert http["splits_over_raw"] == pytest.approx(http["split_bytes"] / one["data"]["bytes"])
     assert one["server_peak_rss_kb"] > 0
     # Serving alone (a restarted server) must not be charged with the ingest's peak.
     assert 0 < one["server_peak_rss_kb_serving"] <= one["server_peak_rss_kb"]
@@ -127,6 +134,7 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     text = out.read_text()
     assert "This run: 20,000 events" in text and "| Q4 |" in text and "all engines agree" in text
     assert "HTTP / raw" in text and "## Load" in text and "memory while serving" in text
+    assert "floor: tantivy alone" in text and "x the tantivy floor" in text and "Disk at rest" in text
     assert json.loads(results.read_text())["name"] == r["name"]
     # Parse rates of every format, with the common names and without.
     parsing = r["parsing"]

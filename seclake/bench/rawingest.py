@@ -1,0 +1,78 @@
+"""The floor for ingest: the same parsed records indexed by tantivy-py directly.
+
+What the issue's ingest target is measured against, in the same run: the
+records seclake would store, parsed beforehand (not timed), indexed by
+tantivy with a plain schema (the message as text with positions, every
+field as one JSON field, the timestamp fast, the record stored in tantivy's
+own store), as many writer threads as cores. Timed: turning each record
+into a tantivy document, adding it and the final commit; no log, no rules,
+no HTTP, no parsing. A rate, so it runs on a sample (the first batches).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import tantivy
+
+from seclake.bench.data import DataSet
+from seclake.bench.ingest import du_bytes, sample
+from seclake.ingest.parser import parse_line
+
+HEAP_BYTES = 256 * 1024 * 1024
+
+
+def _schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("message", tokenizer_name="default", index_option="position")
+    sb.add_json_field("fields", tokenizer_name="raw", index_option="basic")
+    sb.add_integer_field("ts", fast=True, indexed=True)
+    sb.add_bytes_field("record", stored=True)
+    return sb.build()
+
+
+def raw_ingest(data: DataSet, directory: Path, max_lines: int | None = None) -> dict[str, Any]:
+    batches, lines = sample(data, max_lines)
+    records: list[bytes] = []
+    for b in batches:
+        with open(b.path, encoding="utf-8") as f:
+            for line in f:
+                parsed = parse_line(line.rstrip("\n"), vendor=b.vendor, dataset=b.dataset, received_ms=0,
+                                    customer=b.customer)
+                if parsed is not None:
+                    records.append(orjson.dumps(parsed[0]))
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    schema = _schema()
+    index = tantivy.Index(schema, path=str(directory))
+    threads = os.cpu_count() or 1
+    writer = index.writer(HEAP_BYTES, threads)
+    from_dict, add = tantivy.Document.from_dict, writer.add_document
+    started = time.perf_counter()
+    for body in records:
+        record = orjson.loads(body)
+        add(from_dict({"message": record.get("@message") or "", "fields": record,
+                       "ts": int(record.get("@timestamp") or 0), "record": body}, schema))
+    writer.commit()
+    writer.wait_merging_threads()
+    seconds = time.perf_counter() - started
+    disk = du_bytes(directory)
+    shutil.rmtree(directory, ignore_errors=True)
+    return {
+        "path": "raw",
+        "lines": lines,
+        "records": len(records),
+        "sample_of": data.lines,
+        "writer_threads": threads,
+        "seconds": seconds,
+        "events_per_second": len(records) / seconds if seconds else None,
+        "searchable_events_per_second": len(records) / seconds if seconds else None,
+        "seconds_to_searchable": 0.0,
+        "lake_bytes": disk,
+        "bytes_per_event": disk / len(records) if records else None,
+    }
