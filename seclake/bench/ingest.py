@@ -6,8 +6,10 @@ fresh data dir), so behaviors and summaries are made as records arrive.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import threading
@@ -112,6 +114,22 @@ def sample(data: DataSet, max_lines: int | None) -> tuple[list, int]:
         chosen.append(b)
         lines += b.lines
     return chosen, lines
+
+
+def scaling_ingest(data: DataSet, directory: Path, max_lines: int, *, clients: int = 3) -> dict[int, dict[str, Any]]:
+    """The HTTP ingest of a sample on a fresh server pinned to 1 core, then to 2 (taskset)."""
+    chosen, lines = sample(data, max_lines)
+    part = dataclasses.replace(data, batches=chosen, lines=lines)
+    out = {}
+    for cores in (1, 2):
+        server = Server(directory / f"{cores}-cores", directory / "server.log", cores=cores)
+        server.start()
+        try:
+            out[cores] = http_ingest(server, part, clients=clients)
+        finally:
+            server.stop()
+            shutil.rmtree(directory / f"{cores}-cores", ignore_errors=True)
+    return out
 
 
 def cli_ingest(data: DataSet, data_dir: Path, log_path: Path, max_lines: int | None = None) -> dict[str, Any]:

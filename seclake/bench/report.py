@@ -14,6 +14,7 @@ TARGET_NEEDLE_GROWTH = 1.5
 # Ingest to searchable against the raw-tantivy floor of the same run (issue 16).
 TARGET_INGEST_OVER_RAW = 0.8
 TARGET_DISK_OVER_RAW = 1.0
+TARGET_CORE_SCALING = 1.7
 TARGET_RSS_MB = 300
 DEFAULT_EVENTS = 2_000_000
 ENGINES = ("http", "engine", "raw", "duckdb", "sqlite")
@@ -107,6 +108,16 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         add(f"| {title} | {_n(ing['lines'])} | {ing['seconds']:.1f} | {_n(eps)} | {ing['seconds_to_searchable']:.2f} | "
             f"{_n(seps)} | {judged} | "
             f"{_n(ing.get('bytes_per_event'))} | {_n((rss or 0) / 1024) if rss else ''} |")
+    scaling = one.get("ingest_scaling") or {}
+    if scaling:
+        one_core, two = scaling.get("1") or scaling.get(1), scaling.get("2") or scaling.get(2)
+        ratio = two["searchable_events_per_second"] / one_core["searchable_events_per_second"]
+        add("")
+        add(f"Scaling with cores (the HTTP ingest of the first {one_core['lines']:,} lines on a fresh server pinned "
+            f"with taskset, one after the other): 1 core {_n(one_core['searchable_events_per_second'])} events/s "
+            f"to searchable, 2 cores {_n(two['searchable_events_per_second'])}: **{ratio:.2f}x**, "
+            f"target ≥ {TARGET_CORE_SCALING}x: "
+            f"{verdict(ratio >= TARGET_CORE_SCALING)}.")
     http = one.get("ingest_http") or {}
     if http.get("split_bytes_per_event"):
         duck = (one.get("peers") or {}).get("duckdb_bytes")

@@ -8,6 +8,7 @@ writing them when the engines disagree or the load test had errors.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -21,7 +22,7 @@ from typing import Any
 from seclake.bench import data as bench_data
 from seclake.bench.agree import Agreement
 from seclake.bench.classes import CLASSES, QueryClass
-from seclake.bench.ingest import cli_ingest, du_bytes, http_ingest, wait_quiet
+from seclake.bench.ingest import cli_ingest, du_bytes, http_ingest, scaling_ingest, wait_quiet
 from seclake.bench.rawingest import raw_ingest
 
 
@@ -45,6 +46,7 @@ class BenchOptions:
     name: str | None = None
     cli_ingest: bool = True
     cli_events: int | None = 200_000  # lines of the CLI ingest sample (None: all)
+    scaling_events: int | None = 100_000  # lines of the 1-core / 2-core HTTP ingest comparison (None: skip)
     peers: bool = True
     keep_data: bool = False
     cluster: bool = False  # also serve the 1x lake in cluster mode (seclake/bench/cluster.py; needs Ray)
@@ -154,6 +156,10 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
         if full:
             with log.stage(f"{scale}x: ingest floor: the same records into tantivy alone"):
                 sr["ingest_raw"] = raw_ingest(data, sdir / "raw-index", opts.cli_events)
+            if opts.scaling_events and (os.cpu_count() or 1) >= 2 and shutil.which("taskset"):
+                with log.stage(f"{scale}x: ingest over HTTP on 1 core, then 2"):
+                    sr["ingest_scaling"] = scaling_ingest(data, sdir / "scaling", opts.scaling_events,
+                                                          clients=opts.ingest_clients)
 
         server = Server(sdir / "lake", sdir / "server.log")
         with log.stage(f"{scale}x: start server"):

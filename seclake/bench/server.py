@@ -65,9 +65,12 @@ def status_kb(pid: int, key: str) -> int | None:
 
 
 class Server:
-    def __init__(self, data_dir: Path, log_path: Path, args: tuple[str, ...] = (), env: dict[str, str] | None = None):
+    def __init__(self, data_dir: Path, log_path: Path, args: tuple[str, ...] = (), env: dict[str, str] | None = None,
+                 cores: int | None = None):
         # args/env: extra `seclake serve` options and settings (the cluster stage's API node).
         self.args, self.env = args, env or {}
+        # Run on the first ``cores`` CPUs only (taskset; the worker processes it starts too).
+        self.cores = cores
         self.data_dir = data_dir
         self.log_path = log_path
         self.port = free_port()
@@ -80,8 +83,9 @@ class Server:
         started = time.perf_counter()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
+        pin = ["taskset", "-c", ",".join(str(c) for c in range(self.cores))] if self.cores else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "seclake", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+            [*pin, sys.executable, "-m", "seclake", "serve", "--host", "127.0.0.1", "--port", str(self.port),
              "--data-dir", str(self.data_dir), *self.args],
             env={**bench_env(self.data_dir), **self.env}, stdout=log, stderr=subprocess.STDOUT,
         )
