@@ -397,9 +397,10 @@ side; the share is what the mapping costs on that format. One core, no I/O.
   process (`Services` built from the same settings, the server's published splits opened
   read-only); no HTTP, no JSON.
 - *raw tantivy*: the same split directories opened with tantivy-py, one hand-built query per class
-  from the split's field map (`kw` terms `<path>\\0<keyword>`, `all` for words and phrases, a regex
-  over `kw` for the wildcard, `n<i>`/`ip<i>` ranges), time-pruned splits, 4 threads, top-k by `ts`
-  with the docId tie rule, facets with `terms_with_prefix` over `fr`, the page's records read. The
+  from the split's field map (`kw` terms `<path>\\0<keyword>`, `all` and the text fields for words
+  and phrases, a regex over `kw` for the wildcard, `n<i>`/`ip<i>` ranges), time-pruned splits, 4
+  threads, top-k by `ts` with the docId tie rule, facets with `terms_with_prefix` over `kw` (`fr`
+  in splits of format 1), the page's records read (from `records.zst`). The
   floor for seclake: the same work without parsing, planning, compiling or HTTP. It builds each
   split's query once per bundle; seclake keeps compiled queries per split across requests (a
   wildcard's automaton costs about as much as searching a small split), so on warm rounds the
