@@ -111,13 +111,13 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
     scaling = one.get("ingest_scaling") or {}
     if scaling:
         one_core, two = scaling.get("1") or scaling.get(1), scaling.get("2") or scaling.get(2)
-        ratio = two["searchable_events_per_second"] / one_core["searchable_events_per_second"]
+        scaled = two["searchable_events_per_second"] / one_core["searchable_events_per_second"]
         add("")
         add(f"Scaling with cores (the HTTP ingest of the first {one_core['lines']:,} lines on a fresh server pinned "
             f"with taskset, one after the other): 1 core {_n(one_core['searchable_events_per_second'])} events/s "
-            f"to searchable, 2 cores {_n(two['searchable_events_per_second'])}: **{ratio:.2f}x**, "
+            f"to searchable, 2 cores {_n(two['searchable_events_per_second'])}: **{scaled:.2f}x**, "
             f"target ≥ {TARGET_CORE_SCALING}x: "
-            f"{verdict(ratio >= TARGET_CORE_SCALING)}.")
+            f"{verdict(scaled >= TARGET_CORE_SCALING)}.")
     http = one.get("ingest_http") or {}
     if http.get("split_bytes_per_event"):
         duck = (one.get("peers") or {}).get("duckdb_bytes")
