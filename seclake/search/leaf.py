@@ -230,7 +230,7 @@ class Leaf:
     def facet(self, path: str) -> FacetCounts:
         counts = FacetCounts()
         prefix = path + SEP
-        if self.split.store is None:  # format 1: every record's spelling in ``fr``
+        if self.split.meta.format_version == 1:  # every record's spelling in ``fr``
             for term, n in self.searcher.terms_with_prefix("fr", prefix, filter_query=self.query):
                 if n > 0:
                     norm, _, spelling = term[len(prefix):].partition(SEP)

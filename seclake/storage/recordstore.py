@@ -33,6 +33,7 @@ import mmap
 import os
 import struct
 import threading
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -161,29 +162,30 @@ class RecordStore:
             raise StoreError(f"{path}: not a seclake records file (format {version})")
         if index_at + blocks * _ENTRY.size + _FOOTER.size != size or dict_len > index_at:
             raise StoreError(f"{path}: the block index does not fit the file's {size} bytes")
-        self._firsts: list[int] = []
-        self._spans: list[tuple[int, int]] = []
+        # The block index as flat arrays: 20 bytes per block held, not a
+        # tuple of Python integers.
+        self._firsts = array("Q")
+        self._offsets = array("Q")
+        self._lengths = array("I")
         for i in range(blocks):
             first, offset, length = _ENTRY.unpack_from(data, index_at + i * _ENTRY.size)
             self._firsts.append(first)
-            self._spans.append((offset, length))
+            self._offsets.append(offset)
+            self._lengths.append(length)
         self._dict = zstandard.ZstdCompressionDict(data[:dict_len]) if dict_len else None
-        self._local = threading.local()  # a zstd decompressor is not for concurrent use
+        # One decompressor per open split, used under a lock (zstd's are not
+        # for concurrent use): a block takes ~15 us, and one per thread and
+        # split would hold a context of its own for every request thread.
+        self._zstd = zstandard.ZstdDecompressor(dict_data=self._dict)
+        self._zstd_lock = threading.Lock()
         self._key = str(path)
 
-    def close(self) -> None:
-        self._data.close()
-
-    def _zstd(self) -> zstandard.ZstdDecompressor:
-        d = getattr(self._local, "d", None)
-        if d is None:
-            d = self._local.d = zstandard.ZstdDecompressor(dict_data=self._dict)
-        return d
-
     def _read(self, i: int) -> tuple[tuple[int, ...], tuple[int, ...], bytes]:
-        offset, length = self._spans[i]
+        offset, length = self._offsets[i], self._lengths[i]
         try:
-            raw = self._zstd().decompress(self._data[offset:offset + length])
+            frame = self._data[offset:offset + length]
+            with self._zstd_lock:
+                raw = self._zstd.decompress(frame)
             (n,) = _COUNT.unpack_from(raw, 0)
             docids = struct.unpack_from(f"<{n}Q", raw, 4)
             ends = struct.unpack_from(f"<{n}I", raw, 4 + 8 * n)
@@ -216,7 +218,7 @@ class RecordStore:
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         """Every (docId, body), in docId order (a merge's input: read past the
         cache, so a merge does not evict what searches keep there)."""
-        for i in range(len(self._spans)):
+        for i in range(len(self._firsts)):
             docids, ends, bodies = self._read(i)
             start = 0
             for docid, end in zip(docids, ends):

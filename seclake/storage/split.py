@@ -288,13 +288,13 @@ class Split:
 
     def default_fields(self) -> tuple[str, ...]:
         """The fields a query without a field name searches (see the module's formats)."""
-        if self.store is None:
+        if self.meta.format_version == 1:
             return ("all",)
         return ("all", *self.fields.texts.values())
 
     def keyword_fields(self) -> tuple[str, ...]:
         """The fields whose terms patterns and string ranges over keywords run on."""
-        return ("kw",) if self.store is None else ("kw", "kt")
+        return ("kw",) if self.meta.format_version == 1 else ("kw", "kt")
 
     def body(self, docid: int, address: tantivy.DocAddress | None = None) -> bytes | None:
         """The stored JSON of ``docid`` (at ``address`` in the index, which a

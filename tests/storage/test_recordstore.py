@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 import pytest
@@ -86,6 +87,22 @@ def test_any_bodies_come_back(tmp_path_factory, bodies):
     store = RecordStore(path)
     assert dict(store) == bodies
     assert all(store.get(d) == b for d, b in bodies.items())
+
+
+def test_many_threads_read_one_store_at_once(tmp_path):
+    # Searches fetch records from request and leaf threads at the same time.
+    records = _demo_records()
+    path = tmp_path / recordstore.FILE_NAME
+    recordstore.write(path, records)
+    store = RecordStore(path)
+    recordstore._cache.clear()  # an empty cache: the threads decompress blocks side by side
+
+    def reader(seed: int) -> bool:
+        rng = random.Random(seed)
+        return all(store.get(d) == b for d, b in rng.sample(records, 300))
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(reader, range(16)))
 
 
 def test_a_damaged_file_says_what_and_where(tmp_path):
