@@ -15,8 +15,8 @@ from seclake.storage import wal
 _append = wal.WriteAheadLog.append
 
 
-def _append_then_die(self, items, on_assigned=None, key=None):
-    out = _append(self, items, on_assigned=on_assigned, key=key)
+def _append_then_die(self, items, on_assigned=None, key=None, **more):
+    out = _append(self, items, on_assigned=on_assigned, key=key, **more)
     if key is not None:
         os.kill(os.getpid(), signal.SIGKILL)
     return out

@@ -87,8 +87,8 @@ def test_the_byte_budget_removes_the_least_recently_used_copy(stored, tmp_path):
 
 def test_a_split_in_use_by_a_running_search_is_never_removed(stored, tmp_path):
     store, splits = stored
-    (da, a, sa, _), (db_, b, _, _), (dc, c, _, _) = splits[:3]
-    cache = _cache(store, tmp_path, max_bytes=sa)  # room for about one split
+    (da, a, sa, _), (db_, b, sb, _), (dc, c, sc, _) = splits[:3]
+    cache = _cache(store, tmp_path, max_bytes=max(sa, sb, sc))  # room for one split, not two
     with cache.use(da, a) as split:
         cache.get(db_, b)
         cache.get(dc, c)
