@@ -3,7 +3,8 @@
     python -m seclake.bench.formats --events 200000 --rounds 7
 
 The demo lines of the benchmark are parsed once and grouped per dataset and
-UTC day (one split each, as a settled lake holds them); every group is
+UTC day as ``bench.splitbuild`` groups them (one split each, as a settled
+lake holds them); every group is
 written as a split of each format the engine reads (``split.write_split``'s
 ``version``). Then every bundle and histogram class of the benchmark runs
 through ``build_plan`` and ``Root.search`` on both, formats interleaved
@@ -26,25 +27,13 @@ import orjson
 
 from seclake.api.options import build_plan
 from seclake.bench.classes import CLASSES
-from seclake.bench.data import DAY_MS, lines
 from seclake.bench.engines import requests_of
 from seclake.bench.ingest import du_bytes
-from seclake.ingest.parser import parse_line
+from seclake.bench.splitbuild import payload
 from seclake.record.dataset import DATASETS
 from seclake.search.root import Root
 from seclake.settings import load_settings
 from seclake.storage.split import READABLE_FORMATS, Split, StoredRecord, write_split
-
-
-def groups(events: int, days: int) -> dict[tuple[str, int], list[tuple[int, bytes]]]:
-    out: dict[tuple[str, int], list[tuple[int, bytes]]] = defaultdict(list)
-    seq = 0
-    for line in lines(events=events, days=days):
-        parsed = parse_line(line.line, vendor=line.vendor, dataset=line.dataset, received_ms=0, customer=line.customer)
-        if parsed is not None:
-            seq += 1
-            out[(line.dataset, parsed[0]["@timestamp"] // DAY_MS)].append((seq, orjson.dumps(parsed[0])))
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,21 +43,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args(argv)
 
-    data = groups(args.events, args.days)
-    n = sum(len(p) for p in data.values())
-    raw = sum(len(b) for p in data.values() for _, b in p)
+    data = payload(events=args.events, days=args.days)  # (dataset, records) per dataset and UTC day
+    n = sum(len(p) for _, p in data)
+    raw = sum(len(b) for _, p in data for _, b in p)
     base = Path(tempfile.mkdtemp(prefix="seclake-formats-"))
     pool = ThreadPoolExecutor(4)
     roots = {}
     for version in READABLE_FORMATS:
         splits = []
         started = time.perf_counter()
-        for i, ((dataset, _day), payload) in enumerate(sorted(data.items())):
+        for i, (dataset, records) in enumerate(data):
             # Split ids differ by format: compiled queries are kept per split id.
             dest = base / f"v{version}" / f"v{version}-{i}"
             dest.parent.mkdir(parents=True, exist_ok=True)
-            records = (StoredRecord(d, orjson.loads(b), b) for d, b in payload)
-            write_split(records, DATASETS[dataset], dest, dest.name, version=version)
+            stored = (StoredRecord(d, orjson.loads(b), b) for d, b in records)
+            write_split(stored, DATASETS[dataset], dest, dest.name, version=version)
             splits.append(Split(dest))
         size = du_bytes(base / f"v{version}")
         print(f"format {version}: {n:,} records in {len(splits)} splits, {size / n:.0f} bytes per record "

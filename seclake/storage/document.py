@@ -2,9 +2,10 @@
 
 The fields are described in ``fieldmap.py``. A record's document is the
 union of what its (path, value) leaves contribute (``record/flatten.py``
-defines the leaves): keyword terms, one facet term per distinct keyword,
-existence terms for the path and its parents, default-field text, and typed
-values (numbers, IP addresses, text) under the split's per-path fields.
+defines the leaves): keyword terms, facet terms, existence terms for the
+path and its parents, default-field text, and typed values (numbers, IP
+addresses, text) under the split's per-path fields. What goes where
+differs by split format (``split.py``; ``Documents(version=)``).
 
 This runs for every record indexed and every record merged, so it is built
 for speed without changing what it computes:
@@ -76,7 +77,6 @@ class Documents:
         spells every facet term out as ``key \\0 spelling``."""
         self.dataset = dataset
         self.version = version
-        self.text_in_default = version == 1
         # Format 2: the top-level text fields (the message) whose words make
         # keyword values found in them redundant in ``all`` (``_within``).
         self._messages = () if version == 1 else tuple(p for p in sorted(dataset.text_fields) if "." not in p)
@@ -177,7 +177,7 @@ class Documents:
                 self.fields.add_text(p.path)
                 name = p.text_field = self.fields.texts.get(p.path)
             spelled = scalar_text(value)
-            if name is None or self.text_in_default:
+            if name is None or self.version == 1:
                 text.append(spelled)
             if name is not None:
                 if name in doc:
@@ -246,10 +246,9 @@ class Documents:
             name = self.fields.ips.get(path)
             if name is not None:
                 typed.append((name, str(ip)))
-        norm_term = cut(prefix + norm)
         if self.version == 1:
             entry = (
-                tuple({norm_term, cut(prefix + lower)}),
+                tuple({facet_key, cut(prefix + lower)}),
                 facet_key,
                 facet_key + SEP + spelling,
                 tuple(typed),
@@ -259,7 +258,7 @@ class Documents:
         else:
             plain = spelling == norm and SEP not in norm and len(facet_key) == len(prefix) + len(norm)
             entry = (
-                (norm_term,),
+                (facet_key,),  # the keyword's term is the facet key
                 facet_key,
                 None if plain else facet_key + SEP + spelling,
                 tuple(typed),

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from seclake.bench import data as bench_data
+from seclake.bench import formats
 from seclake.bench.agree import Agreement, differences
 from seclake.bench.classes import BY_NAME, CLASSES, Answer
 from seclake.bench.runner import BenchFailed, BenchOptions, run, stats
@@ -141,3 +142,11 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     assert {"Zeek conn", "Okta", "Cisco ASA", "FortiGate (kv)", "raw (unparsed)"} <= set(parsing)
     assert all(p["lines_per_second"] > 0 and p["own_fields_lines_per_second"] > 0 for p in parsing.values())
     assert "## Parsing, one core" in text and "| Zeek conn |" in text
+
+
+def test_both_split_formats_answer_every_bench_class_the_same(capsys):
+    # The same demo records written as format 1 and format 2 splits: every
+    # bundle and histogram class gives the same totals, pages, facets and histograms.
+    assert formats.main(["--events", "3000", "--days", "2", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "answers: the same in every format" in out and "| Q6 |" in out
