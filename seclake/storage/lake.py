@@ -243,14 +243,6 @@ class Lake:
         """Delete the retired splits whose grace period is over."""
         return self.janitor.reap(now)
 
-    @property
-    def retire_grace(self) -> float:
-        return self.janitor.retire_grace
-
-    @retire_grace.setter
-    def retire_grace(self, seconds: float) -> None:
-        self.janitor.retire_grace = seconds
-
     # -- reading --------------------------------------------------------
 
     def splits(self, dataset: str, time_from: int | None = None, time_to: int | None = None) -> list[Split]:

@@ -157,6 +157,6 @@ def test_merged_splits_keep_their_files_for_a_grace_period(lake_factory):
     # Another process may still open a split the catalog listed a moment ago.
     assert all(p.exists() for p in old)
     assert lake.reap() == 0
-    assert lake.reap(now=time.monotonic() + lake.retire_grace + 1) == 8
+    assert lake.reap(now=time.monotonic() + lake.janitor.retire_grace + 1) == 8
     assert not any(p.exists() for p in old)
     assert {e.state for e in lake.catalog.entries("marked")} == set()

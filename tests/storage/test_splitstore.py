@@ -184,7 +184,7 @@ def test_a_crash_mid_upload_is_cleaned_up_at_start(open_lake, store, db):
 
 def test_retired_splits_leave_the_bucket_only_after_the_grace(open_lake, store):
     lake = open_lake(store)
-    lake.retire_grace = 60.0
+    lake.janitor.retire_grace = 60.0
     lake.append([("event", _event(i, day=0)) for i in range(3)])
     lake.flush()
     (old,) = lake.catalog.entries(PUBLISHED)
@@ -201,7 +201,7 @@ def test_retired_splits_leave_the_bucket_only_after_the_grace(open_lake, store):
 
 def test_a_merge_uploads_the_merged_split_before_publishing_it(open_lake, store):
     lake = open_lake(store)
-    lake.retire_grace = 0.0
+    lake.janitor.retire_grace = 0.0
     for i in range(8):
         lake.append([("event", _event(i))])
         lake.flush()
