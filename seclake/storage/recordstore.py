@@ -55,6 +55,9 @@ DICT_BYTES = 32 * 1024
 DICT_SHARE = 100
 MIN_DICT_BYTES = 1024
 SAMPLE_RECORDS = 500
+# ... and at most this many bytes of them (of each, and in all).
+SAMPLE_RECORD_BYTES = 16 * 1024
+SAMPLE_BYTES = 2 * 1024 * 1024
 MIN_SAMPLES = 64
 # Decompressed blocks kept across all splits (bytes).
 CACHE_BYTES = 16 * 1024 * 1024
@@ -76,8 +79,17 @@ def _dictionary(bodies: Sequence[bytes]) -> zstandard.ZstdCompressionDict | None
     if size < MIN_DICT_BYTES:
         return None
     step = max(1, len(bodies) // SAMPLE_RECORDS)
+    sample, taken = [], 0
+    for body in bodies[::step]:
+        # Huge records (a hostile import) must not make training slow: a
+        # dictionary learns from many records, not from a few long ones.
+        body = body[:SAMPLE_RECORD_BYTES]
+        sample.append(body)
+        taken += len(body)
+        if taken >= SAMPLE_BYTES:
+            break
     try:
-        return zstandard.train_dictionary(size, list(bodies[::step]), level=LEVEL)
+        return zstandard.train_dictionary(size, sample, level=LEVEL)
     except zstandard.ZstdError:
         return None  # too little variety to train on: blocks without one
 

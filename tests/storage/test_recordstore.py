@@ -70,6 +70,22 @@ def test_a_few_records_are_stored_without_a_dictionary(tmp_path):
     assert list(RecordStore(path)) == records
 
 
+def test_huge_records_are_stored_whole_and_train_on_a_bounded_sample(tmp_path, monkeypatch):
+    seen = []
+    real = recordstore.zstandard.train_dictionary
+
+    def train(size, samples, **kw):
+        seen.append(sum(map(len, samples)))
+        return real(size, samples, **kw)
+
+    monkeypatch.setattr(recordstore.zstandard, "train_dictionary", train)
+    records = [(i, orjson.dumps({"i": i, "x": f"user{i % 7} " * 40_000})) for i in range(1, 101)]  # ~360 KB each
+    path = tmp_path / recordstore.FILE_NAME
+    recordstore.write(path, records)
+    assert seen and seen[0] <= recordstore.SAMPLE_BYTES + recordstore.SAMPLE_RECORD_BYTES
+    assert list(RecordStore(path)) == records
+
+
 def test_a_record_larger_than_a_block_is_a_block_of_its_own(tmp_path):
     big = orjson.dumps({"x": "y" * (3 * recordstore.BLOCK_BYTES)})
     records = [(1, b"{}"), (2, big), (3, b"{}")]
