@@ -44,9 +44,17 @@ log = logging.getLogger("seclake.lake")
 # to searchable; with 500 instead of 5000 and two workers, 1.5-1.6x.
 WORKER_THRESHOLD = 500
 # Worker processes: two keep both cores busy while a backlog is indexed
-# (a build keeps about 1.3 busy: its Python and tantivy's indexing thread),
-# and a long merge no longer holds up the next batch.
+# (a build keeps about 1.3 busy: its Python and tantivy's indexing thread).
 WORKERS = 2
+# Merges run in a process of their own (the merger runs one at a time) at a
+# lower CPU priority, as Lucene's merge scheduler throttles merges under
+# indexing: a merge rebuilds every record of its sources (a day's records
+# are rewritten about twice), so under a backlog it took CPU from the
+# builds that make new records searchable. On an idle machine it runs at
+# full speed; under load it still gets a share (nice 10: ~10% of a core
+# against one busy process), so a day's splits are still merged.
+MERGE_WORKERS = 1
+MERGE_NICENESS = 10
 # How long an indexer may take over a build before it is built here
 # instead: a hung indexer (a node not yet declared dead) must not stall
 # the lake's freshness. A build here takes ~130 us per record, so this
@@ -128,12 +136,14 @@ class Indexers(Protocol):
 PARENT_POLL_SECONDS = 1.0
 
 
-def _worker_start(parent: int) -> None:
+def _worker_start(parent: int, niceness: int = 0) -> None:
     # A build makes millions of short-lived containers and no reference
     # cycles; the cyclic collector kept walking the split's documents and
     # took a third of the build's time (measured: 60 -> 37 µs per record).
     # The worker runs builds only, so it collects once after each one.
     gc.disable()
+    if niceness:
+        os.nice(niceness)
     threading.Thread(target=_watch_parent, args=(parent,), name="seclake-parent-watch", daemon=True).start()
 
 
@@ -155,9 +165,13 @@ def _job(fn, *args) -> SplitMeta:
         gc.collect()
 
 
+BUILD, MERGE = "build", "merge"
+
+
 class SplitBuilder:
-    """Builds splits in up to ``workers`` spawned processes (large batches and
-    merges), or on ``indexers`` when there are some."""
+    """Builds splits in up to ``workers`` spawned processes (large batches),
+    merges in ``merge_workers`` more at a lower priority, or either on
+    ``indexers`` when there are some."""
 
     def __init__(
         self,
@@ -165,40 +179,44 @@ class SplitBuilder:
         threshold: int = WORKER_THRESHOLD,
         workers: int = WORKERS,
         indexers: Indexers | None = None,
+        merge_workers: int = MERGE_WORKERS,
+        merge_niceness: int = MERGE_NICENESS,
     ):
         self.use_worker = use_worker
         self.threshold = threshold
-        self.workers = workers
         self.indexers = indexers
+        # (processes, niceness) of each pool.
+        self._shape = {BUILD: (workers, 0), MERGE: (merge_workers, merge_niceness)}
         # Splits built by indexers / built here after an indexer failed (for stats and tests).
         self.remote_built = 0
         self.remote_failed = 0
-        self._pool: ProcessPoolExecutor | None = None
+        self._pools: dict[str, ProcessPoolExecutor] = {}
         self._lock = threading.Lock()
 
-    def _submit(self, fn, *args) -> tuple[ProcessPoolExecutor, Future]:
+    def _submit(self, fn, *args, kind: str = BUILD) -> tuple[str, ProcessPoolExecutor, Future]:
         with self._lock:
-            if self._pool is None:
+            pool = self._pools.get(kind)
+            if pool is None:
+                workers, niceness = self._shape[kind]
                 # spawn, not fork: the server process has threads (tantivy's too).
-                self._pool = ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
-                    initargs=(os.getpid(),),
+                pool = self._pools[kind] = ProcessPoolExecutor(
+                    workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                    initargs=(os.getpid(), niceness),
                 )
-            pool = self._pool
-        return pool, pool.submit(_job, fn, *args)
+        return kind, pool, pool.submit(_job, fn, *args)
 
-    def _result(self, pool: ProcessPoolExecutor, future: Future) -> SplitMeta:
+    def _result(self, kind: str, pool: ProcessPoolExecutor, future: Future) -> SplitMeta:
         try:
             return future.result()
         except BrokenProcessPool:
             # A worker died (killed, out of memory): start new ones next time.
             with self._lock:
-                if self._pool is pool:
-                    self._pool = None
+                if self._pools.get(kind) is pool:
+                    del self._pools[kind]
             raise
 
-    def _run(self, fn, *args) -> SplitMeta:
-        return self._result(*self._submit(fn, *args))
+    def _run(self, fn, *args, kind: str = BUILD) -> SplitMeta:
+        return self._result(*self._submit(fn, *args, kind=kind))
 
     def _remote(self, dataset: str, payload: list[tuple[int, bytes]], split_id: str) -> Future | None:
         if self.indexers is None:
@@ -264,11 +282,13 @@ class SplitBuilder:
             return _merge(dataset, paths, str(dest), split_id)
         sent = self._remote(dataset, _bodies(paths), split_id) if self.indexers is not None else None
         if sent is not None:
-            return self._installed(sent, records, dest, lambda: self._run(_merge, dataset, paths, str(dest), split_id))
-        return self._run(_merge, dataset, paths, str(dest), split_id)
+            return self._installed(
+                sent, records, dest, lambda: self._run(_merge, dataset, paths, str(dest), split_id, kind=MERGE)
+            )
+        return self._run(_merge, dataset, paths, str(dest), split_id, kind=MERGE)
 
     def close(self) -> None:
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
             pool.shutdown(wait=True)

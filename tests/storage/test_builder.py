@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import httpx
 import orjson
 
-from seclake.storage.builder import PARENT_POLL_SECONDS, SplitBuilder
+from seclake.storage.builder import MERGE, MERGE_NICENESS, PARENT_POLL_SECONDS, SplitBuilder
 from seclake.storage.split import Split
 
 T0 = 1_763_683_200_000
@@ -45,6 +46,22 @@ def test_a_merge_in_a_worker_keeps_every_record_and_its_stored_json(tmp_path):
         builder.close()
     assert (meta.num_records, meta.seq_min, meta.seq_max) == (6, 1, 6)
     assert Split(tmp_path / "m").bodies() == _payload(1, 6)
+
+
+def test_merges_run_in_their_own_process_at_a_lower_cpu_priority(tmp_path):
+    """A merge rebuilds every record of its sources: under a backlog it must
+    not take the CPU the builds of new records need (they run at the server's
+    priority, merges niced)."""
+    builder = SplitBuilder(threshold=4)
+    try:
+        # os.nice(0) answers the calling process's niceness.
+        assert builder._run(os.nice, 0) == os.nice(0)
+        assert builder._run(os.nice, 0, kind=MERGE) == min(os.nice(0) + MERGE_NICENESS, 19)
+        builder.build_all([("event", _payload(1, 4), tmp_path / "a", "a"), ("event", _payload(5, 4), tmp_path / "b", "b")])
+        builder.merge("event", [Split(tmp_path / "a"), Split(tmp_path / "b")], tmp_path / "m", "m")
+        assert Split(tmp_path / "m").bodies() == _payload(1, 8)
+    finally:
+        builder.close()
 
 
 class ThreadIndexers:
