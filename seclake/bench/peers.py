@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import csv
 import ipaddress
+import multiprocessing
+import os
 import sqlite3
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +73,24 @@ def row_of(docid: int, source: dict[str, Any]) -> list:
             " " + f" {BREAK} ".join(words) + " ", orjson.dumps(source).decode()]
 
 
-def export_rows(view, path: Path) -> int:
-    """Every event record of the lake as CSV rows, in (ts, docid) order; the number of rows."""
-    rows = []
-    for split in view.splits("event"):
-        for rec in split.all_records():
-            rows.append(row_of(rec.docid, rec.source))
+def _split_rows(path: str) -> list[list]:
+    # One split's rows, in a worker process of ``export_rows``.
+    from seclake.storage.split import Split
+
+    return [row_of(docid, orjson.loads(body)) for docid, body in Split(Path(path)).bodies()]
+
+
+def export_rows(view, path: Path, workers: int | None = None) -> int:
+    """Every event record of the lake as CSV rows, in (ts, docid) order; the number of rows.
+
+    The rows are made in one process per core, a split at a time: making
+    them is Python work (~200 us a record), and the bench waits for it.
+    """
+    paths = [str(split.path) for split in view.splits("event")]
+    rows: list[list] = []
+    with ProcessPoolExecutor(workers or os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for part in pool.map(_split_rows, paths):
+            rows.extend(part)
     rows.sort(key=lambda r: (r[1], r[0]))
     with open(path, "w", newline="") as f:
         w = csv.writer(f)

@@ -145,7 +145,8 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
     if one.get("peers"):
         p = one["peers"]
         add("")
-        add(f"Peers loaded {p['rows']:,} event records (export from the splits {p['export_seconds']:.1f} s; "
+        add(f"Peers loaded {p['rows']:,} event records (export from the splits {p['export_seconds']:.1f} s, "
+            "one process per core; the two loads side by side: "
             f"DuckDB load {p['duckdb_load_seconds']:.1f} s, {p['duckdb_bytes'] / 1e6:.0f} MB; SQLite + FTS5 load "
             f"{p['sqlite_load_seconds']:.1f} s, {p['sqlite_bytes'] / 1e6:.0f} MB). Peer load time is not ingest: "
             "they get already-parsed records.")
