@@ -70,6 +70,9 @@ class Documents:
     # Cached (path, value) entries before the caches start over: bounds the
     # memory of splits with many distinct values.
     CACHE_LIMIT = 200_000
+    # Leaves of the record shapes (``_existence``) kept before that cache
+    # starts over; a shape of more than a hundredth of it is not kept.
+    SHAPE_LIMIT = 1_000_000
 
     def __init__(self, dataset: Dataset, version: int = 2):
         """``version``: the split format (split.py). Format 1 puts text values
@@ -84,16 +87,18 @@ class Documents:
         self._root: dict[str, _Path] = {}
         self._nodes: list[_Path] = []
         self._cached = 0
+        self._shapes: dict[tuple[_Path, ...], list[str]] = {}
+        self._shape_leaves = 0
 
     def document(self, source: dict[str, Any], docid: int, ts: int) -> dict[str, Any]:
         """The document of one record (as ``tantivy.Document.from_dict`` takes it)."""
         kw: set[str] = set()
         kt: set[str] = set()
         fr: dict[str, str | None] = {}
-        ex: set[str] = set()
+        seen: list[_Path] = []  # the path of every leaf, in record order
         text: list[str] = []
         doc: dict[str, Any] = {}
-        self._walk(source, self._root, "", 0, kw, kt, fr, ex, text, doc)
+        self._walk(source, self._root, "", 0, kw, kt, fr, seen, text, doc)
         for path in self._messages:
             message = source.get(path)
             if message.__class__ is str and message:
@@ -106,12 +111,35 @@ class Documents:
             doc["fr"] = [t for t in fr.values() if t is not None]
         else:
             doc["fr"] = list(fr.values())
-        doc["ex"] = list(ex)
+        doc["ex"] = self._existence(seen)
         doc["all"] = text
         return doc
 
+    def _existence(self, seen: list[_Path]) -> list[str]:
+        """The existence terms of a record whose leaves have the paths ``seen``.
+
+        Records of one source have a few shapes (the same paths in the same
+        order), so the terms are made once per shape: a union of ~40 terms
+        per record was a tenth of the walk. The list is shared by the
+        documents of a shape (tantivy only reads it).
+        """
+        shape = tuple(seen)
+        terms = self._shapes.get(shape)
+        if terms is None:
+            union: set[str] = set()
+            for p in seen:
+                union.update(p.ex)
+            terms = list(union)
+            if self._shape_leaves + len(shape) > self.SHAPE_LIMIT:
+                self._shapes.clear()
+                self._shape_leaves = 0
+            if len(shape) <= self.SHAPE_LIMIT // 100:
+                self._shapes[shape] = terms
+                self._shape_leaves += len(shape)
+        return terms
+
     def _walk(self, node: dict, children: dict, prefix: str, depth: int,
-              kw: set, kt: set, fr: dict, ex: set, text: list, doc: dict) -> None:
+              kw: set, kt: set, fr: dict, seen: list, text: list, doc: dict) -> None:
         for key, value in node.items():
             p = children.get(key)
             if p is None:
@@ -124,7 +152,7 @@ class Documents:
                 e = p.values.get(value)
                 if e is None:
                     e = self._entry(p, value, value)
-                ex.update(p.ex)
+                seen.append(p)
                 kw.update(e[0])
                 if e[5]:
                     kt.update(e[5])
@@ -138,36 +166,36 @@ class Documents:
                             doc[name] = [v]
                 text.append(e[4])
             else:
-                self._leaf(p, value, depth, kw, kt, fr, ex, text, doc)
+                self._leaf(p, value, depth, kw, kt, fr, seen, text, doc)
 
     def _leaf(self, p: _Path, value: Any, depth: int,
-              kw: set, kt: set, fr: dict, ex: set, text: list, doc: dict) -> None:
+              kw: set, kt: set, fr: dict, seen: list, text: list, doc: dict) -> None:
         # The cases and depth rules of record.flatten.leaves, on path nodes.
         if value is None:
             return
         cls = value.__class__
         if cls is dict:
             if depth < MAX_DEPTH:
-                self._walk(value, p.children, p.path + ".", depth + 1, kw, kt, fr, ex, text, doc)
+                self._walk(value, p.children, p.path + ".", depth + 1, kw, kt, fr, seen, text, doc)
             return
         if cls is list or cls is tuple:
             if depth < MAX_DEPTH:
                 for item in value:
-                    self._leaf(p, item, depth + 1, kw, kt, fr, ex, text, doc)
+                    self._leaf(p, item, depth + 1, kw, kt, fr, seen, text, doc)
             return
         if not (cls is str or cls is int or cls is float or cls is bool):
             if isinstance(value, dict):
                 if depth < MAX_DEPTH:
-                    self._walk(value, p.children, p.path + ".", depth + 1, kw, kt, fr, ex, text, doc)
+                    self._walk(value, p.children, p.path + ".", depth + 1, kw, kt, fr, seen, text, doc)
                 return
             if isinstance(value, (list, tuple)):
                 if depth < MAX_DEPTH:
                     for item in value:
-                        self._leaf(p, item, depth + 1, kw, kt, fr, ex, text, doc)
+                        self._leaf(p, item, depth + 1, kw, kt, fr, seen, text, doc)
                 return
             if not isinstance(value, _SCALARS):
                 return
-        ex.update(p.ex)
+        seen.append(p)
         kind = p.kind
         if kind is TIME:
             return
@@ -274,10 +302,11 @@ class Documents:
         return entry
 
 
-def _edge(c: str) -> bool:
-    # Where the split's tokenizer (tantivy's simple one) ends a token. Only
-    # ASCII is judged: Python and Rust agree on it, not on every script.
-    return c < "\x80" and not c.isalnum()
+# Where the split's tokenizer (tantivy's simple one) ends a token. Only ASCII
+# is judged: Python and Rust agree on it, not on every script. A set, not a
+# function: ``_outside`` asks about four characters of each of ~30 values
+# per record, and the calls were a fifth of the walk.
+_EDGES = frozenset(chr(c) for c in range(128) if not chr(c).isalnum())
 
 
 def _outside(values: list[str], message: str) -> list[str]:
@@ -294,14 +323,15 @@ def _outside(values: list[str], message: str) -> list[str]:
     """
     keep = []
     end_of = len(message)
+    find = message.find
     for value in values:
-        at = message.find(value)
+        at = find(value)
         if at < 0 or not value:
             keep.append(value)
             continue
         end = at + len(value)
-        if not (at == 0 or _edge(message[at - 1]) or _edge(value[0])):
+        if not (at == 0 or message[at - 1] in _EDGES or value[0] in _EDGES):
             keep.append(value)
-        elif not (end == end_of or _edge(message[end]) or _edge(value[-1])):
+        elif not (end == end_of or message[end] in _EDGES or value[-1] in _EDGES):
             keep.append(value)
     return keep

@@ -189,6 +189,17 @@ def test_the_same_documents_after_the_value_cache_starts_over(monkeypatch):
     assert_same(sources, EVENTS)
 
 
+def test_the_same_documents_whatever_the_shape_cache_keeps(monkeypatch):
+    # Records of a few shapes share their existence terms; a shape larger
+    # than a hundredth of the cache is not kept, and the cache starts over
+    # when full: the documents stay the same either way.
+    monkeypatch.setattr(document.Documents, "SHAPE_LIMIT", 300)
+    sources = [{"@fields": {"port": i, **({"ip": "10.0.0.1"} if i % 3 else {}), "tag": ["x"] * (i % 5)}}
+               for i in range(40)]
+    sources.append({"@fields": {f"k{i}": i for i in range(50)}})
+    assert_same(sources, EVENTS)
+
+
 def _contiguous(part: list[str], whole: list[str]) -> bool:
     n = len(part)
     return any(whole[i:i + n] == part for i in range(len(whole) - n + 1))
