@@ -49,32 +49,44 @@ def _leaf(path: str, value: Any, depth: int, out: list) -> None:
 
 
 def values_at(record: dict[str, Any], path: str) -> list[Scalar]:
-    """All scalar values at a dotted path (arrays at any level are walked)."""
+    """The values ``leaves(record)`` gives at ``path``, found without walking
+    the whole record (a rule's key, a field of records searched in memory).
+
+    Arrays at any level are walked; keys may contain dots (``{"a.b": 1}``
+    is at ``a.b``), so every way to cut the path into keys is tried,
+    longest key first (the order of the values may differ from ``leaves``,
+    not which they are: property-tested); nesting past ``MAX_DEPTH`` is cut
+    as ``leaves`` cuts it.
+    """
     out: list[Scalar] = []
-    _collect(record, path.split("."), 0, out)
+    _lookup(record, path.split("."), 0, 0, out)
     return out
 
 
-def _collect(node: Any, parts: list[str], i: int, out: list[Scalar]) -> None:
-    if node is None:
-        return
-    if isinstance(node, (list, tuple)):
-        for item in node:
-            _collect(item, parts, i, out)
-        return
-    if i == len(parts):
-        if isinstance(node, dict):
-            return
-        if isinstance(node, (str, int, float, bool)):
-            out.append(node)
-        return
-    if not isinstance(node, dict):
-        return
-    # Keys may themselves contain dots ({"a.b": 1}); try the longest key first.
+def _lookup(node: dict, parts: list[str], i: int, depth: int, out: list) -> None:
+    # ``node``'s values are at ``depth`` as ``_leaf`` counts it.
     for j in range(len(parts), i, -1):
         key = ".".join(parts[i:j])
         if key in node:
-            _collect(node[key], parts, j, out)
+            _at(node[key], parts, j, depth, out)
+
+
+def _at(value: Any, parts: list[str], i: int, depth: int, out: list) -> None:
+    if value is None:
+        return
+    cls = value.__class__
+    if cls is str or cls is int or cls is float or cls is bool:
+        if i == len(parts):
+            out.append(value)
+    elif isinstance(value, dict):
+        if i < len(parts) and depth < MAX_DEPTH:
+            _lookup(value, parts, i, depth + 1, out)
+    elif isinstance(value, (list, tuple)):
+        if depth < MAX_DEPTH:
+            for item in value:
+                _at(item, parts, i, depth + 1, out)
+    elif isinstance(value, (str, int, float, bool)) and i == len(parts):
+        out.append(value)
 
 
 def exists_at(record: dict[str, Any], path: str) -> bool:
