@@ -74,7 +74,8 @@ class Lake:
         # Splits a dataset's day is written in, by customer (setting
         # customer_partitions; partition.py); 1: one.
         self.flusher = Flusher(self.layout, self.wal, self.shelf, self.builder, self.janitor, partitions)
-        self.merger = Merger(self.layout, self.catalog, self.shelf, self.builder, self.janitor, partitions)
+        self.merger = Merger(self.layout, self.catalog, self.shelf, self.builder, self.janitor, partitions,
+                             stopping=lambda: self.flusher.stopping)
         # The last sequence the log held at start: once it is indexed, every
         # record acknowledged before the restart is searchable again (readiness).
         self.replay_target = 0

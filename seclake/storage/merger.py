@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from seclake.storage.builder import SplitBuilder
 from seclake.storage.catalog import PUBLISHED, Catalog
@@ -23,7 +24,7 @@ from seclake.storage.split import Split
 
 class Merger:
     def __init__(self, layout: Layout, catalog: Catalog, shelf: Shelf, builder: SplitBuilder, janitor: Janitor,
-                 partitions: int):
+                 partitions: int, stopping: Callable[[], bool] = lambda: False):
         self.layout = layout
         self.catalog = catalog
         self.shelf = shelf
@@ -31,6 +32,10 @@ class Merger:
         self.janitor = janitor
         self.partitions = partitions
         self.merges_done = 0
+        # Whether the lake is stopping: a merge round ends after the merge
+        # under way, so a stop (a server's, an import command's end) does
+        # not wait for every day's merge (each may take tens of seconds).
+        self.stopping = stopping
         # Held by a merge round and by retention, which exclude each other.
         self.lock = threading.Lock()
 
@@ -41,6 +46,8 @@ class Merger:
         with self.lock:
             now_ms = int(time.time() * 1000)
             for group in merge_candidates(self.catalog.entries(PUBLISHED), now_ms=now_ms, partitions=self.partitions):
+                if self.stopping():
+                    break
                 sources = self.shelf.pick(e.split_id for e in group)
                 if len(sources) < 2:
                     continue

@@ -74,6 +74,27 @@ def test_merges_keep_every_record_and_reduce_splits(lake_factory):
     assert len(list((lake.layout.splits / "event").iterdir())) == 1
 
 
+def test_a_stopping_lake_ends_its_merge_round_after_the_merge_under_way(lake_factory, monkeypatch):
+    # A stop (a server's, an import command's end) waited for every merge the
+    # policy asked for, each of a whole day's records.
+    lake = lake_factory()
+    for day in (0, 1):
+        for batch in range(8):
+            lake.append([("event", _event(batch * 10 + i, day=day)) for i in range(10)])
+            lake.flush()
+    merge_one = lake.builder.merge
+
+    def merge_then_stop(*args, **kwargs):
+        meta = merge_one(*args, **kwargs)
+        lake.flusher.stop()  # what Lake.stop does first
+        return meta
+
+    monkeypatch.setattr(lake.builder, "merge", merge_then_stop)
+    assert lake.merge() == 1
+    assert sorted(len(lake.splits("event", DAY0 + d * DAY_MS, DAY0 + d * DAY_MS + 100)) for d in (0, 1)) == [1, 8]
+    assert _docids(lake) == list(range(1, 161))
+
+
 def test_splits_of_the_older_format_are_read_and_merged_into_the_newest(lake_factory, monkeypatch):
     lake = lake_factory()
     with monkeypatch.context() as m:
