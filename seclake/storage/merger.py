@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from seclake.storage.builder import SplitBuilder
 from seclake.storage.catalog import PUBLISHED, Catalog
@@ -40,26 +41,41 @@ class Merger:
         self.lock = threading.Lock()
 
     def merge(self) -> int:
-        """Run every merge the policy asks for now; return how many were done."""
-        merged = 0
+        """Run every merge the policy asks for now; return how many were done.
+
+        Up to ``builder.merge_workers`` merges run at once (disjoint groups
+        of splits; the catalog and the shelf take concurrent publishes, as
+        the flusher's): once the ingest stops, the day merges it left
+        behind use every core instead of one.
+        """
         self.janitor.reap()
         with self.lock:
             now_ms = int(time.time() * 1000)
-            for group in merge_candidates(self.catalog.entries(PUBLISHED), now_ms=now_ms, partitions=self.partitions):
-                if self.stopping():
-                    break
-                sources = self.shelf.pick(e.split_id for e in group)
-                if len(sources) < 2:
-                    continue
-                dataset = group[0].dataset
-                split_id = self.layout.new_split_id(dataset, sources[0].meta.time_min)
-                path = self.layout.split_dir(dataset, split_id)
-                meta = self.builder.merge(dataset, sources, path, split_id)
-                new = Split(path)
-                old = [s.meta.split_id for s in sources]
-                self.janitor.publish([meta], replaces=old)
-                self.shelf.swap(new, old)
-                self.janitor.retire([(dataset, split_id) for split_id in old])
-                merged += 1
-        self.merges_done += merged
-        return merged
+            groups = merge_candidates(self.catalog.entries(PUBLISHED), now_ms=now_ms, partitions=self.partitions)
+            workers = max(1, min(self.builder.merge_workers, len(groups)))
+            with ThreadPoolExecutor(workers, thread_name_prefix="seclake-merge") as pool:
+                futures = [pool.submit(self._merge_one, group) for group in groups]
+        done = sum(f.result() for f in futures if f.exception() is None)
+        self.merges_done += done
+        for f in futures:
+            if f.exception() is not None:
+                raise f.exception()  # the merger thread logs it and tries again next round
+        return done
+
+    def _merge_one(self, group: list) -> int:
+        """Merge one group of splits into one; 1 when done, 0 when skipped."""
+        if self.stopping():
+            return 0
+        sources = self.shelf.pick(e.split_id for e in group)
+        if len(sources) < 2:
+            return 0
+        dataset = group[0].dataset
+        split_id = self.layout.new_split_id(dataset, sources[0].meta.time_min)
+        path = self.layout.split_dir(dataset, split_id)
+        meta = self.builder.merge(dataset, sources, path, split_id)
+        new = Split(path)
+        old = [s.meta.split_id for s in sources]
+        self.janitor.publish([meta], replaces=old)
+        self.shelf.swap(new, old)
+        self.janitor.retire([(dataset, split_id) for split_id in old])
+        return 1
