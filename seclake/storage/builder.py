@@ -46,13 +46,13 @@ WORKER_THRESHOLD = 500
 # Worker processes: two keep both cores busy while a backlog is indexed
 # (a build keeps about 1.3 busy: its Python and tantivy's indexing thread).
 WORKERS = 2
-# Merges run in processes of their own at a lower CPU priority (two: once an
-# ingest ends, the merges it left run on both cores), as Lucene's merge scheduler throttles merges under
-# indexing: a merge rebuilds every record of its sources (a day's records
-# are rewritten about twice), so under a backlog it took CPU from the
-# builds that make new records searchable. On an idle machine it runs at
-# full speed; under load it still gets a share (nice 10: ~10% of a core
-# against one busy process), so a day's splits are still merged.
+# Merges run in processes of their own at a lower CPU priority, as Lucene's
+# merge scheduler throttles merges under indexing: a merge rebuilds every
+# record of its sources (a day's records are rewritten about twice), so
+# under a backlog it took CPU from the builds that make new records
+# searchable. On an idle machine they run at full speed, two at once (the
+# merges an ingest left behind use both cores); under load they still get
+# a share (nice 10: ~10% of a core against one busy process).
 MERGE_WORKERS = 2
 MERGE_NICENESS = 10
 # How long an indexer may take over a build before it is built here
@@ -185,8 +185,8 @@ class SplitBuilder:
         self.use_worker = use_worker
         self.threshold = threshold
         self.indexers = indexers
-        # (processes, niceness) of each pool.
         self.merge_workers = merge_workers
+        # (processes, niceness) of each pool.
         self._shape = {BUILD: (workers, 0), MERGE: (merge_workers, merge_niceness)}
         # Splits built by indexers / built here after an indexer failed (for stats and tests).
         self.remote_built = 0
