@@ -117,6 +117,7 @@ class Lake:
 
     def stop(self) -> None:
         self.flusher.stop()
+        self.builder.stop_merges()
         self._join()
         self.flush()
         self.builder.close()
@@ -131,6 +132,7 @@ class Lake:
     def abandon(self) -> None:
         """Let go of the lake at once, indexing nothing more: what a crash leaves."""
         self.flusher.stop()
+        self.builder.stop_merges()
         self._join()
         self.builder.close()
         self.wal.close()

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 
 from seclake.storage.builder import MERGE, MERGE_NICENESS, PARENT_POLL_SECONDS, SplitBuilder
-from seclake.storage.split import Split
+from seclake.storage.split import Split, SplitAborted
 
 T0 = 1_763_683_200_000
 
@@ -59,6 +60,30 @@ def test_merges_run_in_their_own_process_at_a_lower_cpu_priority(tmp_path):
         assert builder._run(os.nice, 0, kind=MERGE) == min(os.nice(0) + MERGE_NICENESS, 19)
         builder.build_all([("event", _payload(1, 4), tmp_path / "a", "a"), ("event", _payload(5, 4), tmp_path / "b", "b")])
         builder.merge("event", [Split(tmp_path / "a"), Split(tmp_path / "b")], tmp_path / "m", "m")
+        assert Split(tmp_path / "m").bodies() == _payload(1, 8)
+    finally:
+        builder.close()
+
+
+def test_merges_told_to_stop_give_up_until_the_builder_is_closed(tmp_path):
+    """A stopping lake does not wait for a day's merge: the worker gives up
+    (nothing is written at the merge's place) and the sources stay whole."""
+    builder = SplitBuilder(threshold=4)
+    try:
+        builder.build_all([("event", _payload(1, 4), tmp_path / "a", "a"), ("event", _payload(5, 4), tmp_path / "b", "b")])
+        sources = [Split(tmp_path / "a"), Split(tmp_path / "b")]
+        builder.stop_merges()
+        with pytest.raises(SplitAborted):
+            builder.merge("event", sources, tmp_path / "m", "m")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+        assert Split(tmp_path / "a").bodies() + Split(tmp_path / "b").bodies() == _payload(1, 8)
+        # Builds are not merges: they go on.
+        builder.build_all([("event", _payload(9, 4), tmp_path / "c", "c")])
+    finally:
+        builder.close()
+    # A closed builder is a lake's next start: it merges again.
+    try:
+        builder.merge("event", sources, tmp_path / "m", "m")
         assert Split(tmp_path / "m").bodies() == _payload(1, 8)
     finally:
         builder.close()
