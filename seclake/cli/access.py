@@ -14,10 +14,12 @@ import typer
 
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.cli.user import fail
-from seclake.api.reply import policy_record, role_record, user_record
 from seclake.errors import SeclakeError
 from seclake.service.policies import POLICY_DATASETS, changes
 from seclake.services import Services
+
+# seclake.api.reply (pydantic models, ~70 ms to load) is imported by the
+# commands that print records, not at the start of every command.
 
 policy_app = typer.Typer(help="Manage data policies (per dataset, a Lucene filter of what a user sees).",
                          no_args_is_help=True)
@@ -61,12 +63,13 @@ def policy_add(
     config: ConfigFile = None,
 ) -> None:
     """Add a data policy; a dataset given no filter shows nothing (use '*' for all of it)."""
+    from seclake.api import reply
     services = open_services(data_dir, config)
     given = {"event": event, "flow": flow, "behavior": behavior, "summary": summary, "audit": audit}
     filters = {k: v for k, v in given.items() if v is not None}
 
     def work():
-        added = policy_record(services.policies.add_policy(
+        added = reply.policy_record(services.policies.add_policy(
             {"name": name, "description": description, "filters": filters}))
         return added, f"data policy {name!r} added: " + changes(None, added, ("description", "filters"))
 
@@ -92,10 +95,12 @@ def policy_delete(name: str, data_dir: DataDir = None, config: ConfigFile = None
 
 
 def _change_user(services: Services, command: str, username: str, field: str, edit) -> dict[str, Any]:
+    from seclake.api import reply
+
     def work():
-        before = user_record(services.users.get(username))
+        before = reply.user_record(services.users.get(username))
         current = list(before[field] or [])
-        after = user_record(services.users.update({"username": username, field: edit(current)}))
+        after = reply.user_record(services.users.update({"username": username, field: edit(current)}))
         return after, f"user {username!r}: " + changes(before, after, (field,))
 
     return _run(services, command, work)
@@ -133,11 +138,12 @@ def role_add(
     config: ConfigFile = None,
 ) -> None:
     """Add a custom role."""
+    from seclake.api import reply
     services = open_services(data_dir, config)
     fields = ("description", "permissions", "APIPolicies", "dataPolicies")
 
     def work():
-        added = role_record(services.policies.add_role({
+        added = reply.role_record(services.policies.add_role({
             "name": name, "description": description, "permissions": permission or [],
             "APIPolicies": api or [], "dataPolicies": policy or []}))
         return added, f"role {name!r} added: " + changes(None, added, fields)

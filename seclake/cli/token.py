@@ -8,8 +8,11 @@ import typer
 
 from seclake.cli.options import ConfigFile, DataDir, open_services
 from seclake.cli.user import fail
-from seclake.api.reply import token_record
 from seclake.errors import SeclakeError
+
+# seclake.api.reply (pydantic models, ~70 ms to load) is imported by the
+# commands that print records, not at the start of every command.
+
 
 app = typer.Typer(help="Manage API tokens.", no_args_is_help=True)
 
@@ -23,10 +26,11 @@ def create(
     config: ConfigFile = None,
 ) -> None:
     """Create an API token for a user; the token is printed once, now."""
+    from seclake.api import reply
     services = open_services(data_dir, config)
     try:
         view = services.tokens.create(username, {"name": name, "expiresInDays": expires_in_days})
-        record = token_record(view, services.clock())
+        record = reply.token_record(view, services.clock())
     except SeclakeError as e:
         raise fail(e) from None
     typer.echo(f"token id {record['id']} for {username} (shown only now; keep it safe):", err=True)
@@ -40,9 +44,10 @@ def list_tokens(
     config: ConfigFile = None,
 ) -> None:
     """List API tokens (never the tokens themselves)."""
+    from seclake.api import reply
     services = open_services(data_dir, config)
     now = services.clock()
-    for t in (token_record(view, now) for view in services.tokens.list(username)):
+    for t in (reply.token_record(view, now) for view in services.tokens.list(username)):
         typer.echo(
             f"{t['id']}\t{t['username']}\t{t['prefix']}...\t{t['state']}\t{t['name']}\t"
             f"expires {t['expiresOn'] or 'never'}\tlast used {t['lastUsed'] or 'never'}"
