@@ -98,8 +98,17 @@ class HttpEngine:
         self.http.close()
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        self.http.request("POST", path, body=orjson.dumps(body), headers=self.headers)
-        r = self.http.getresponse()
+        data = orjson.dumps(body)
+        try:
+            self.http.request("POST", path, body=data, headers=self.headers)
+            r = self.http.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # The server closed the idle keep-alive connection (uvicorn's
+            # timeout is 5 s; httpx reconnects by itself, http.client does
+            # not): a search is safe to send again, on a new connection.
+            self.http.close()
+            self.http.request("POST", path, body=data, headers=self.headers)
+            r = self.http.getresponse()
         return r.status, orjson.loads(r.read())
 
     def run(self, qc: QueryClass, end_ms: int = END_MS) -> Answer:

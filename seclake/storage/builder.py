@@ -16,6 +16,7 @@ records are still pending and in the log meanwhile).
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
 import multiprocessing
@@ -151,7 +152,7 @@ def _worker_start(parent: int, niceness: int = 0, stop=None) -> None:
         os.nice(niceness)
     if stop is not None:
         global _merges_stopped
-        _merges_stopped = stop.is_set
+        _merges_stopped = lambda: stop.value  # noqa: E731
     threading.Thread(target=_watch_parent, args=(parent,), name="seclake-parent-watch", daemon=True).start()
 
 
@@ -176,6 +177,13 @@ def _job(fn, *args) -> SplitMeta:
 BUILD, MERGE = "build", "merge"
 # spawn, not fork: the server process has threads (tantivy's too).
 _CONTEXT = multiprocessing.get_context("spawn")
+
+
+def _stop_flag():
+    """A flag in shared memory the merge workers get at their start. Not an
+    Event: its semaphores outlived a server stopped by a signal, and the
+    resource tracker wrote a warning about them into the server's log."""
+    return _CONTEXT.RawValue(ctypes.c_bool, False)
 
 
 class SplitBuilder:
@@ -204,7 +212,7 @@ class SplitBuilder:
         self._pools: dict[str, ProcessPoolExecutor] = {}
         self._lock = threading.Lock()
         # Set by ``stop_merges``; the merge workers look at it as they go.
-        self._merge_stop = _CONTEXT.Event()
+        self._merge_stop = _stop_flag()
 
     def _submit(self, fn, *args, kind: str = BUILD) -> tuple[str, ProcessPoolExecutor, Future]:
         with self._lock:
@@ -303,7 +311,7 @@ class SplitBuilder:
         """Make the merges running in workers give up (``SplitAborted``), and
         any started before ``close``: a stopping lake does not wait for a
         day's merge (seconds to minutes); its sources stay published."""
-        self._merge_stop.set()
+        self._merge_stop.value = True
 
     def close(self) -> None:
         with self._lock:
@@ -311,4 +319,4 @@ class SplitBuilder:
         for pool in pools:
             pool.shutdown(wait=True)
         # A lake started again merges again.
-        self._merge_stop = _CONTEXT.Event()
+        self._merge_stop = _stop_flag()
