@@ -12,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -25,6 +29,15 @@ def head_revision() -> str:
     number (``versions/0013_deployment_keys.py`` is ``"0013"``; a test holds
     this to alembic's own answer)."""
     return max(p.name[:4] for p in (MIGRATIONS / "versions").glob("[0-9][0-9][0-9][0-9]_*.py"))
+
+
+def alembic_config() -> "Config":
+    """Alembic's configuration of the shipped migrations (loads alembic)."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config
 
 
 _BEGIN = "seclake_sqlite_begin"
@@ -90,16 +103,17 @@ class Database:
         A schema already there is told by its version row without loading
         alembic, which took ~0.1 s of every command's start (an import
         command runs for seconds)."""
-        if self.revision() == head_revision():
-            return
-        from alembic import command
-        from alembic.config import Config
+        if self.revision() != head_revision():
+            self.upgrade("head")
 
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
+    def upgrade(self, revision: str) -> None:
+        """Run the migrations up to ``revision`` (tests start from older ones)."""
+        from alembic import command
+
+        config = alembic_config()
         with self.engine.begin() as connection:
             config.attributes["connection"] = connection
-            command.upgrade(config, "head")
+            command.upgrade(config, revision)
 
     def dispose(self) -> None:
         self.engine.dispose()

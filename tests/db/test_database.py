@@ -6,14 +6,13 @@ from datetime import UTC, datetime
 
 import pytest
 from alembic.autogenerate import compare_metadata
-from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, select, text
 
 import seclake.db.tables  # noqa: F401
 from seclake.db.base import Base
-from seclake.db.database import MIGRATIONS, Database, head_revision
+from seclake.db.database import Database, alembic_config, head_revision
 from seclake.db.models import ApiToken, User, UserSession
 
 
@@ -26,28 +25,18 @@ def _user(name: str = "alice") -> User:
 
 
 def test_initial_revision_is_0001() -> None:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    base = ScriptDirectory.from_config(config).get_base()
+    base = ScriptDirectory.from_config(alembic_config()).get_base()
     assert base == "0001"
 
 
 def test_the_head_told_without_alembic_is_alembics_head() -> None:
     # A database at this revision starts without loading alembic.
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    assert head_revision() == ScriptDirectory.from_config(config).get_current_head()
+    assert head_revision() == ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def test_a_database_of_an_older_revision_is_brought_to_the_head(database_url: str) -> None:
-    from alembic import command
-
     db = Database(database_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with db.engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0012")
+    db.upgrade("0012")
     assert db.revision() == "0012"
     db.migrate()
     assert db.revision() == head_revision() and "deployment_keys" in inspect(db.engine).get_table_names()

@@ -286,19 +286,11 @@ def test_an_existing_deployment_keeps_its_rule_files_on_upgrade(
     database_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A data dir with rules/ and a database at revision 0008 (rules were files), started by this version."""
-    from alembic import command
-    from alembic.config import Config
-
-    from seclake.db.database import MIGRATIONS
     from seclake.services import Services
     from seclake.settings import load_settings
 
     old = Database(database_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with old.engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0008")
+    old.upgrade("0008")
     old.dispose()
     rules = tmp_path / "data" / "rules"
     rules.mkdir(parents=True)
