@@ -28,7 +28,7 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import orjson
 
@@ -87,8 +87,9 @@ def _bodies(sources: Iterable[str]) -> list[tuple[int, bytes]]:
 
 
 # In a merge worker: whether its builder told running merges to give up
-# (``SplitBuilder.stop_merges``); set by ``_worker_start``.
-_merges_stopped = lambda: False  # noqa: E731
+# (``SplitBuilder.stop_merges``); set by ``_worker_start``. None in-process,
+# where merges are small.
+_merges_stopped: Callable[[], bool] | None = None
 
 
 def _merge(dataset: str, sources: list[str], dest: str, split_id: str) -> SplitMeta:

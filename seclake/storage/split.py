@@ -182,13 +182,20 @@ def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, s
         raise ValueError(f"split format {version} is not one of {READABLE_FORMATS}")
     staging = dest.with_name(dest.name + ".staging")
     try:
-        return _write(records, dataset, dest, staging, split_id, version, stop or (lambda: False))
+        return _write(records, dataset, dest, staging, split_id, version, stop)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _checked(items: Iterable, stop: Callable[[], bool]) -> Iterable:
+def _checked(items: Iterable, stop: Callable[[], bool] | None) -> Iterable:
+    """``items``, asking ``stop`` every ``STOP_CHECK_RECORDS``; as they are when there is no ``stop`` (builds)."""
+    if stop is None:
+        return items
+    return _stoppable(items, stop)
+
+
+def _stoppable(items: Iterable, stop: Callable[[], bool]) -> Iterable:
     for i, item in enumerate(items):
         if i % STOP_CHECK_RECORDS == 0 and stop():
             raise SplitAborted("the split's writer was told to stop")
@@ -196,7 +203,7 @@ def _checked(items: Iterable, stop: Callable[[], bool]) -> Iterable:
 
 
 def _write(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, staging: Path, split_id: str,
-           version: int, stop: Callable[[], bool]) -> SplitMeta:
+           version: int, stop: Callable[[], bool] | None) -> SplitMeta:
     # Every document is built before the index is made: the schema holds the
     # split's typed fields, known only once every record has been seen.
     documents = Documents(dataset, version)
