@@ -199,8 +199,7 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         best = min(peers) if peers else None
         raw_ok = (http / raw <= TARGET_RAW_RATIO) if http and raw else None
         peer_ok = (http / best < TARGET_PEER_RATIO) if http and best else None
-        # A histogram is one request, every other bundle two (offsets 0 and 1000).
-        wire = (http - eng) * 1000 / (1 if info.get("kind") == "histogram" else 2) if http and eng else None
+        wire = (http - eng) * 1000 / info["requests"] if http and eng and info.get("requests") else None
         wire_ok = wire <= TARGET_WIRE_MS if wire is not None else None
         targets = f"raw {verdict(raw_ok)}, peers {verdict(peer_ok)}, wire {verdict(wire_ok)}"
         lucene = info["lucene"].replace("|", "\\|") or "(empty)"

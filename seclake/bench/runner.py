@@ -106,7 +106,7 @@ def _timed(fn, *args):
 
 def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, Any]:
     from seclake.bench import report
-    from seclake.bench.engines import EngineLayer, HttpEngine
+    from seclake.bench.engines import EngineLayer, HttpEngine, requests_of
     from seclake.bench.load import run_load
     from seclake.bench.raw import RawEngine, split_dirs
     from seclake.bench.server import Server
@@ -122,7 +122,8 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
         "machine": {"cpus": _cpus(), "python": platform.python_version(), "platform": platform.platform()},
         "code": _code(),
         "classes": {c.name: {"title": c.title, "lucene": c.lucene, "days": c.days, "kind": c.kind,
-                             "needle": c.needle, "engines": list(c.engines)} for c in classes},
+                             "needle": c.needle, "engines": list(c.engines), "requests": len(requests_of(c))}
+                    for c in classes},
         "stages": log.stages,
         "scales": {},
     }
