@@ -51,7 +51,8 @@ class Component(Protocol):
 
 
 class Services:
-    def __init__(self, settings: Settings, clock: Clock = utc_now):
+    def __init__(self, settings: Settings, clock: Clock = utc_now, *, merge_after: float = 0.0):
+        """``merge_after``: seconds the lake waits after start before merging (``Lake``)."""
         self.settings = settings
         self.clock = clock
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -86,6 +87,7 @@ class Services:
                 commit_interval=settings.commit_interval_seconds,
                 store=self.split_store,
                 partitions=settings.customer_partitions,
+                merge_after=merge_after,
             )
         else:
             from seclake.cluster.catalogview import CatalogView

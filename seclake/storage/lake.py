@@ -60,13 +60,17 @@ class Lake:
         commit_interval: float = 1.0,
         store: SplitStore | None = None,
         partitions: int = partition.OFF,
+        merge_after: float = 0.0,
     ):
+        """``merge_after``: seconds after ``start`` before the first merge
+        round (one-shot commands: ``cli/options.py``)."""
         self.layout = Layout(data_dir)
         # Object storage the splits are uploaded to before they are published
         # (setting split_store_url); None: the shared filesystem only.
         self.store = store
         self.catalog = Catalog(db)
         self.commit_interval = commit_interval
+        self.merge_after = merge_after
         self.wal = WriteAheadLog(self.layout.wal)
         self.builder = SplitBuilder()
         self.shelf = Shelf()
@@ -110,7 +114,8 @@ class Lake:
         if background:
             self._threads = [
                 threading.Thread(target=self._run, args=(self.flush, self.commit_interval), name="seclake-indexer", daemon=True),
-                threading.Thread(target=self._run, args=(self.merge, MERGE_INTERVAL), name="seclake-merger", daemon=True),
+                threading.Thread(target=self._run, args=(self.merge, MERGE_INTERVAL, self.merge_after),
+                                 name="seclake-merger", daemon=True),
             ]
             for t in self._threads:
                 t.start()
@@ -213,13 +218,18 @@ class Lake:
     def wait_indexed(self, seq: int, timeout: float = 30.0) -> bool:
         return self.flusher.wait_indexed(seq, timeout)
 
-    def _run(self, work, interval: float) -> None:
+    def _run(self, work, interval: float, delay: float = 0.0) -> None:
         cond = self.flusher.cond
+        # Every append wakes the threads waiting on the flusher's condition
+        # (the indexer flushes at once), so a delay is waited out in full.
+        not_before = time.monotonic() + delay
         while True:
             with cond:
                 if self.flusher.stopping:
                     return
                 cond.wait(interval)
+                while not self.flusher.stopping and (left := not_before - time.monotonic()) > 0:
+                    cond.wait(left)
                 if self.flusher.stopping:
                     return
             try:

@@ -121,6 +121,25 @@ def test_a_lake_stopped_during_a_merge_keeps_every_record_and_merges_after_its_r
     assert len(again.splits("event")) == 1 and _docids(again) == list(range(1, 801))
 
 
+def test_a_lake_told_to_merge_later_leaves_its_splits_until_then(lake_factory):
+    # One-shot commands merge only after a while (cli/options.py): a merge
+    # still running when a short command ends is abandoned, work for nothing.
+    lake = lake_factory(background=True, merge_after=60.0)
+    for batch in range(9):
+        _, last = lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
+        assert lake.wait_indexed(last, timeout=10)
+    time.sleep(1.0)  # every append woke the merger; the tiered policy asks for a merge
+    assert lake.merges_done == 0 and len(lake.splits("event")) == 9
+    lake.stop()
+    again = lake_factory(background=True)  # no delay: the server's lake
+    _, last = again.append([("event", _event(90))])  # wakes its merger
+    deadline = time.monotonic() + 30
+    while again.merges_done == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert again.merges_done >= 1 and len(again.splits("event")) < 10
+    assert again.wait_indexed(last, timeout=10) and _docids(again) == list(range(1, 92))
+
+
 def test_splits_of_the_older_format_are_read_and_merged_into_the_newest(lake_factory, monkeypatch):
     lake = lake_factory()
     with monkeypatch.context() as m:
