@@ -20,19 +20,9 @@ ConfigFile = Annotated[
 ]
 
 
-# A one-shot command that writes the lake (import, demo, backfill) starts
-# merging only after it has run this long. A day's merge takes seconds, and
-# one still running when the command ends is abandoned (the lake's stop does
-# not wait for it): the bench's 17 import commands of 4k-32k lines each
-# started 26 merges and finished none, and without them they took 12% less
-# time. A long command merges as the server does; the server merges what
-# short ones leave behind.
-ONE_SHOT_MERGE_AFTER = 30.0
-
-
-def open_services(data_dir: Path | None, config: Path | None, *, merge_after: float = 0.0) -> Services:
+def open_services(data_dir: Path | None, config: Path | None) -> Services:
     """Services for a one-shot command: migrated, with the first admin created."""
-    services = Services(load_settings(data_dir=data_dir, config=config), merge_after=merge_after)
+    services = Services(load_settings(data_dir=data_dir, config=config), one_shot=True)
     generated = services.prepare()
     if generated:
         from seclake.api.app import announce_admin_password
@@ -48,7 +38,7 @@ def started_services(data_dir: Path | None, config: Path | None) -> Services:
     """
     from seclake.storage.lake import LakeBusy
 
-    services = open_services(data_dir, config, merge_after=ONE_SHOT_MERGE_AFTER)
+    services = open_services(data_dir, config)
     try:
         services.start()
     except LakeBusy as e:

@@ -61,9 +61,11 @@ class Lake:
         store: SplitStore | None = None,
         partitions: int = partition.OFF,
         merge_after: float = 0.0,
+        open_splits: bool = True,
     ):
         """``merge_after``: seconds after ``start`` before the first merge
-        round (one-shot commands: ``cli/options.py``)."""
+        round; ``open_splits`` False: splits are opened on first use, not as
+        they are published (both for one-shot commands: ``Services``)."""
         self.layout = Layout(data_dir)
         # Object storage the splits are uploaded to before they are published
         # (setting split_store_url); None: the shared filesystem only.
@@ -73,7 +75,7 @@ class Lake:
         self.merge_after = merge_after
         self.wal = WriteAheadLog(self.layout.wal)
         self.builder = SplitBuilder()
-        self.shelf = Shelf()
+        self.shelf = Shelf(warm=open_splits)
         self.janitor = Janitor(self.layout, self.catalog, self.shelf, store)
         # Splits a dataset's day is written in, by customer (setting
         # customer_partitions; partition.py); 1: one.

@@ -15,17 +15,24 @@ from seclake.storage.split import Split
 
 
 class Shelf:
-    def __init__(self) -> None:
+    def __init__(self, warm: bool = True) -> None:
+        """``warm``: open each split's index as it is put here, so no search
+        pays for it (a server); else on first use (``Split``: a command that
+        only writes the lake never opens one)."""
         self._splits: dict[str, Split] = {}
         self._lock = threading.Lock()
+        self.warm = warm
 
     def put(self, splits: Iterable[Split]) -> None:
+        splits = [s.open() if self.warm else s for s in splits]
         with self._lock:
             for s in splits:
                 self._splits[s.meta.split_id] = s
 
     def swap(self, new: Split, old: Sequence[str]) -> None:
         """``new`` in place of the splits ``old`` (a merge's result and sources)."""
+        if self.warm:
+            new.open()
         with self._lock:
             self._splits[new.meta.split_id] = new
             for split_id in old:

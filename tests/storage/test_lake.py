@@ -140,6 +140,24 @@ def test_a_lake_told_to_merge_later_leaves_its_splits_until_then(lake_factory):
     assert again.wait_indexed(last, timeout=10) and _docids(again) == list(range(1, 92))
 
 
+def test_a_lake_of_a_one_shot_command_opens_splits_only_when_they_are_read(lake_factory):
+    # Each open tantivy index keeps a thread; an import command that opened
+    # every split of the lake paid for it at start and again at exit.
+    lake = lake_factory(open_splits=False)
+    lake.append([("event", _event(i)) for i in range(20)])
+    lake.flush()
+    lake.stop()
+    writer = lake_factory(open_splits=False)
+    writer.append([("event", _event(i, day=1)) for i in range(20, 30)])
+    writer.flush()
+    assert len(writer.splits("event")) == 2 and not any(s.is_open for s in writer.splits("event"))
+    assert _docids(writer) == list(range(1, 31))  # read: opened then
+    assert all(s.is_open for s in writer.splits("event"))
+    writer.stop()
+    server = lake_factory()
+    assert all(s.is_open for s in server.splits("event"))
+
+
 def test_splits_of_the_older_format_are_read_and_merged_into_the_newest(lake_factory, monkeypatch):
     lake = lake_factory()
     with monkeypatch.context() as m:
