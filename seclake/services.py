@@ -17,6 +17,7 @@ from seclake.db.models import DeploymentKey
 from seclake.detect.detector import Detector
 from seclake.detect.rulebook import RuleBook
 from seclake.detect.summaries import SummaryStore
+from seclake.errors import ValidationFailed
 from seclake.record.identity import RecordIds
 from seclake.search.root import InProcessLeaves, Root
 from seclake.service.access import Access
@@ -223,7 +224,12 @@ class Services:
         for problem in self.rules.load():
             log.warning("rule skipped: %s", problem)
         admin_password = self.settings.admin_password
-        generated = self.users.ensure_admin(admin_password.get_secret_value() if admin_password else None)
+        try:
+            generated = self.users.ensure_admin(admin_password.get_secret_value() if admin_password else None)
+        except ValidationFailed as e:
+            # The password is a setting, not a request field: say which.
+            problem = e.message.removeprefix(f"{e.field}: ")
+            raise ValidationFailed("setting admin_password (SECLAKE_ADMIN_PASSWORD)", problem) from None
         self.readiness.prepared = True
         return generated
 

@@ -73,6 +73,24 @@ def test_config_prints_effective_settings_with_secrets_masked(tmp_path) -> None:
     assert "hunter2" not in result.stdout and "top-secret-pw" not in result.stdout
 
 
+def test_a_bad_setting_found_at_start_is_one_line_and_a_failed_exit(tmp_path) -> None:
+    # A real process: `seclake` is main(), which turns what a command did not
+    # catch into its message and leaves without the interpreter's teardown.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECLAKE_")}
+    env["SECLAKE_ADMIN_PASSWORD"] = "short"
+    for args in (["user", "list"], ["serve", "--port", str(free_port())]):
+        done = subprocess.run([sys.executable, "-m", "seclake", *args, "--data-dir", str(tmp_path)],
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 1, done.stderr
+        assert ("error: setting admin_password (SECLAKE_ADMIN_PASSWORD): must be at least 10 characters long"
+                in done.stderr.splitlines())
+        assert "Traceback" not in done.stderr and "short" not in done.stderr
+    env["SECLAKE_ADMIN_PASSWORD"] = "a-good-admin-password"
+    listed = subprocess.run([sys.executable, "-m", "seclake", "user", "list", "--data-dir", str(tmp_path)],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and listed.stdout.startswith("admin\tadmin\tenabled"), listed.stderr
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
