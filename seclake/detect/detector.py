@@ -178,11 +178,15 @@ class Detector:
                 self.seq = self.saved_seq = progress.seq if progress else 0
                 self.sequence = progress.sequence if progress else 0
                 self.windows = {}
-                for row in s.scalars(select(SignalState)):
-                    rule = self.rulebook.get_or_none(row.rule)
+                # The rules once, not once per saved window (each look reads the
+                # rules' generation: 7,677 windows took 0.19 s to restore on the
+                # bench's 2M-event lake, at every start of the server and of each command).
+                rules = {rule.name: rule for rule in self.rulebook.rules()}
+                saved = select(SignalState.rule, SignalState.customer, SignalState.key, SignalState.state)
+                for rule_name, customer, key, state in s.execute(saved):
+                    rule = rules.get(rule_name)
                     if rule is not None and rule.threshold is not None:
-                        self.windows[(row.rule, row.customer, row.key)] = Window.from_json(
-                            rule.threshold, json.loads(row.state))
+                        self.windows[(rule_name, customer, key)] = Window.from_json(rule.threshold, json.loads(state))
             self.history.take_new()
             count = 0
             for seq, dataset, record in replay or ():
