@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import httpx
 import typer
 
 from seclake.cli.options import ConfigFile, DataDir
@@ -22,6 +21,8 @@ Url = Annotated[
 
 def status(url: Url = None, data_dir: DataDir = None, config: ConfigFile = None) -> None:
     """Show whether the server is alive and ready to serve complete answers."""
+    import httpx  # here: every command loads this module, and only this one needs it (~25 ms)
+
     if url is None:
         settings = load_settings(data_dir=data_dir, config=config)
         host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host

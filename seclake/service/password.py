@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 from argon2 import PasswordHasher as _Argon2, Type
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from zxcvbn import zxcvbn
 
 from seclake.errors import ValidationFailed
 
@@ -73,6 +72,8 @@ def check_password(
     if any(unicodedata.category(c) == "Cc" for c in password):
         raise ValidationFailed(field, "must not contain control characters (NUL, tab, newline...)")
     if min_strength > 0:
+        from zxcvbn import zxcvbn  # loaded when a password is set (~16 ms at every start otherwise)
+
         rating = zxcvbn(password[:72], user_inputs=[c for c in context if c][:8])
         if rating["score"] < min_strength:
             feedback = rating.get("feedback") or {}
