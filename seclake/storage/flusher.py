@@ -138,6 +138,6 @@ class Flusher:
             path.parent.mkdir(parents=True, exist_ok=True)
             jobs.append((dataset, payload, path, split_id))
         metas = self.builder.build_all(jobs)
-        opened = [Split(path) for _dataset, _payload, path, _split_id in jobs]
+        opened = self.shelf.ready(Split(path) for _dataset, _payload, path, _split_id in jobs)
         self.janitor.publish(metas, checkpoint=batch[-1][0])
         self.shelf.put(opened)

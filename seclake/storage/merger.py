@@ -82,7 +82,7 @@ class Merger:
         except SplitAborted:
             log.info("merge into %s abandoned: the lake is stopping", split_id)
             return 0
-        new = Split(path)
+        (new,) = self.shelf.ready([Split(path)])
         old = [s.meta.split_id for s in sources]
         self.janitor.publish([meta], replaces=old)
         self.shelf.swap(new, old)

@@ -23,8 +23,15 @@ class Shelf:
         self._lock = threading.Lock()
         self.warm = warm
 
+    def ready(self, splits: Iterable[Split]) -> list[Split]:
+        """``splits``, opened now if this shelf is warm: called before they are
+        published, so that this node's searches have them as soon as another
+        node's can (opening took long enough under load for a search on the
+        ingest node to miss a split a search on another node had found)."""
+        return [s.open() if self.warm else s for s in splits]
+
     def put(self, splits: Iterable[Split]) -> None:
-        splits = [s.open() if self.warm else s for s in splits]
+        splits = self.ready(splits)
         with self._lock:
             for s in splits:
                 self._splits[s.meta.split_id] = s

@@ -158,6 +158,36 @@ def test_a_lake_of_a_one_shot_command_opens_splits_only_when_they_are_read(lake_
     assert all(s.is_open for s in server.splits("event"))
 
 
+def test_a_server_lake_opens_new_splits_before_publishing_them(lake_factory, monkeypatch):
+    # Another node sees a split once it is in the catalog; a search on this
+    # node right after must find it too (a cluster test missed it under load
+    # when the split was opened after the catalog had it).
+    lake = lake_factory()
+    order = []
+    opened = split.Split.open
+    publish = lake.janitor.publish
+
+    def open_(self):
+        order.append(("open", self.meta.split_id))
+        return opened(self)
+
+    def publish_(metas, **kwargs):
+        order.append(("publish", tuple(m.split_id for m in metas)))
+        return publish(metas, **kwargs)
+
+    monkeypatch.setattr(split.Split, "open", open_)
+    monkeypatch.setattr(lake.janitor, "publish", publish_)
+    for batch in range(8):
+        lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
+        lake.flush()
+    assert lake.merge() == 1
+    published = [ids for kind, ids in order if kind == "publish"]
+    assert len(published) == 9  # eight flushes, one merge
+    for ids in published:
+        at = order.index(("publish", ids))
+        assert all(("open", i) in order[:at] for i in ids), order
+
+
 def test_splits_of_the_older_format_are_read_and_merged_into_the_newest(lake_factory, monkeypatch):
     lake = lake_factory()
     with monkeypatch.context() as m:
