@@ -160,7 +160,7 @@ class SplitView:
                     del self._splits[sid]
             for sid, e in entries.items():
                 if sid not in self._splits:
-                    self._splits[sid] = Split(self.layout.split_dir(e.dataset, sid))
+                    self._splits[sid] = Split(self.layout.split_dir(e.dataset, sid)).open()  # as the server's shelf
 
     def splits(self, dataset: str, time_from: int | None = None, time_to: int | None = None) -> list:
         with self._lock:

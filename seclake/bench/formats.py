@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             dest.parent.mkdir(parents=True, exist_ok=True)
             stored = (StoredRecord(d, orjson.loads(b), b) for d, b in records)
             write_split(stored, DATASETS[dataset], dest, dest.name, version=version)
-            splits.append(Split(dest))
+            splits.append(Split(dest).open())
         size = du_bytes(base / f"v{version}")
         print(f"format {version}: {n:,} records in {len(splits)} splits, {size / n:.0f} bytes per record "
               f"({size / raw:.2f}x their JSON), written in {time.perf_counter() - started:.0f} s", flush=True)

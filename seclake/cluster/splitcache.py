@@ -89,7 +89,9 @@ class SplitCache:
         # may both open one split once).
         self._pin(split_id)
         try:
-            split = Split(self._local(dataset, split_id))
+            # Opened here, as it is listed: warming opens the index before a
+            # search needs it, and a search never pays for the open.
+            split = Split(self._local(dataset, split_id)).open()
             with self._lock:
                 self.opened += 1
                 self._open[split_id] = split

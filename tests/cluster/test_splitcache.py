@@ -168,8 +168,7 @@ def test_warming_downloads_in_the_order_given_and_never_pushes_out_a_copy(stored
     assert sorted(cache.copies()) == sorted([a, c, d]) and cache.cached_bytes <= cache.max_bytes
     # Warm splits are open: a search opens nothing and downloads nothing more.
     before = (cache.opened, cache.downloaded)
-    cache.get(dd, d)
-    cache.get(dc, c)
+    assert cache.get(dd, d).is_open and cache.get(dc, c).is_open  # their indexes too, not only split.json
     assert (cache.opened, cache.downloaded) == before
     # Sizes understated (the catalog's leave out the metadata file): the copy that
     # does not fit is the one dropped, never an older one.
