@@ -118,7 +118,7 @@ def _announce_when_ready(services) -> None:
     def wait() -> None:
         started = time.monotonic()
         while not services.readiness.ready():
-            time.sleep(0.5)
+            time.sleep(0.1)  # said soon after it is so (a script may wait for the line)
         typer.echo(f"seclake is ready: every acknowledged record is searchable ({time.monotonic() - started:.1f} s after start)")
 
     threading.Thread(target=wait, name="seclake-ready", daemon=True).start()

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
@@ -112,11 +113,14 @@ def test_a_running_server_keeps_the_lake_to_itself(tmp_path):
     env = dict(os.environ, SECLAKE_ADMIN_PASSWORD="admin-test-password", SECLAKE_DEMO_DAYS="1")
     proc = subprocess.Popen([sys.executable, "-m", "seclake", "up", "--port", str(port), "--data-dir", str(data)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []  # its output as it comes
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
     try:
         deadline = time.monotonic() + 90
         token = None
         while token is None:
-            assert proc.poll() is None, proc.stdout.read()
+            assert proc.poll() is None, "".join(lines)
             try:
                 r = httpx.post(f"http://127.0.0.1:{port}/api/auth/login",
                                json={"kargs": {"username": "admin", "password": "admin-test-password"}}, timeout=5)
@@ -130,8 +134,12 @@ def test_a_running_server_keeps_the_lake_to_itself(tmp_path):
         assert res["response"]["hits"]["total"] > 1000
         busy = run("retention", "--days", "1", "--data-dir", str(data))
         assert busy.exit_code == 1 and "in use by process" in busy.output
+        # It says when it is ready (every acknowledged record searchable), soon
+        # after it is; stopped before that, it never would.
+        while not any("seclake is ready" in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGTERM)
-        output = proc.communicate(timeout=30)[0]
-    # It said when it was ready: every acknowledged record searchable.
-    assert "seclake is ready" in output
+        proc.wait(timeout=30)
+        reader.join(timeout=10)
+    assert "seclake is ready" in "".join(lines)
