@@ -38,8 +38,7 @@ class Shelf:
 
     def swap(self, new: Split, old: Sequence[str]) -> None:
         """``new`` in place of the splits ``old`` (a merge's result and sources)."""
-        if self.warm:
-            new.open()
+        (new,) = self.ready([new])
         with self._lock:
             self._splits[new.meta.split_id] = new
             for split_id in old:
