@@ -5,8 +5,9 @@ Searchers are started on nodes b and c with ``seclake searcher --ray-address
 from the golden conformance cases; the root is this test process (a Ray
 driver). Every case must answer exactly as embedded mode; a searcher process
 killed mid-query must never give a silently different answer; with no
-searcher able to answer, the result names every split as failed; after Ray
-restarts the searchers, answers are whole again. Two API nodes on
+searcher able to answer (all frozen), the result comes within the deadline
+and names every split as failed; once they answer again, or Ray has
+restarted them, answers are whole again. Two API nodes on
 PostgreSQL (one --no-ingest) answer alike and both take imports: the
 read-only one hands them to the ingest node's ingestor.
 
@@ -356,7 +357,7 @@ def test_a_searcher_killed_mid_query_never_gives_a_silently_wrong_answer(cluster
     assert moved > 0, "the retries or failed splits the kill caused were counted"
 
 
-def test_searchers_all_killed_give_a_partial_answer_naming_the_failed_splits_then_recovery(cluster):
+def test_searchers_all_frozen_give_an_answer_in_time_naming_every_failed_split_then_recovery(cluster):
     from seclake.cluster.leaves import RayLeaves, SearcherDirectory
     from seclake.search.root import Root
 
@@ -364,34 +365,32 @@ def test_searchers_all_killed_give_a_partial_answer_naming_the_failed_splits_the
     embedded = cluster["embedded"]
     want = answer(embedded.search(plan))
     split_ids = sorted(s.meta.split_id for s in embedded.splits_for(plan.dataset, None, None))
-    # A short deadline: searchers Ray is restarting are not waited for.
     root = Root(embedded.splits_for, RayLeaves(SearcherDirectory(refresh=60), timeout=2.0))
-    for _attempt in range(3):
-        infos = searchers()
-        root.leaves.directory.forget()
-        root.leaves.directory.live()  # listed while they are up
-        for info in infos.values():
-            os.kill(info["pid"], signal.SIGKILL)
+    infos = searchers()
+    root.leaves.directory.live()  # listed while they answer
+    # Frozen, not killed. Ray restarts a killed searcher within about a second,
+    # often inside the deadline, and then the answer is whole (the test above
+    # covers kills); which of the two happens is a race, so a test of the
+    # deadline cannot kill. A frozen searcher keeps its connections and
+    # answers nothing, as one stuck in a long pause or on a dying disk does.
+    for info in infos.values():
+        os.kill(info["pid"], signal.SIGSTOP)
+    try:
         started = time.monotonic()
         result = root.search(plan)
         took = time.monotonic() - started
-        for name, info in infos.items():
-            wait_restarted(name, info["pid"])
-        assert took < 2.0 + 3.0  # the deadline (plus the fetch floor): never a hang
-        if result.failed:
-            break
-        # Ray restarted them within the deadline: the answer must then be whole.
-        assert answer(result) == want
-    else:
-        pytest.fail("three kills of every searcher never gave a failed split")
-    assert set(result.failed) <= set(split_ids)
-    assert result.splits == len(split_ids) and result.successful == len(split_ids) - len(result.failed)
-    # The partial answer is exactly the answer over the splits that did answer.
-    answered = Root(lambda ds, lo, hi: [s for s in embedded.splits_for(ds, lo, hi) if s.meta.split_id not in result.failed], embedded.leaves)
-    partial = answer(answered.search(plan))
+    finally:
+        for info in infos.values():
+            os.kill(info["pid"], signal.SIGCONT)
+    assert took < 2.0 + 3.0  # the deadline (plus the fetch floor): never a hang
+    # Every split is named as failed, and nothing is made up for them.
+    assert sorted(result.failed) == split_ids
+    assert (result.splits, result.successful) == (len(split_ids), 0)
     got = answer(result)
-    assert (got["total"], got["hits"], got["facets"]) == (partial["total"], partial["hits"], partial["facets"])
-    # Whole again once Ray has restarted them.
+    assert got["total"] == 0 and got["hits"] == [], got
+    # Whole again once they run: their late answers to the abandoned search
+    # change nothing.
+    assert answer(root.search(plan)) == want
     assert answer(cluster["root"].search(plan)) == want
 
 
