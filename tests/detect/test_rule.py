@@ -268,6 +268,8 @@ def test_bad_query_names_file_and_line(tmp_path: Path) -> None:
         ("riskScore: 4000", "riskScore: 4000\ncolour: red", 9, "colour: unknown field; use name, behavior"),
         ("keyType: ip", "keyType: ip\n  bad: indent", 7, "YAML: mapping values are not allowed"),
         ("name: brute", "name: 'brute", 10, "YAML: found unexpected end of stream"),
+        # The offending character is named (libyaml's own message leaves it out).
+        ("keyType: ip", "keyType: ip\n\tbad: tab", 7, "YAML: found character '\\t' that cannot start any token"),
     ],
 )
 def test_file_errors_name_the_line(tmp_path: Path, old: str, new: str, line: int, says: str) -> None:
