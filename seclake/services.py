@@ -68,7 +68,7 @@ class Services:
         self.clock = clock
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         self.db = Database(settings.effective_database_url)
-        self.hasher = PasswordHasher()
+        self.hasher = PasswordHasher(eager=not one_shot)
         self.users = Users(self.db, self.hasher, settings, clock)
         self.sessions = Sessions(self.db, settings, clock)
         self.tokens = Tokens(self.db, clock)

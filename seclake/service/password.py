@@ -20,7 +20,11 @@ MAX_PASSWORD_LENGTH = 1024
 
 
 class PasswordHasher:
-    def __init__(self) -> None:
+    def __init__(self, *, eager: bool = True) -> None:
+        """``eager``: make the stand-in hash now (a server, which answers
+        logins), not at the first login of an unknown user, whose answer
+        would then take twice as long (a one-shot command may never need it:
+        it cost 30 ms of each one's start)."""
         self._argon2 = _Argon2(
             time_cost=TIME_COST,
             memory_cost=MEMORY_COST_KIB,
@@ -31,7 +35,14 @@ class PasswordHasher:
         )
         # Verified against when a username is unknown, so that an unknown
         # user costs the same time as a wrong password.
-        self._dummy = self._argon2.hash(secrets.token_urlsafe(24))
+        self._dummy_hash: str | None = None
+        if eager:
+            self._dummy()
+
+    def _dummy(self) -> str:
+        if self._dummy_hash is None:
+            self._dummy_hash = self._argon2.hash(secrets.token_urlsafe(24))
+        return self._dummy_hash
 
     def hash(self, password: str) -> str:
         return self._argon2.hash(password)
@@ -43,7 +54,7 @@ class PasswordHasher:
             return False
 
     def verify_dummy(self, password: str) -> bool:
-        self.verify(self._dummy, password)
+        self.verify(self._dummy(), password)
         return False
 
     def needs_rehash(self, password_hash: str) -> bool:

@@ -111,3 +111,34 @@ def test_unknown_user_costs_about_as_much_as_a_wrong_password(services) -> None:
 
     known, unknown = timed("admin"), timed("nobody-at-all")
     assert 0.5 < unknown / known < 2, (known, unknown)
+
+
+def test_a_server_makes_its_stand_in_hash_before_the_first_unknown_login(services, monkeypatch) -> None:
+    # Made then, the first unknown user's answer would take a hash longer than
+    # a wrong password's: it would tell that the name is unknown.
+    import argon2
+
+    hashed = []
+    real = argon2.PasswordHasher.hash
+    monkeypatch.setattr(argon2.PasswordHasher, "hash", lambda self, *a, **k: hashed.append(1) or real(self, *a, **k))
+    fail(services, "nobody-at-all")
+    assert hashed == []
+
+
+def test_a_one_shot_command_makes_the_stand_in_hash_only_if_it_needs_one(database_url, tmp_path, monkeypatch) -> None:
+    import argon2
+
+    from seclake.services import Services
+    from seclake.settings import load_settings
+
+    made = []
+    real = argon2.PasswordHasher.hash
+    monkeypatch.setattr(argon2.PasswordHasher, "hash", lambda self, *a, **k: made.append(1) or real(self, *a, **k))
+    settings = load_settings(data_dir=tmp_path / "data", database_url=database_url, admin_password=PASSWORD)
+    command = Services(settings, one_shot=True)
+    try:
+        assert made == []  # a command that never checks a password never pays for it
+        assert command.hasher.verify_dummy("anything") is False
+        assert made == [1]
+    finally:
+        command.stop()
