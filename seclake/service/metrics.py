@@ -133,6 +133,11 @@ class LakeCollector(Collector):
             merges = CounterMetricFamily("seclake_merges", "Merges of small splits done since start.")
             merges.add_metric([], getattr(self.lake, "merges_done", 0))
             yield merges
+            lost = CounterMetricFamily(
+                "seclake_workers_lost", "Split-building and merge worker processes that died under their work "
+                "(killed, or out of memory) since start; a build is run again in new ones, a merge at the next round.")
+            lost.add_metric([], getattr(self.lake, "workers_lost", 0))
+            yield lost
 
 
 class ClusterCollector(Collector):

@@ -32,6 +32,7 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import orjson
 
+from seclake.errors import Unavailable
 from seclake.record.dataset import DATASETS
 from seclake.storage import memory
 from seclake.storage.split import Split, SplitMeta, StoredRecord, seal, write_split
@@ -210,6 +211,8 @@ class SplitBuilder:
         # Splits built by indexers / built here after an indexer failed (for stats and tests).
         self.remote_built = 0
         self.remote_failed = 0
+        # Worker processes that died under a build or merge (killed, out of memory).
+        self.workers_lost = 0
         self._pools: dict[str, ProcessPoolExecutor] = {}
         self._lock = threading.Lock()
         # Set by ``stop_merges``; the merge workers look at it as they go.
@@ -217,24 +220,64 @@ class SplitBuilder:
 
     def _submit(self, fn, *args, kind: str = BUILD) -> tuple[str, ProcessPoolExecutor, Future]:
         with self._lock:
-            pool = self._pools.get(kind)
-            if pool is None:
-                workers, niceness = self._shape[kind]
-                pool = self._pools[kind] = ProcessPoolExecutor(
-                    workers, mp_context=_CONTEXT, initializer=_worker_start,
-                    initargs=(os.getpid(), niceness, self._merge_stop if kind == MERGE else None),
-                )
-        return kind, pool, pool.submit(_job, fn, *args)
+            pool = self._pool(kind)
+            try:
+                future = pool.submit(_job, fn, *args)
+            except BrokenProcessPool:
+                # A worker died while idle (the OOM killer's pick, an operator's
+                # kill): the pool takes no more work, and every build after it
+                # failed until a restart. Start new workers.
+                self._drop(kind, pool)
+                pool = self._pool(kind)
+                future = pool.submit(_job, fn, *args)
+        return kind, pool, future
+
+    def _pool(self, kind: str) -> ProcessPoolExecutor:
+        pool = self._pools.get(kind)
+        if pool is None:
+            workers, niceness = self._shape[kind]
+            pool = self._pools[kind] = ProcessPoolExecutor(
+                workers, mp_context=_CONTEXT, initializer=_worker_start,
+                initargs=(os.getpid(), niceness, self._merge_stop if kind == MERGE else None),
+            )
+        return pool
+
+    def _drop(self, kind: str, pool: ProcessPoolExecutor) -> None:
+        """Forget a pool one of whose workers died (under the lock), once."""
+        if self._pools.get(kind) is pool:
+            del self._pools[kind]
+            self.workers_lost += 1
+            log.warning("a %s worker process died (killed, or out of memory?); starting new ones", kind)
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _result(self, kind: str, pool: ProcessPoolExecutor, future: Future) -> SplitMeta:
         try:
             return future.result()
         except BrokenProcessPool:
-            # A worker died (killed, out of memory): start new ones next time.
+            # A worker died under the work: start new ones next time.
             with self._lock:
-                if self._pools.get(kind) is pool:
-                    del self._pools[kind]
+                self._drop(kind, pool)
             raise
+
+    def _built(self, kind: str, pool: ProcessPoolExecutor, future: Future,
+               again: Callable[[], SplitMeta]) -> SplitMeta:
+        """The split of a build in a worker; built once more, in new workers, if a worker died under it.
+
+        The records are still pending (and in the log), so building them again
+        loses nothing: without it, an import command whose worker was killed
+        ended with a traceback though its records were all kept.
+        """
+        try:
+            return self._result(kind, pool, future)
+        except BrokenProcessPool:
+            pass  # _drop said so
+        try:
+            return again()
+        except BrokenProcessPool:
+            raise Unavailable(
+                "split building failed twice: its worker process died each time (killed, or out of memory?); "
+                "the records are kept in the log and indexed at the lake's next start"
+            ) from None
 
     def _run(self, fn, *args, kind: str = BUILD) -> SplitMeta:
         return self._result(*self._submit(fn, *args, kind=kind))
@@ -292,7 +335,9 @@ class SplitBuilder:
                     sent, len(payload), dest, lambda: self._run(_build, dataset, list(payload), str(dest), split_id)
                 )
             elif here is not None:
-                meta = self._result(*here)
+                meta = self._built(
+                    *here, again=lambda: self._run(_build, dataset, list(payload), str(dest), split_id)
+                )
             out.append(meta)
         return out
 

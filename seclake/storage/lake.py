@@ -98,6 +98,11 @@ class Lake:
     def merges_done(self) -> int:
         return self.merger.merges_done
 
+    @property
+    def workers_lost(self) -> int:
+        """Build and merge worker processes that died under their work (see ``SplitBuilder``)."""
+        return self.builder.workers_lost
+
     # -- life cycle -----------------------------------------------------
 
     def start(self, background: bool = True) -> None:
@@ -126,7 +131,13 @@ class Lake:
         self.flusher.stop()
         self.builder.stop_merges()
         self._join()
-        self.flush()
+        try:
+            self.flush()
+        except Exception:
+            # Nothing is lost: what was not indexed is in the log, replayed at
+            # the next start. The lake is let go of all the same.
+            log.exception("the last flush failed; %d records stay in the log until the next start",
+                          self.flusher.pending())
         self.builder.close()
         self.wal.close()
         self._release_lock()

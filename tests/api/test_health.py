@@ -162,3 +162,34 @@ def test_status_of_a_server_that_does_not_answer():
                             capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert status.returncode == 2
     assert "does not answer" in status.stdout + status.stderr
+
+
+def test_a_killed_build_worker_is_replaced_and_counted(start_server):
+    """The OOM killer's favourite pick is a big idle worker: imports after it
+    must still become searchable, and operators must see that it happened."""
+    import os
+    import signal
+
+    import orjson
+
+    server = start_server()
+    token = server.login()
+
+    def imported_and_searchable(first: int, n: int) -> None:
+        # WORKER_THRESHOLD records or more: built in a worker process.
+        body = b"\n".join(orjson.dumps({"@timestamp": 1_763_683_200_000 + i, "@message": f"batch{first} {i}"})
+                          for i in range(first, first + n))
+        r = server.http.post("/api/import/bulk", content=body, headers={"Servicetoken": token})
+        assert r.json()["response"]["accepted"] == n, r.text
+        deadline = time.monotonic() + 30
+        while _search(server, token, f"batch{first}")["hits"]["total"] < n:
+            assert time.monotonic() < deadline, f"batch {first} never became searchable"
+            time.sleep(0.1)
+
+    imported_and_searchable(0, 1000)
+    pool = server.services.lake.builder._pools["build"]
+    for pid in list(pool._processes):
+        os.kill(pid, signal.SIGKILL)
+    imported_and_searchable(1000, 1000)
+    imported_and_searchable(2000, 1000)
+    assert sample(scrape(server), "seclake_workers_lost_total") == 1

@@ -244,3 +244,78 @@ def _cmdline(pid: int) -> str:
         return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def _kill_build_workers(builder: SplitBuilder, times: int, deadline: float) -> None:
+    """SIGKILL the build workers of ``times`` successive pools, each while it builds (what the OOM killer does)."""
+    killed: list = []
+    while len(killed) < times:
+        assert time.monotonic() < deadline, "no build to kill"
+        pool = builder._pools.get("build")
+        if pool is None or pool in killed or not pool._processes:
+            time.sleep(0.002)
+            continue
+        time.sleep(0.3)  # into the build (it takes seconds)
+        for pid in list(pool._processes):
+            os.kill(pid, signal.SIGKILL)
+        killed.append(pool)
+
+
+def _build_killed(builder: SplitBuilder, times: int, job):
+    import threading
+
+    killer = threading.Thread(target=_kill_build_workers, args=(builder, times, time.monotonic() + 60))
+    killer.start()
+    try:
+        return builder.build_all([job])
+    finally:
+        killer.join()
+
+
+def test_a_build_whose_worker_is_killed_is_built_again_in_new_workers(tmp_path):
+    builder = SplitBuilder(threshold=4, workers=1)
+    payload = _payload(1, 60_000)  # seconds of work: the kill lands mid-build
+    dest = tmp_path / "a"
+    try:
+        [meta] = _build_killed(builder, 1, ("event", payload, dest, "a"))
+    finally:
+        builder.close()
+    assert builder.workers_lost == 1
+    assert (meta.num_records, meta.seq_min, meta.seq_max) == (60_000, 1, 60_000)
+    assert Split(dest).bodies() == payload
+    assert not dest.with_name("a.staging").exists()
+
+
+def test_a_build_whose_workers_die_twice_says_so_and_publishes_nothing(tmp_path):
+    from seclake.errors import Unavailable
+
+    builder = SplitBuilder(threshold=4, workers=1)
+    dest = tmp_path / "a"
+    try:
+        with pytest.raises(Unavailable, match="split building failed twice: its worker process died each time"):
+            _build_killed(builder, 2, ("event", _payload(1, 60_000), dest, "a"))
+    finally:
+        builder.close()
+    assert builder.workers_lost == 2
+    assert not dest.exists()
+
+
+def test_builds_go_on_after_a_worker_dies_while_idle(tmp_path):
+    """A pool whose idle worker was killed takes no more work: every build
+    after it used to fail, until a restart (an indexer that never catches up)."""
+    builder = SplitBuilder(threshold=4, workers=1)
+    try:
+        builder.build_all([("event", _payload(1, 10), tmp_path / "a", "a")])
+        pool = builder._pools["build"]
+        for pid in list(pool._processes):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not pool._broken:  # the pool notices the death on its own
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        metas = [builder.build_all([("event", _payload(100 + 10 * i, 10), tmp_path / f"b{i}", f"b{i}")])[0]
+                 for i in range(3)]
+    finally:
+        builder.close()
+    assert [m.seq_min for m in metas] == [100, 110, 120]
+    assert builder.workers_lost == 1

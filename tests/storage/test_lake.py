@@ -49,6 +49,22 @@ def test_unindexed_records_are_replayed_once_after_a_crash(lake_factory, tmp_pat
     assert _docids(third) == list(range(1, 10))
 
 
+def test_a_lake_whose_last_flush_fails_still_stops_and_keeps_the_records_for_its_next_start(lake_factory, monkeypatch, caplog):
+    lake = lake_factory()
+    lake.append([("event", _event(i)) for i in range(5)])
+
+    def broken(jobs):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(lake.builder, "build_all", broken)
+    lake.stop()  # no exception: the lake is let go of all the same (its lock too)
+    assert "the last flush failed; 5 records stay in the log until the next start" in caplog.text
+    monkeypatch.undo()
+    again = lake_factory()
+    again.flush()
+    assert _docids(again) == list(range(1, 6))
+
+
 def test_background_indexer_makes_records_searchable_quickly(lake_factory):
     lake = lake_factory(background=True)
     started = time.monotonic()
