@@ -66,6 +66,9 @@ def import_files(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     services = started_services(data_dir, config)
+    # The build workers start while the first lines are parsed, not when the
+    # first build needs them.
+    services.lake.builder.warm()
     totals = {"accepted": 0, "raw": 0, "rejected": 0, "replayed": 0}
     reasons: list[str] = []
     try:

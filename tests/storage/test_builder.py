@@ -319,3 +319,22 @@ def test_builds_go_on_after_a_worker_dies_while_idle(tmp_path):
         builder.close()
     assert [m.seq_min for m in metas] == [100, 110, 120]
     assert builder.workers_lost == 1
+
+
+def test_warmed_workers_are_up_before_the_first_build_and_build_it(tmp_path):
+    builder = SplitBuilder(threshold=4, workers=2)
+    try:
+        builder.warm()
+        deadline = time.monotonic() + 30
+        while len(builder._pools["build"]._processes) < 2:
+            assert time.monotonic() < deadline, "the workers did not start"
+            time.sleep(0.01)
+        workers = set(builder._pools["build"]._processes)
+        [meta] = builder.build_all([("event", _payload(1, 6), tmp_path / "a", "a")])
+        assert set(builder._pools["build"]._processes) == workers  # built by one of them
+    finally:
+        builder.close()
+    assert meta.num_records == 6 and Split(tmp_path / "a").bodies() == _payload(1, 6)
+    in_process = SplitBuilder(use_worker=False)
+    in_process.warm()  # nothing to start
+    assert in_process._pools == {}
