@@ -135,10 +135,13 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     text = out.read_text()
     assert "This run: 20,000 events" in text and "| Q4 |" in text and "all engines agree" in text
     assert "HTTP / raw" in text and "## Load" in text and "memory while serving" in text
-    # The HTTP layer's cost per request over the engine layer, judged against its target.
+    # The HTTP layer's cost per request over the engine layer, judged against its target on
+    # back-to-back pairs; the difference of the rounds' medians beside it.
     q2 = next(line for line in text.splitlines() if line.startswith("| Q2 |"))
-    wire = (one["queries"]["Q2"]["http"]["median"] - one["queries"]["Q2"]["engine"]["median"]) * 1000 / 2
-    assert f"| {wire:.2f} |" in q2 and ", wire " in q2
+    pairs = one["queries"]["Q2"]["wire_pairs"]
+    assert pairs["n"] == 20
+    rounds = (one["queries"]["Q2"]["http"]["median"] - one["queries"]["Q2"]["engine"]["median"]) * 1000 / 2
+    assert f"| {pairs['median'] * 1000 / 2:.2f} ({rounds:.2f}) |" in q2 and ", wire " in q2
     assert "floor: tantivy alone" in text and "x the tantivy floor" in text and "Disk at rest" in text
     assert json.loads(results.read_text())["name"] == r["name"]
     # Parse rates of every format, with the common names and without.
