@@ -69,14 +69,25 @@ def say_if_incomplete(ctx: Any, response: dict[str, Any]) -> dict[str, Any]:
 def shards(result: SearchResult) -> dict[str, Any]:
     """``_shards`` of a result: one shard per split searched.
 
-    In cluster mode a split whose searchers died or missed the deadline (after
-    one retry) counts as failed and is named under ``failures``, so a partial
-    answer is never silent; the member is absent when nothing failed.
+    A split that gave no answer counts as failed and is named under
+    ``failures``, so a partial answer is never silent; the member is absent
+    when nothing failed.
     """
     out: dict[str, Any] = {"total": result.splits, "successful": result.successful, "failed": len(result.failed)}
     if result.failed:
-        out["failures"] = [{"index": sid, "reason": "no searcher answered for this split"} for sid in result.failed]
+        out["failures"] = failures(result.failed)
     return out
+
+
+# Why a split gave no answer: in cluster mode its searchers died or missed the
+# deadline (after one retry); in any mode the node could not read its files at
+# start (both are in the server log, with the split's id).
+FAILED_SPLIT = ("the split gave no answer: its searchers did not answer (cluster mode) or its files cannot be "
+                "read (see the server log)")
+
+
+def failures(split_ids: list[str]) -> list[dict[str, str]]:
+    return [{"index": sid, "reason": FAILED_SPLIT} for sid in split_ids]
 
 
 def aggregations_of(result: SearchResult, facet_names: dict[str, list[str]]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ The leaves run through a ``LeafExecutor``: in this process by default
 (``InProcessLeaves``), on searcher actors of a Ray cluster in cluster mode
 (``seclake.cluster``). Planning and merging are this module's in both modes.
 A leaf executor may report splits as failed (cluster mode: a searcher died
-or missed the deadline twice); the result then names them in ``failed``.
+or missed the deadline twice; any mode: a split the lake could not read at
+start); the result then names them in ``failed``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from seclake.record.dataset import DATASETS
 from seclake.search.leaf import FacetCounts, LeafHit, LeafResult, LeafTask, fetch_sources, run_leaf
 from seclake.search.plan import SearchPlan
 from seclake.search.pruning import prune
-from seclake.storage.split import Split, meta_of
+from seclake.storage.split import DamagedSplit, Split, meta_of
 
 
 @dataclass
@@ -67,7 +68,8 @@ class SearchResult:
     histograms: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     took_ms: int = 0
     splits: int = 0
-    # Splits that gave no answer (cluster mode): the result is partial when non-empty.
+    # Splits that gave no answer (cluster mode; a split the node cannot read):
+    # the result is partial when non-empty.
     failed: list[str] = field(default_factory=list)
     # With ``SearchPlan.catalog``: record path -> matching records holding it
     # (exact: each split counts its own), and each path's kinds across splits.
@@ -128,7 +130,9 @@ class InProcessLeaves:
 
     Splits are open ``Split`` objects (the lake's), or catalog entries that
     ``open_split`` opens (an API node that reads a lake another node writes).
-    Errors propagate: in one process there is no partial answer.
+    Errors propagate: in one process there is no partial answer, but for
+    the splits the lake could not read at start (``DamagedSplit``), named as
+    failed.
     """
 
     def __init__(self, pool: Executor, open_split: Callable[[Any], Split] | None = None):
@@ -143,11 +147,16 @@ class InProcessLeaves:
         return self.open_split(split)
 
     def search(self, splits: Sequence[Any], task: LeafTask) -> tuple[dict[str, LeafResult], list[str]]:
+        # A split the lake could not read at start is named as failed: the
+        # answer is partial, and says so (``_shards``), like cluster mode's.
+        damaged = [meta_of(s).split_id for s in splits if isinstance(s, DamagedSplit)]
+        splits = [s for s in splits if not isinstance(s, DamagedSplit)]
+
         def run(split: Any) -> LeafResult:
             return run_leaf(self._open(split), task)
 
         results = list(self.pool.map(run, splits)) if len(splits) > 1 else [run(s) for s in splits]
-        return {meta_of(s).split_id: r for s, r in zip(splits, results)}, []
+        return {meta_of(s).split_id: r for s, r in zip(splits, results)}, damaged
 
     def fetch(self, splits: dict[str, Any], hits: Sequence[LeafHit]) -> tuple[dict[tuple[str, int], dict], list[str]]:
         out: dict[tuple[str, int], dict] = {}

@@ -116,6 +116,10 @@ class LakeCollector(Collector):
             records.add_metric([dataset], d["records"])
             size.add_metric([dataset], d["bytes"])
         yield from (splits, records, size)
+        damaged = getattr(self.lake, "damaged", None)
+        if damaged is not None:
+            yield _gauge("seclake_splits_damaged", "Published splits this node could not read at start: searches "
+                         "over their time range name them as failed (see the server log).", len(damaged()))
         wal = getattr(self.lake, "wal", None)
         if wal is None:  # an API node without a lake of its own
             return

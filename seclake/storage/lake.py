@@ -36,7 +36,7 @@ from seclake.storage.janitor import Janitor
 from seclake.storage.layout import Layout
 from seclake.storage.merger import Merger
 from seclake.storage.shelf import Shelf
-from seclake.storage.split import Split
+from seclake.storage.split import DamagedSplit, Split
 from seclake.storage.splitstore import SplitStore
 from seclake.storage.wal import WriteAheadLog, encoded
 
@@ -208,9 +208,30 @@ class Lake:
             if self.store is not None and not path.exists():
                 # This node's disk lost it (a new machine): the store has it.
                 self.store.download(entry.dataset, entry.split_id, path)
-            opened.append(Split(path))
+            opened.append(self._opened_or_damaged(path, entry))
         self.shelf.put(opened)
         self.janitor.leftovers(set(published))
+
+    def _opened_or_damaged(self, path: Path, entry: Any) -> Split:
+        """The split at ``path``, opened if the shelf is warm; a ``DamagedSplit`` if it cannot be read.
+
+        One unreadable split used to stop the lake from starting at all (a
+        traceback, and no search of any day).
+        """
+        try:
+            split = Split(path)
+            return split.open() if self.shelf.warm else split
+        except Exception as e:  # noqa: BLE001 - whatever the damage, the rest of the lake serves
+            reason = f"{type(e).__name__}: {e}"[:300]
+            log.error("split %s (%s, %d records, %s to %s) cannot be read and is left out of searches, which "
+                      "name it as failed, and out of merges: %s; restore its directory %s (from a backup) "
+                      "and restart", entry.split_id, entry.dataset, entry.num_records,
+                      _iso(entry.time_min), _iso(entry.time_max), reason, path)
+            return DamagedSplit(path, entry, reason)
+
+    def damaged(self) -> list[DamagedSplit]:
+        """Published splits this node could not read at start (``DamagedSplit``)."""
+        return [s for s in self.shelf.all() if isinstance(s, DamagedSplit)]
 
     # -- writing --------------------------------------------------------
 
@@ -294,3 +315,7 @@ class Lake:
             d["records"] += s.meta.num_records
             d["bytes"] += s.meta.size_bytes
         return {"datasets": dict(by_ds), "pending": self.flusher.pending(), "indexed_seq": self.flusher.indexed_seq}
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))

@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 import tantivy
 
+from seclake.errors import Unavailable
 from seclake.record.dataset import Dataset
 from seclake.storage.customers import CustomerSet, Customers, from_stored
 from seclake.storage.document import Documents
@@ -413,3 +414,35 @@ class Split:
     def all_records(self) -> Iterable[StoredRecord]:
         """Every record of the split, in docid order."""
         return [StoredRecord(docid, orjson.loads(body), body) for docid, body in self.bodies()]
+
+
+class SplitUnreadable(Unavailable):
+    """A published split whose files this node cannot read."""
+
+
+class DamagedSplit(Split):
+    """A published split this node could not open at start (its directory
+    lost or corrupt: a disk fault, an fsck, a mistaken ``rm``).
+
+    It stays in the lake's listings, so a search over its time range names
+    it as failed (a partial answer, never a silent one) instead of answering
+    as if it held nothing; merges leave it alone, and its catalog row is
+    kept until an operator restores its directory (from a backup) and
+    restarts, or retention removes it. ``meta`` is its catalog entry.
+    """
+
+    def __init__(self, path: Path, entry: Any, reason: str):
+        self.path = path
+        self.meta = entry
+        self.reason = reason
+        self._opened = None
+        self._lock = threading.Lock()
+
+    def open(self) -> Split:
+        return self  # nothing to open: searches skip it and say so
+
+    def _open(self):  # type: ignore[override]
+        raise SplitUnreadable(
+            f"split {self.meta.split_id} ({self.meta.dataset}, {self.meta.num_records:,} records) cannot be read "
+            f"on this node: {self.reason}"
+        )

@@ -193,3 +193,33 @@ def test_a_killed_build_worker_is_replaced_and_counted(start_server):
     imported_and_searchable(1000, 1000)
     imported_and_searchable(2000, 1000)
     assert sample(scrape(server), "seclake_workers_lost_total") == 1
+
+
+def test_a_server_with_a_lost_split_starts_answers_from_the_rest_and_says_which_split_is_missing(
+        start_server, tmp_path):
+    import shutil
+
+    import orjson
+
+    data = tmp_path / "data"
+    server = start_server(data)
+    token = server.login()
+    day = 86_400_000
+    body = b"\n".join(orjson.dumps({"@timestamp": 1_763_683_200_000 + (i % 2) * day, "@message": f"lost{i % 2} n{i}"})
+                      for i in range(40))
+    assert server.http.post("/api/import/bulk", content=body,
+                            headers={"Servicetoken": token}).json()["response"]["accepted"] == 40
+    server.services.lake.flush()
+    [lost] = [s for s in server.services.lake.splits("event") if s.meta.time_min < 1_763_683_200_000 + day]
+    server.stop()
+    shutil.rmtree(lost.path)
+
+    again = start_server(data)  # it used to refuse to start
+    token = again.login()
+    found = _search(again, token, "n*")
+    assert found["hits"]["total"] == 20
+    assert all(h["_source"]["@message"].startswith("lost1") for h in found["hits"]["hits"])
+    assert found["_shards"]["failed"] == 1
+    assert found["_shards"]["failures"][0]["index"] == lost.meta.split_id
+    assert "cannot be read" in found["_shards"]["failures"][0]["reason"]
+    assert sample(scrape(again), "seclake_splits_damaged") == 1

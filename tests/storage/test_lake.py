@@ -65,6 +65,46 @@ def test_a_lake_whose_last_flush_fails_still_stops_and_keeps_the_records_for_its
     assert _docids(again) == list(range(1, 6))
 
 
+def test_a_split_that_cannot_be_read_leaves_the_lake_serving_the_rest_and_is_named_by_searches(
+        lake_factory, caplog, monkeypatch):
+    """One lost or corrupt split directory used to stop the lake from starting at all."""
+    import shutil
+    from concurrent.futures import ThreadPoolExecutor
+
+    from seclake.query import ast
+    from seclake.search.plan import SearchPlan
+    from seclake.search.root import Root
+
+    lake = lake_factory()
+    lake.append([("event", _event(i)) for i in range(10)])  # day 0, split A
+    lake.flush()
+    lake.append([("event", _event(i, day=i % 2)) for i in range(10, 30)])  # day 0 split B, day 1
+    lake.flush()
+    first = min(lake.splits("event"), key=lambda s: s.meta.seq_min)
+    lost_id, lost_path = first.meta.split_id, first.path
+    lake.stop()
+    shutil.rmtree(lost_path)
+
+    again = lake_factory(background=False)
+    assert [s.meta.split_id for s in again.damaged()] == [lost_id]
+    assert f"split {lost_id} (event, 10 records, 2025-11-21T00:00:00Z" in caplog.text
+    assert str(lost_path) in caplog.text
+    with ThreadPoolExecutor(2) as pool:
+        root = Root(again.splits, pool)
+        whole = root.search(SearchPlan(dataset="event", query=ast.MatchAll(), limit=50))
+        assert whole.failed == [lost_id]  # partial, and it says which split is missing
+        assert whole.total == 20 and sorted(h.docid for h in whole.hits) == list(range(11, 31))
+        other_day = root.search(SearchPlan(dataset="event", query=ast.MatchAll(), range_from=DAY0 + DAY_MS))
+        assert other_day.failed == [] and other_day.total == 10
+    # Merges leave it alone (a merge of it would fail, every round), and merge the rest.
+    again.append([("event", _event(i, day=1)) for i in range(30, 40)])
+    again.flush()
+    monkeypatch.setattr(merge, "SETTLE_MS", 0)
+    assert again.merge() == 1  # day 1's two splits; day 0's readable split has nothing to merge with
+    assert lost_id in {e.split_id for e in again.catalog.entries(PUBLISHED)}
+    assert [s.meta.split_id for s in again.damaged()] == [lost_id]
+
+
 def test_background_indexer_makes_records_searchable_quickly(lake_factory):
     lake = lake_factory(background=True)
     started = time.monotonic()

@@ -80,7 +80,7 @@ def event_search(ctx: CallContext, args: EventSearchRequest) -> dict[str, Any]:
         "terms": highlight_terms(shown),
     }
     if result.failed:
-        # Cluster mode only: some splits gave no answer; say so, and which.
+        # Some splits gave no answer (cluster mode, or damaged): say so, and which.
         response["_shards"] = shards(result)
     if plan.facets or plan.histograms:
         aggs: dict[str, Any] = {}

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from seclake.api.calls.events import data_type_of
-from seclake.api.hitwrapper import say_if_incomplete
+from seclake.api.hitwrapper import failures, say_if_incomplete
 from seclake.api.options import build_plan
 from seclake.api.registry import CallContext, call
 from seclake.api.reply import CatalogReply
@@ -41,7 +41,6 @@ def catalog(ctx: CallContext, args: CatalogRequest) -> dict[str, Any]:
                     "sources": f.sources, "examples": f.examples} for f in found.fields],
     }
     if found.failed:
-        # Cluster mode only: some splits gave no answer; the counts are partial.
-        response["_shards"] = {"failed": len(found.failed), "failures": [
-            {"index": sid, "reason": "no searcher answered for this split"} for sid in found.failed]}
+        # Some splits gave no answer (cluster mode, or damaged): the counts are partial.
+        response["_shards"] = {"failed": len(found.failed), "failures": failures(found.failed)}
     return say_if_incomplete(ctx, response)
