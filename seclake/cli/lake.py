@@ -20,6 +20,7 @@ from seclake.ingest.vendor import validate_vendor
 from seclake.service.demo import load_demo
 from seclake.service.idempotency import LOCAL, MAX_KEY, parse_key
 from seclake.settings import load_settings
+from seclake.storage.lake import Lake
 
 console = Console(stderr=True)
 
@@ -66,9 +67,10 @@ def import_files(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     services = started_services(data_dir, config)
-    # The build workers start while the first lines are parsed, not when the
-    # first build needs them.
-    services.lake.builder.warm()
+    if isinstance(services.lake, Lake):  # not an API node that hands imports on
+        # The build workers start while the first lines are parsed, not when
+        # the first build needs them.
+        services.lake.builder.warm()
     totals = {"accepted": 0, "raw": 0, "rejected": 0, "replayed": 0}
     reasons: list[str] = []
     try:

@@ -67,6 +67,15 @@ def test_import_of_flows_and_a_bad_type(tmp_path):
     assert bad.exit_code == 1 and "type" in bad.output
 
 
+def test_import_on_a_node_that_does_not_ingest_says_where_to_send_it(tmp_path):
+    f = tmp_path / "auth.log"
+    f.write_text("<38>Nov 21 10:00:01 bastion sshd[411]: Failed password for root from 203.0.113.7 port 1 ssh2\n")
+    result = runner.invoke(app, ["import", str(f), "--data-dir", str(tmp_path / "data")],
+                           env={"SECLAKE_ADMIN_PASSWORD": "admin-test-password", "SECLAKE_INGEST": "false"})
+    assert result.exit_code == 1, result.output
+    assert "error: this API node does not ingest (setting ingest = false)" in result.output
+
+
 def test_import_with_a_run_key_stores_each_batch_once(tmp_path, monkeypatch):
     from seclake.service import ingestion
 
