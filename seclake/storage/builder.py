@@ -283,7 +283,7 @@ class SplitBuilder:
         except BrokenProcessPool:
             raise Unavailable(
                 "split building failed twice: its worker process died each time (killed, or out of memory?); "
-                "the records are kept in the log and indexed at the lake's next start"
+                "the records stay in the log, for a later flush or the lake's next start"
             ) from None
 
     def _run(self, fn, *args, kind: str = BUILD) -> SplitMeta:
