@@ -32,23 +32,18 @@ lists what the same change did, as ``"<field>: <old> -> <new>"`` strings.
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
 from typing import Any
 
 from seclake.detect.scorelevel import Bands, score_level
+from seclake.record.moment import iso, utc
 from seclake.record.value import as_number, scalar_text
 
 STATUSES = ("new", "acknowledged", "resolved")
 SYSTEM = "system"
-# Day labels exist for years 1970..9999; timestamps outside are clamped, not refused:
-# a summary must never stop the ingestion path that folds behaviors into it.
-MAX_MS = 253_402_300_799_999
-
-
 def day_of(timestamp_ms: int) -> str:
-    """``YYYY-MM-DD`` of an epoch-ms instant, in UTC."""
-    ms = min(max(int(timestamp_ms), 0), MAX_MS)
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d")
+    """``YYYY-MM-DD`` of an epoch-ms instant, in UTC (years 1970..9999: a
+    summary must never stop the ingestion path that folds behaviors into it)."""
+    return utc(timestamp_ms).strftime("%Y-%m-%d")
 
 
 def summary_id(key: str, key_type: str, day: str, customer: str = "") -> str:
@@ -85,7 +80,7 @@ def fold(
         summary["status"] = "new"
         comments = list(comments or [])
         comments.append({
-            "content": f"Reopened: new behavior {name!r} (rule {rule!r}) at {_iso(ts)}.",
+            "content": f"Reopened: new behavior {name!r} (rule {rule!r}) at {iso(ts)}.",
             "actions": ["status: resolved -> new"],
             "username": SYSTEM,
             "createdOn": now_ms,
@@ -252,8 +247,3 @@ def _texts(value: Any) -> list[str]:
     if not isinstance(value, list):
         return []
     return [_text(v) for v in value if v is not None]
-
-
-def _iso(ms: int) -> str:
-    ms = min(max(ms, 0), MAX_MS)
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from seclake.db.database import Database
+from seclake.record.moment import iso
 from seclake.storage import memory, partition
 from seclake.storage.builder import SplitBuilder
 from seclake.storage.catalog import PUBLISHED, Catalog
@@ -226,7 +227,7 @@ class Lake:
             log.error("split %s (%s, %d records, %s to %s) cannot be read and is left out of searches, which "
                       "name it as failed, and out of merges: %s; restore its directory %s (from a backup) "
                       "and restart", entry.split_id, entry.dataset, entry.num_records,
-                      _iso(entry.time_min), _iso(entry.time_max), reason, path)
+                      iso(entry.time_min), iso(entry.time_max), reason, path)
             return DamagedSplit(path, entry, reason)
 
     def damaged(self) -> list[DamagedSplit]:
@@ -315,7 +316,3 @@ class Lake:
             d["records"] += s.meta.num_records
             d["bytes"] += s.meta.size_bytes
         return {"datasets": dict(by_ds), "pending": self.flusher.pending(), "indexed_seq": self.flusher.indexed_seq}
-
-
-def _iso(ms: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))

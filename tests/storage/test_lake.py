@@ -87,7 +87,7 @@ def test_a_split_that_cannot_be_read_leaves_the_lake_serving_the_rest_and_is_nam
 
     again = lake_factory(background=False)
     assert [s.meta.split_id for s in again.damaged()] == [lost_id]
-    assert f"split {lost_id} (event, 10 records, 2025-11-21T00:00:00Z" in caplog.text
+    assert f"split {lost_id} (event, 10 records, 2025-11-21T00:00:00.000Z" in caplog.text
     assert str(lost_path) in caplog.text
     with ThreadPoolExecutor(2) as pool:
         root = Root(again.splits, pool)
