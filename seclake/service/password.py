@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import unicodedata
 from collections.abc import Sequence
+from functools import cached_property
 
 from argon2 import PasswordHasher as _Argon2, Type
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
@@ -35,14 +36,12 @@ class PasswordHasher:
         )
         # Verified against when a username is unknown, so that an unknown
         # user costs the same time as a wrong password.
-        self._dummy_hash: str | None = None
         if eager:
-            self._dummy()
+            self._dummy  # noqa: B018 - made now
 
+    @cached_property
     def _dummy(self) -> str:
-        if self._dummy_hash is None:
-            self._dummy_hash = self._argon2.hash(secrets.token_urlsafe(24))
-        return self._dummy_hash
+        return self._argon2.hash(secrets.token_urlsafe(24))
 
     def hash(self, password: str) -> str:
         return self._argon2.hash(password)
@@ -54,7 +53,7 @@ class PasswordHasher:
             return False
 
     def verify_dummy(self, password: str) -> bool:
-        self.verify(self._dummy(), password)
+        self.verify(self._dummy, password)
         return False
 
     def needs_rehash(self, password_hash: str) -> bool:

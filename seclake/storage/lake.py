@@ -232,7 +232,7 @@ class Lake:
 
     def damaged(self) -> list[DamagedSplit]:
         """Published splits this node could not read at start (``DamagedSplit``)."""
-        return [s for s in self.shelf.all() if isinstance(s, DamagedSplit)]
+        return self.shelf.damaged()
 
     # -- writing --------------------------------------------------------
 

@@ -21,7 +21,7 @@ from seclake.storage.janitor import Janitor
 from seclake.storage.layout import Layout
 from seclake.storage.merge import merge_candidates
 from seclake.storage.shelf import Shelf
-from seclake.storage.split import DamagedSplit, Split, SplitAborted
+from seclake.storage.split import Split, SplitAborted
 
 log = logging.getLogger("seclake.lake")
 
@@ -58,7 +58,7 @@ class Merger:
             now_ms = int(time.time() * 1000)
             # A split this node cannot read stays as it is (``DamagedSplit``):
             # a merge of it would fail, and be tried again, every round.
-            damaged = {s.meta.split_id for s in self.shelf.all() if isinstance(s, DamagedSplit)}
+            damaged = {s.meta.split_id for s in self.shelf.damaged()}
             entries = [e for e in self.catalog.entries(PUBLISHED) if e.split_id not in damaged]
             groups = merge_candidates(entries, now_ms=now_ms, partitions=self.partitions)
             workers = max(1, min(self.builder.merge_workers, len(groups)))

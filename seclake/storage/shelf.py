@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 
-from seclake.storage.split import Split
+from seclake.storage.split import DamagedSplit, Split
 
 
 class Shelf:
@@ -57,6 +57,10 @@ class Shelf:
     def all(self) -> list[Split]:
         with self._lock:
             return list(self._splits.values())
+
+    def damaged(self) -> list[DamagedSplit]:
+        """The splits here this node could not read at start."""
+        return [s for s in self.all() if isinstance(s, DamagedSplit)]
 
     def overlapping(self, dataset: str, time_from: int | None, time_to: int | None) -> list[Split]:
         """The splits of a dataset that overlap [time_from, time_to], oldest first."""
