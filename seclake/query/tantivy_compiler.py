@@ -105,7 +105,7 @@ class TantivyCompiler:
         return self._pattern_query(node.path, node.pattern)
 
     def _Exists(self, node: ast.Exists) -> Query:
-        return Query.term_query(self.schema, "ex", node.path)
+        return self.split.exists_query(node.path)
 
     def _Cidr(self, node: ast.Cidr) -> Query:
         field = self.fields.ips.get(node.path)

@@ -8,6 +8,7 @@ those ties are fetched again ordered by docId: pages never repeat or skip.
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -195,12 +196,12 @@ class Leaf:
         if sort_field == "ts":
             present, total = self.query, None
         else:
-            present = self._and((Occur.Must, Query.term_query(self.schema, "ex", sort_path)))
+            present = self._and((Occur.Must, self.split.exists_query(sort_path)))
         res = self.searcher.search(present, k, order_by_field=sort_field, order=order)
         hits = self._with_ties(present, res, sort_field, descending, k)
         total = res.count if sort_field == "ts" else self.count()
         if len(hits) < k and total > res.count:
-            missing = self._and((Occur.MustNot, Query.term_query(self.schema, "ex", sort_path)))
+            missing = self._and((Occur.MustNot, self.split.exists_query(sort_path)))
             more = self.searcher.search(missing, k - len(hits), order_by_field="docid", order=order)
             hits.extend(self._hit(None, docid, a, descending) for docid, a in more.hits)
         return total, hits
@@ -251,9 +252,16 @@ class Leaf:
         return counts
 
     def paths(self) -> dict[str, int]:
-        """Matching records per record path: the existence terms, counted under the query."""
-        return {term: n for term, n in self.searcher.terms_with_prefix("ex", "", filter_query=self.query,
-                                                                       limit=CATALOG_PATHS) if n > 0}
+        """Matching records per record path: the existence terms and the
+        records of each shape (format 3), counted under the query."""
+        counts = {term: n for term, n in self.searcher.terms_with_prefix("ex", "", filter_query=self.query,
+                                                                         limit=CATALOG_PATHS) if n > 0}
+        shapes = self.split.meta.shapes
+        if shapes is not None:
+            shapes.count_paths(self.searcher.terms_with_prefix("sh", "", filter_query=self.query), counts)
+            if len(counts) > CATALOG_PATHS:
+                counts = dict(heapq.nlargest(CATALOG_PATHS, counts.items(), key=lambda item: item[1]))
+        return counts
 
     def histogram(self, starts: tuple[int, ...], end: int) -> list[int]:
         if not starts:

@@ -32,6 +32,7 @@ from seclake.record.dataset import Dataset
 from seclake.record.flatten import MAX_DEPTH
 from seclake.record.value import as_ip, as_number, keyword, scalar_text
 from seclake.storage.fieldmap import SEP, FieldMap, cut
+from seclake.storage.shape import Shapes
 
 # What a path is, by its name alone (the dataset decides).
 TIME, TEXT, DATE, KEYWORD = range(4)
@@ -77,9 +78,12 @@ class Documents:
     def __init__(self, dataset: Dataset, version: int = 2):
         """``version``: the split format (split.py). Format 1 puts text values
         with a field of their own in the default field ``all`` as well, and
-        spells every facet term out as ``key \\0 spelling``."""
+        spells every facet term out as ``key \\0 spelling``. Format 3 gives
+        a record one shape term (``sh``) instead of its existence terms
+        (``shape.py``), numbered in ``shapes``."""
         self.dataset = dataset
         self.version = version
+        self.shapes = Shapes() if version >= 3 else None
         # Format 2: the top-level text fields (the message) whose words make
         # keyword values found in them redundant in ``all`` (``_within``).
         self._messages = () if version == 1 else tuple(p for p in sorted(dataset.text_fields) if "." not in p)
@@ -87,7 +91,7 @@ class Documents:
         self._root: dict[str, _Path] = {}
         self._nodes: list[_Path] = []
         self._cached = 0
-        self._shapes: dict[tuple[_Path, ...], list[str]] = {}
+        self._shapes: dict[tuple[_Path, ...], tuple[list[str], list[str] | None]] = {}
         self._shape_leaves = 0
 
     def document(self, source: dict[str, Any], docid: int, ts: int) -> dict[str, Any]:
@@ -111,17 +115,23 @@ class Documents:
             doc["fr"] = [t for t in fr.values() if t is not None]
         else:
             doc["fr"] = list(fr.values())
-        doc["ex"] = self._existence(seen)
+        ex, sh = self._existence(seen)
+        doc["ex"] = ex
+        if sh is not None:
+            doc["sh"] = sh
         doc["all"] = text
         return doc
 
-    def _existence(self, seen: list[_Path]) -> list[str]:
-        """The existence terms of a record whose leaves have the paths ``seen``.
+    def _existence(self, seen: list[_Path]) -> tuple[list[str], list[str] | None]:
+        """The existence terms and the shape term (format 3) of a record whose
+        leaves have the paths ``seen``: (terms, None) before format 3, ([],
+        [shape]) in it, (terms, None) there too when the split's table of
+        shapes is full.
 
         Records of one source have a few shapes (the same paths in the same
         order), so the terms are made once per shape: a union of ~40 terms
-        per record was a tenth of the walk. The list is shared by the
-        documents of a shape (tantivy only reads it).
+        per record was a tenth of the walk. The lists are shared by the
+        documents of a shape (tantivy only reads them).
         """
         shape = tuple(seen)
         terms = self._shapes.get(shape)
@@ -129,7 +139,11 @@ class Documents:
             union: set[str] = set()
             for p in seen:
                 union.update(p.ex)
-            terms = list(union)
+            terms = (list(union), None)
+            if self.shapes is not None and union:
+                number = self.shapes.number(terms[0])
+                if number is not None:
+                    terms = ([], [number])
             if self._shape_leaves + len(shape) > self.SHAPE_LIMIT:
                 self._shapes.clear()
                 self._shape_leaves = 0

@@ -19,7 +19,13 @@ Two formats are read; splits are written in the newest:
   has one keyword term (``kw``, which facets count), its text in ``kt``
   where it differs, and a facet term in ``fr`` only when it is not spelled
   as its keyword (``document.py``). Numbers, addresses, times and docIds
-  are fast fields only. A merge reads either format and writes 2.
+  are fast fields only.
+- **3**: as 2, but a record's existence terms (``ex``: its paths and their
+  parents) are one shape term (``sh``) numbering its set of paths in
+  ``split.json`` (``shape.py``); past the table's bounds, records of new
+  shapes keep ``ex``.
+
+A merge reads any of them and writes the newest.
 """
 
 from __future__ import annotations
@@ -43,9 +49,10 @@ from seclake.storage.customers import CustomerSet, Customers, from_stored
 from seclake.storage.document import Documents
 from seclake.storage import recordstore
 from seclake.storage.fieldmap import TOKENIZER, FieldMap
+from seclake.storage.shape import Shapes
 
-FORMAT_VERSION = 2
-READABLE_FORMATS = (1, 2)
+FORMAT_VERSION = 3
+READABLE_FORMATS = (1, 2, 3)
 # The format new splits are written in; tests of reading older splits set it.
 WRITE_FORMAT = FORMAT_VERSION
 META_FILE = "split.json"
@@ -90,9 +97,11 @@ class SplitMeta:
     # so a copy (a download from the split store) is checked byte for byte;
     # None for splits written before splits recorded them.
     files: dict[str, str] | None = None
+    # Format 3: the numbered path sets of its records (``shape.py``).
+    shapes: Shapes | None = None
 
     def to_json(self) -> dict:
-        return {
+        data = {
             "format_version": self.format_version,
             "split_id": self.split_id,
             "dataset": self.dataset,
@@ -106,6 +115,9 @@ class SplitMeta:
             "customers": None if self.customers is None else list(self.customers),
             "files": self.files,
         }
+        if self.shapes is not None:
+            data["shapes"] = self.shapes.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "SplitMeta":
@@ -125,6 +137,7 @@ class SplitMeta:
             customers=from_stored(data.get("customers")),
             files=data.get("files"),
             format_version=version,
+            shapes=Shapes.from_json(data["shapes"]) if version >= 3 else None,
         )
 
 
@@ -147,7 +160,8 @@ def build_schema(fields: FieldMap, version: int = FORMAT_VERSION) -> tantivy.Sch
     sb.add_integer_field("ts", fast=True, indexed=indexed)
     if version == 1:
         sb.add_bytes_field("src", stored=True)
-    for name in ("kw", "fr", "ex") if version == 1 else ("kw", "kt", "fr", "ex"):
+    terms = ("kw", "fr", "ex") if version == 1 else ("kw", "kt", "fr", "ex") if version == 2 else ("kw", "kt", "fr", "ex", "sh")
+    for name in terms:
         sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
     sb.add_text_field("all", tokenizer_name=TOKENIZER, index_option="position")
     for name in fields.texts.values():
@@ -252,6 +266,8 @@ def _write(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, stagin
         fields=fields,
         customers=customers.customers,
         format_version=version,
+        # As a reader holds it: the writer's index of path sets need not travel back from a worker.
+        shapes=None if documents.shapes is None else Shapes.from_json(documents.shapes.to_json()),
     )
     meta.size_bytes = sum(p.stat().st_size for p in staging.iterdir() if p.is_file())
     meta.files = {p.name: file_digest(p) for p in index_files(staging)}
@@ -371,6 +387,20 @@ class Split:
         if self.meta.format_version == 1:
             return ("all",)
         return ("all", *self.fields.texts.values())
+
+    def exists_query(self, path: str) -> tantivy.Query:
+        """The records of this split that have ``path`` (a leaf or a parent)."""
+        terms = tantivy.Query.term_query(self.schema, "ex", path)
+        shapes = self.meta.shapes
+        if shapes is None:
+            return terms
+        having = shapes.having(path)
+        if not having:
+            return terms if shapes.spilled else tantivy.Query.empty_query()
+        by_shape = tantivy.Query.term_set_query(self.schema, "sh", having)
+        if not shapes.spilled:
+            return by_shape
+        return tantivy.Query.boolean_query([(tantivy.Occur.Should, terms), (tantivy.Occur.Should, by_shape)])
 
     def keyword_fields(self) -> tuple[str, ...]:
         """The fields whose terms patterns and string ranges over keywords run on."""

@@ -17,19 +17,23 @@ from seclake.query.parser import parse, parse_filters
 from seclake.record.dataset import DATASETS
 from seclake.search.plan import SearchPlan
 from seclake.search.root import Root
-from seclake.storage import split
+from seclake.storage import shape, split
 from seclake.storage.lake import Lake
 from tests.query.fixtures import load_match_cases
 
 CASES = load_match_cases()
 
 
-@pytest.fixture(scope="module", params=[2, 1], ids=["format2", "format1"])
+@pytest.fixture(scope="module", params=[3, "3spilled", 2, 1], ids=["format3", "format3spilled", "format2", "format1"])
 def engines(tmp_path_factory, request):
     """One lake per dataset of the cases, holding that dataset's records, in
-    splits of each format the engine reads (format 1: splits written before 2)."""
+    splits of each format the engine reads (1 and 2: splits written by an
+    earlier seclake), and in format 3 with a table of two shapes, so most
+    records keep existence terms beside the shapes of the first two."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(split, "WRITE_FORMAT", request.param)
+        if request.param == "3spilled":
+            mp.setattr(shape, "MAX_SHAPES", 2)
+        mp.setattr(split, "WRITE_FORMAT", 3 if request.param == "3spilled" else request.param)
         yield from _engines(tmp_path_factory)
 
 

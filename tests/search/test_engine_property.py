@@ -22,7 +22,7 @@ from seclake.query.matcher import matches
 from seclake.record.dataset import EVENTS
 from seclake.search.plan import SearchPlan
 from seclake.search.root import Root
-from seclake.storage import split
+from seclake.storage import shape, split
 from seclake.storage.lake import Lake
 
 WORDS = ["deny", "Deny", "accept", "quarantined", "unquarantined", "admin", "Admin", "mimikatz.exe", "", "443", "007", "7"]
@@ -93,10 +93,19 @@ queries = st.recursive(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(recs=st.lists(records(), min_size=1, max_size=25), qs=st.lists(queries, min_size=1, max_size=8))
-@pytest.mark.parametrize("first_format", [2, 1], ids=["format2", "format1and2"])
-def test_engine_equals_matcher(tmp_path_factory, recs, qs, first_format):
+@pytest.mark.parametrize("first_format, shapes", [(2, 1024), (1, 1024), (3, 1)],
+                         ids=["format2and3", "format1and3", "format3spilled"])
+def test_engine_equals_matcher(tmp_path_factory, recs, qs, first_format, shapes):
     """The first half goes to a split of ``first_format``, the second to one
-    of the newest: answers are the same over old, new and mixed splits."""
+    of the newest: answers are the same over old, new and mixed splits, and
+    over splits whose table of record shapes (format 3) holds only the first
+    shape, the other records keeping their existence terms."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(shape, "MAX_SHAPES", shapes)
+        _engine_equals_matcher(tmp_path_factory, recs, qs, first_format)
+
+
+def _engine_equals_matcher(tmp_path_factory, recs, qs, first_format):
     base = tmp_path_factory.mktemp("prop")
     db = Database(f"sqlite:///{base / 'meta.db'}")
     db.migrate()

@@ -20,13 +20,13 @@ from seclake.ingest.parser import parse_line
 from seclake.record.dataset import EVENTS, FLOWS, SUMMARIES, Dataset
 from seclake.record.flatten import MAX_DEPTH, leaves
 from seclake.record.value import as_ip, as_number, keyword, keyword_terms, scalar_text, tokens
-from seclake.storage import document
+from seclake.storage import document, shape
 from seclake.storage.document import Documents, _outside
 from seclake.storage.fieldmap import SEP, FieldMap, cut
 from seclake.storage.split import time_of
 
 
-def reference(sources: list[dict], dataset: Dataset, version: int = 2) -> tuple[FieldMap, list[dict]]:
+def reference(sources: list[dict], dataset: Dataset, version: int = 3) -> tuple[FieldMap, list[dict]]:
     fields = FieldMap()
     for source in sources:
         for path, value in leaves(source):
@@ -95,12 +95,17 @@ def facet_term(key: str, spelling: str, version: int) -> str | None:
     return key + SEP + spelling
 
 
-def built(sources: list[dict], dataset: Dataset, version: int = 2) -> tuple[FieldMap, list[dict]]:
+def built(sources: list[dict], dataset: Dataset, version: int = 3) -> tuple[FieldMap, list[dict]]:
     documents = Documents(dataset, version)
     docs = [documents.document(s, i, time_of(s, dataset)) for i, s in enumerate(sources)]
     # Term fields are sets to the index (no positions); text and typed values keep their order.
     for d in docs:
-        d["kw"], d["fr"], d["ex"] = set(d["kw"]), set(d["fr"]), set(d["ex"])
+        ex = set(d["ex"])
+        for term in d.pop("sh", ()):  # format 3: a record's paths are its shape's, in the split's table
+            shapes = documents.shapes
+            assert not ex, "a record has a shape or existence terms, not both"
+            ex.update(shapes.paths[i] for i in shapes.sets[int(term)])
+        d["kw"], d["fr"], d["ex"] = set(d["kw"]), set(d["fr"]), ex
         if "kt" in d:
             d["kt"] = set(d["kt"])
     return documents.fields, docs
@@ -115,7 +120,7 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def assert_same(sources: list[dict], dataset: Dataset, version: int = 2) -> None:
+def assert_same(sources: list[dict], dataset: Dataset, version: int = 3) -> None:
     want_fields, want = reference(sources, dataset, version)
     got_fields, got = built(sources, dataset, version)
     assert got_fields.to_json() == want_fields.to_json()
@@ -132,7 +137,7 @@ def test_demo_records_give_the_same_documents():
         if parsed is not None:
             sources[line.dataset].append(parsed[0])
     assert len(sources["event"]) > 1000 and len(sources["flow"]) > 300
-    for version in (2, 1):  # split formats
+    for version in (3, 2, 1):  # split formats
         assert_same(sources["event"], EVENTS, version)
         assert_same(sources["flow"], FLOWS, version)
 
@@ -198,6 +203,27 @@ def test_the_same_documents_whatever_the_shape_cache_keeps(monkeypatch):
                for i in range(40)]
     sources.append({"@fields": {f"k{i}": i for i in range(50)}})
     assert_same(sources, EVENTS)
+
+
+def test_records_past_the_table_of_shapes_keep_their_existence_terms(monkeypatch):
+    # A split of records each of its own shape must not grow split.json
+    # without bound: past the table's bounds, a record of a new shape has
+    # its existence terms, as in format 2; records of known shapes still
+    # get their shape.
+    monkeypatch.setattr(shape, "MAX_SHAPES", 3)
+    sources = [{"@fields": {f"k{i % 6}": i, "port": 1}} for i in range(12)]
+    assert_same(sources, EVENTS)
+    documents = Documents(EVENTS, 3)
+    docs = [documents.document(s, i, 0) for i, s in enumerate(sources)]
+    assert [("sh" in d, bool(d["ex"])) for d in docs[:6]] == [(True, False)] * 3 + [(False, True)] * 3
+    assert all("sh" in d for d in docs[6:9])  # k0..k2 again: shapes 0..2
+    assert documents.shapes.spilled and len(documents.shapes.sets) == 3
+    monkeypatch.setattr(shape, "MAX_SHAPES", 1000)
+    monkeypatch.setattr(shape, "MAX_MEMBERS", 5)  # the paths of one shape: @fields, .k0, .port
+    documents = Documents(EVENTS, 3)
+    docs = [documents.document(s, i, 0) for i, s in enumerate(sources[:2])]
+    assert "sh" in docs[0] and "sh" not in docs[1]
+    assert sorted(docs[1]["ex"]) == ["@fields", "@fields.k1", "@fields.port"]
 
 
 def _contiguous(part: list[str], whole: list[str]) -> bool:

@@ -244,17 +244,15 @@ def test_a_server_lake_opens_new_splits_before_publishing_them(lake_factory, mon
         assert all(("open", i) in order[:at] for i in ids), order
 
 
-def test_splits_of_the_older_format_are_read_and_merged_into_the_newest(lake_factory, monkeypatch):
+def test_splits_of_the_older_formats_are_read_and_merged_into_the_newest(lake_factory, monkeypatch):
     lake = lake_factory()
-    with monkeypatch.context() as m:
-        m.setattr(split, "WRITE_FORMAT", 1)  # written by an earlier seclake
-        for batch in range(5):
+    for batch in range(9):
+        with monkeypatch.context() as m:
+            if batch < 6:  # written by an earlier seclake
+                m.setattr(split, "WRITE_FORMAT", 1 if batch < 3 else 2)
             lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
             lake.flush()
-    for batch in range(5, 9):
-        lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
-        lake.flush()
-    assert sorted(s.meta.format_version for s in lake.splits("event")) == [1] * 5 + [2] * 4
+    assert sorted(s.meta.format_version for s in lake.splits("event")) == [1] * 3 + [2] * 3 + [3] * 3
     before = {r.docid: r.body for s in lake.splits("event") for r in s.all_records()}
     assert lake.merge() == 1
     (merged,) = lake.splits("event")
