@@ -20,11 +20,11 @@ from seclake.query import ast, datemath
 from seclake.query.cost import query_bytes
 from seclake.query.pattern import full_matcher
 from seclake.record.dataset import Dataset
-from seclake.record.flatten import exists_at, leaves
+from seclake.record.flatten import exists_at, leaves, values_at
 from seclake.record.value import as_number, ip_in_network, keyword, scalar_text, tokens
 
 Matcher = Callable[[dict], bool]
-_NONE: list = []  # shared, never mutated: the values of an absent path
+
 
 
 def matches(node: ast.Node, record: dict, dataset: Dataset) -> bool:
@@ -59,24 +59,21 @@ class RecordView:
     def __init__(self, data: dict, dataset: Dataset):
         self.data = data
         self.dataset = dataset
-        self._values: dict[str, list] | None = None
+        self._values: dict[str, list] = {}
         self._lowered: dict[str | None, list[str]] = {}
         self._tokens: dict[str, list[str]] = {}
         self._keywords: dict[str, frozenset[str]] = {}
 
     def values(self, path: str) -> list:
-        flat = self._values
-        if flat is None:
-            # One walk over the record serves every path any rule asks for;
-            # leaves() is also what indexing walks, so engine and matcher agree.
-            flat = self._values = {}
-            for leaf_path, value in leaves(self.data):
-                got = flat.get(leaf_path)
-                if got is None:
-                    flat[leaf_path] = [value]
-                else:
-                    got.append(value)
-        return flat.get(path, _NONE)
+        # Looked up path by path (values_at gives what leaves(), which
+        # indexing walks, gives at the path): the rules ask a record for a
+        # few paths, most stop at their first (event.category), where a walk
+        # over all ~45 leaves of a log record served them all (the starter
+        # pack's event rules: 20.5 -> 16.8 us per record).
+        got = self._values.get(path)
+        if got is None:
+            got = self._values[path] = values_at(self.data, path)
+        return got
 
     def keywords(self, path: str) -> frozenset[str]:
         """Every spelling a keyword term matches a value of ``path`` by: its

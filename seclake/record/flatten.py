@@ -7,6 +7,7 @@ null leaves are absent, as if the field were missing.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 Scalar = str | int | float | bool
@@ -50,7 +51,8 @@ def _leaf(path: str, value: Any, depth: int, out: list) -> None:
 
 def values_at(record: dict[str, Any], path: str) -> list[Scalar]:
     """The values ``leaves(record)`` gives at ``path``, found without walking
-    the whole record (a rule's key, a field of records searched in memory).
+    the whole record (a rule's fields, a rule's key, a field of records
+    searched in memory).
 
     Arrays at any level are walked; keys may contain dots (``{"a.b": 1}``
     is at ``a.b``), so every way to cut the path into keys is tried,
@@ -59,33 +61,43 @@ def values_at(record: dict[str, Any], path: str) -> list[Scalar]:
     as ``leaves`` cuts it.
     """
     out: list[Scalar] = []
-    _lookup(record, path.split("."), 0, 0, out)
+    cuts = _cuts(path)
+    _lookup(record, cuts, len(cuts), 0, 0, out)
     return out
 
 
-def _lookup(node: dict, parts: list[str], i: int, depth: int, out: list) -> None:
+@lru_cache(maxsize=4096)
+def _cuts(path: str) -> tuple[tuple[tuple[str, int], ...], ...]:
+    """For each part ``i`` of ``path``, the keys that start there, longest
+    first, with the part after each: made once per path, not per record."""
+    parts = path.split(".")
+    n = len(parts)
+    return tuple(tuple((".".join(parts[i:j]), j) for j in range(n, i, -1)) for i in range(n))
+
+
+def _lookup(node: dict, cuts: tuple, n: int, i: int, depth: int, out: list) -> None:
     # ``node``'s values are at ``depth`` as ``_leaf`` counts it.
-    for j in range(len(parts), i, -1):
-        key = ".".join(parts[i:j])
-        if key in node:
-            _at(node[key], parts, j, depth, out)
+    get = node.get
+    for key, j in cuts[i]:
+        value = get(key)
+        if value is not None:
+            _at(value, cuts, n, j, depth, out)
 
 
-def _at(value: Any, parts: list[str], i: int, depth: int, out: list) -> None:
-    if value is None:
-        return
+def _at(value: Any, cuts: tuple, n: int, i: int, depth: int, out: list) -> None:
     cls = value.__class__
     if cls is str or cls is int or cls is float or cls is bool:
-        if i == len(parts):
+        if i == n:
             out.append(value)
     elif isinstance(value, dict):
-        if i < len(parts) and depth < MAX_DEPTH:
-            _lookup(value, parts, i, depth + 1, out)
+        if i < n and depth < MAX_DEPTH:
+            _lookup(value, cuts, n, i, depth + 1, out)
     elif isinstance(value, (list, tuple)):
         if depth < MAX_DEPTH:
             for item in value:
-                _at(item, parts, i, depth + 1, out)
-    elif isinstance(value, (str, int, float, bool)) and i == len(parts):
+                if item is not None:
+                    _at(item, cuts, n, i, depth + 1, out)
+    elif isinstance(value, (str, int, float, bool)) and i == n:
         out.append(value)
 
 
