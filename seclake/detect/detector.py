@@ -27,6 +27,7 @@ from seclake.detect.history import History
 from seclake.detect.scorelevel import score_level
 from seclake.detect.signal import Window
 from seclake.detect.state import DetectorProgress, SignalState
+from seclake.query.gate import Gate, gate_of
 from seclake.query.matcher import RecordView
 from seclake.record.dataset import DATASETS
 from seclake.record.identity import RecordIds
@@ -36,6 +37,7 @@ log = logging.getLogger("seclake.detect")
 SOURCE_DATASETS = ("event", "flow")
 # Bound parameters per statement stay well under every database's limit.
 SAVE_CHUNK = 400
+_NO_RULES: tuple[list, list] = ([], [])
 
 
 class Detector:
@@ -62,19 +64,30 @@ class Detector:
         self.saved_seq = 0  # ... and the saved state
         self._unsaved_behaviors: list[dict[str, Any]] = []
         self._version = None
-        self._by_dataset: dict[str, list] = {}
+        self._by_dataset: dict[str, tuple[list, list[Gate]]] = {}
 
     # -- rules ----------------------------------------------------------
 
-    def _rules(self, dataset: str) -> list:
+    def _rules(self, dataset: str) -> tuple[list, list[Gate]]:
+        """The enabled rules of ``dataset`` as (rule, its gate's number or
+        -1), in rule order, and the distinct gates (``query/gate.py``)."""
         version = self.rulebook.version
         if version != self._version:
-            grouped: dict[str, list] = {d: [] for d in SOURCE_DATASETS}
+            grouped: dict[str, tuple[list, list[Gate]]] = {d: ([], []) for d in SOURCE_DATASETS}
             for rule in self.rulebook.enabled():
-                grouped.setdefault(rule.dataset, []).append(rule)
+                rules, gates = grouped.setdefault(rule.dataset, ([], []))
+                gate = gate_of(rule.selector, rule.data)
+                if gate is None:
+                    number = -1
+                elif gate in gates:
+                    number = gates.index(gate)
+                else:
+                    number = len(gates)
+                    gates.append(gate)
+                rules.append((rule, number))
             self._by_dataset = grouped
             self._version = version
-        return self._by_dataset.get(dataset, [])
+        return self._by_dataset.get(dataset, _NO_RULES)
 
     # -- detection ------------------------------------------------------
 
@@ -87,12 +100,21 @@ class Detector:
             for i, (dataset, record) in enumerate(items):
                 if dataset not in SOURCE_DATASETS:
                     continue
-                rules = self._rules(dataset)
+                rules, gates = self._rules(dataset)
                 if not rules:
                     continue
                 # One view per record: every rule reads each path once.
                 view = RecordView(record, DATASETS[dataset])
-                for rule in rules:
+                # Each gate is looked at once per record, when a rule first needs it.
+                passed: list[bool | None] = [None] * len(gates)
+                for rule, number in rules:
+                    if number >= 0:
+                        ok = passed[number]
+                        if ok is None:
+                            gate = gates[number]
+                            ok = passed[number] = not gate.keywords.isdisjoint(view.keywords(gate.path))
+                        if not ok:
+                            continue
                     behavior = self._apply(rule, record, view, first_seq + i)
                     if behavior is not None:
                         out.append(behavior)
