@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from seclake.cli.collector import quiet_collector
 from seclake.cli.options import ConfigFile, DataDir, started_services
 from seclake.errors import SeclakeError, ValidationFailed
 from seclake.ingest.vendor import validate_vendor
@@ -67,6 +68,7 @@ def import_files(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     services = started_services(data_dir, config)
+    quiet_collector()
     if isinstance(services.lake, Lake):  # not an API node that hands imports on
         # The build workers start while the first lines are parsed, not when
         # the first build needs them.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import gc
 from typing import Annotated
 
 import typer
 
+from seclake.cli.collector import quiet_collector
 from seclake.cli.options import ConfigFile, DataDir
 from seclake.settings import Settings, load_settings
 
@@ -82,31 +82,11 @@ def _run(settings: Settings, demo: bool) -> None:
         services.on_started.append(_load_demo_when_empty)
     services.on_started.append(_announce_when_ready)
     typer.echo(f"seclake is listening on http://{settings.host}:{settings.port}/")
-    _quiet_collector()
+    quiet_collector()
     # JSON lines: uvicorn's own lines go through our handler, its text access lines are off.
     json_logs = settings.log_format == "json"
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
                 log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG, access_log=not json_logs)
-
-
-# Young collections after this many more container objects than were freed
-# (Python's default: 700).
-YOUNG_COLLECTION_AT = 100_000
-
-
-def _quiet_collector() -> None:
-    """Keep the cyclic garbage collector from stalling every call.
-
-    A search allocates tens of thousands of short-lived objects (hits,
-    facet buckets). With the default thresholds, young collections ran in
-    the middle of requests, their objects were promoted, and a full
-    collection over the whole heap (~60 ms on a 2M-event lake) followed
-    every few searches, stalling whatever ran then. With a higher first
-    threshold the request's garbage dies by reference counting before any
-    collection; what exists at start-up is frozen out of the passes.
-    """
-    gc.freeze()
-    gc.set_threshold(YOUNG_COLLECTION_AT)
 
 
 def _announce_when_ready(services) -> None:
