@@ -53,6 +53,9 @@ FORMAT_LINE = b"seclake-wal 2\n"
 FORMATS = (FORMAT_LINE, b"seclake-wal 1\n")
 # The dataset slot of a key entry: never a dataset name (those are identifiers).
 KEY_ENTRY = "~key"
+_KEY_PREFIX = b'["' + KEY_ENTRY.encode() + b'"'
+# ``decode_after`` that decodes no record (only key entries).
+SKIP_RECORDS = float("inf")
 
 
 
@@ -105,7 +108,11 @@ class WriteAheadLog:
         self.keys = []
         self.damage = []
         for path in segments:
-            for seq, ds, rec in self._read_segment(path, repair=path == segments[-1], keys=True, report=True):
+            # Only key entries are decoded: a record's CRC says it is whole,
+            # and its JSON was read here for nothing (a command's every start
+            # read the whole live segment, up to 64 MiB, this way).
+            for seq, ds, rec in self._read_segment(path, repair=path == segments[-1], keys=True, report=True,
+                                                   decode_after=SKIP_RECORDS):
                 last = max(last, seq)
                 if ds == KEY_ENTRY:
                     self.keys.append((seq, rec))
@@ -137,13 +144,15 @@ class WriteAheadLog:
         self._file_path = path
 
     def _read_segment(
-        self, path: Path, repair: bool = False, keys: bool = False, report: bool = False
+        self, path: Path, repair: bool = False, keys: bool = False, report: bool = False, decode_after: float = 0,
     ) -> Iterator[tuple[int, str, dict[str, Any]]]:
         """The entries of a segment; key entries (dataset ``KEY_ENTRY``) only with ``keys``.
 
         ``repair`` cuts a torn tail (the segment being written); ``report``
         logs and records every damaged range (once, at open; replays after
-        it read the same ranges quietly).
+        it read the same ranges quietly). Records numbered ``decode_after``
+        or lower are checked (length, CRC) but not decoded: they come as
+        (seq, "", None).
 
         Entries of a keyed batch are yielded once the whole batch has been
         read, so a batch cut short by a crash yields nothing, not a part.
@@ -162,7 +171,7 @@ class WriteAheadLog:
         owed = 0  # entries of the open keyed batch still to read
         last_seq = 0
         while pos < len(data):
-            entry = _entry_at(data, pos, last_seq)
+            entry = _entry_at(data, pos, last_seq, decode_after)
             if entry is None:
                 # Not a valid entry here: find the next one that checks out.
                 resume = _next_entry(data, pos + 1, last_seq)
@@ -326,8 +335,12 @@ class WriteAheadLog:
     # -- reading and trimming ------------------------------------------
 
     def replay(self, after_seq: int) -> Iterator[tuple[int, str, dict[str, Any]]]:
-        for path in self._segments():
-            for entry in self._read_segment(path):
+        segments = self._segments()
+        for path, nxt in zip(segments, [*segments[1:], None]):
+            # A segment's entries end right before the next segment's first sequence.
+            if nxt is not None and int(nxt.stem) - 1 <= after_seq:
+                continue
+            for entry in self._read_segment(path, decode_after=after_seq):
                 if entry[0] > after_seq:
                     yield entry
 
@@ -364,9 +377,11 @@ class WriteAheadLog:
                 self._file = None
 
 
-def _entry_at(data: bytes, pos: int, after: int) -> tuple[int, str, Any, int] | None:
+def _entry_at(data: bytes, pos: int, after: int, decode_after: float = 0) -> tuple[int, str, Any, int] | None:
     """(seq, dataset, record, end) of the entry at ``pos`` if it checks out:
-    whole, its CRC right, its sequence above ``after``, its payload JSON."""
+    whole, its CRC right, its sequence above ``after``, its payload JSON.
+    A record numbered ``decode_after`` or lower is not decoded (its JSON not
+    checked): (seq, "", None, end); key entries always are."""
     end = pos + HEADER.size
     if end > len(data):
         return None
@@ -376,6 +391,8 @@ def _entry_at(data: bytes, pos: int, after: int) -> tuple[int, str, Any, int] | 
     payload = data[end:end + length]
     if zlib.crc32(payload) != crc:
         return None
+    if seq <= decode_after and not payload.startswith(_KEY_PREFIX):
+        return seq, "", None, end + length
     try:
         dataset, record = orjson.loads(payload)
     except (orjson.JSONDecodeError, TypeError, ValueError):
