@@ -384,7 +384,7 @@ stages of the run shown.
 subprocess, 3 concurrent keep-alive clients; events/s is lines over the time from the first request
 to the last reply; seconds to searchable is the time from the last reply until a search counts every
 stored record of both datasets. (b) `seclake import` on a fresh data dir, one command per (vendor,
-type, customer), process start-up included; the command indexes before it exits. (c) The floor:
+type, customer), process start-up included (seclake's modules compiled beforehand, as an installed package has them); the command indexes before it exits. (c) The floor:
 the same lines parsed beforehand (not timed) and indexed by tantivy-py alone with a plain schema
 (the message as text with positions, the record's fields as one JSON field, the timestamp fast,
 the record stored in tantivy's store), one writer thread per core, on the same sample as (b);
