@@ -249,3 +249,21 @@ def test_a_write_that_fails_leaves_nothing_and_later_writes_are_kept(tmp_path):
     wal.close()
     wal = _open(tmp_path)
     assert [r for _, _, r in wal.replay(0)] == [{"n": i} for i in range(4)] and wal.damage == []
+
+
+def test_a_reopened_log_replays_from_any_point_across_segments_and_keyed_batches(tmp_path):
+    # A start opens the log (only key entries decoded) and replays from the
+    # lake's and the detector's positions (older segments skipped, older
+    # entries not decoded): every position gives exactly the entries after it.
+    wal = _open(tmp_path, segment_bytes=300)
+    for i in range(6):
+        wal.append([("event", {"n": 2 * i, "pad": "x" * 60}), ("event", {"n": 2 * i + 1})],
+                   key={"key": f"k{i}"} if i % 2 else None)
+    wal.close()
+    assert len(list(tmp_path.glob("*.wal"))) > 2
+    reopened = _open(tmp_path)
+    assert reopened.next_seq == 13
+    assert [k["key"] for _, k in reopened.keys] == ["k1", "k3", "k5"]
+    for after in range(13):
+        assert [s for s, _, _ in reopened.replay(after)] == list(range(after + 1, 13)), after
+        assert [r["n"] for _, _, r in reopened.replay(after)] == list(range(after, 12)), after
