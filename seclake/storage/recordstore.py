@@ -129,10 +129,13 @@ def _worth_it(dictionary: zstandard.ZstdCompressionDict, blocks: list[bytes], to
     return saved * total / len(sample) > len(dictionary.as_bytes())
 
 
-def write(path: Path, records: Iterable[tuple[int, bytes]]) -> int:
-    """Write (docId, body) records, any order, as a records file; return its size."""
+def write(path: Path, records: Iterable[tuple[int, bytes]], dictionary: bool = True) -> int:
+    """Write (docId, body) records, any order, as a records file; return its size.
+
+    ``dictionary=False`` writes the blocks without training one (a split
+    about to be merged: see ``split.write_split``)."""
     items = sorted(records, key=lambda r: r[0])
-    dictionary = _dictionary([b for _, b in items])
+    dictionary = _dictionary([b for _, b in items]) if dictionary else None
     blocks = list(_blocks(items))
     del items
     if dictionary is not None and not _worth_it(dictionary, [b for _, b in blocks], len(blocks)):

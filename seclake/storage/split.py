@@ -181,7 +181,8 @@ def time_of(source: dict[str, Any], dataset: Dataset) -> int:
 
 
 def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, split_id: str,
-                version: int | None = None, stop: Callable[[], bool] | None = None) -> SplitMeta:
+                version: int | None = None, stop: Callable[[], bool] | None = None,
+                dictionary: bool = True) -> SplitMeta:
     """Write records as a split at ``dest`` (which must not exist) and return its meta.
 
     ``records`` is read once, so a generator that parses records as they are
@@ -190,14 +191,15 @@ def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, s
     ``STOP_CHECK_RECORDS`` records; when it answers true the write ends with
     ``SplitAborted`` (what a merge does when its lake is stopping, as Lucene
     aborts running merges on close). However the write fails, the staging
-    directory is removed.
+    directory is removed. ``dictionary=False``: the record store trains no
+    compression dictionary (``recordstore.py``).
     """
     version = WRITE_FORMAT if version is None else version
     if version not in READABLE_FORMATS:
         raise ValueError(f"split format {version} is not one of {READABLE_FORMATS}")
     staging = dest.with_name(dest.name + ".staging")
     try:
-        return _write(records, dataset, dest, staging, split_id, version, stop)
+        return _write(records, dataset, dest, staging, split_id, version, stop, dictionary)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -218,7 +220,7 @@ def _stoppable(items: Iterable, stop: Callable[[], bool]) -> Iterable:
 
 
 def _write(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, staging: Path, split_id: str,
-           version: int, stop: Callable[[], bool] | None) -> SplitMeta:
+           version: int, stop: Callable[[], bool] | None, dictionary: bool = True) -> SplitMeta:
     # Every document is built before the index is made: the schema holds the
     # split's typed fields, known only once every record has been seen.
     documents = Documents(dataset, version)
@@ -239,7 +241,7 @@ def _write(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, stagin
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     if bodies:
-        recordstore.write(staging / recordstore.FILE_NAME, bodies)
+        recordstore.write(staging / recordstore.FILE_NAME, bodies, dictionary=dictionary)
         del bodies
     fields = documents.fields
     schema = build_schema(fields, version)

@@ -2,12 +2,14 @@
 
 import time
 
+import orjson
 import pytest
 
 from seclake.storage.catalog import PUBLISHED
 from seclake.storage.lake import LakeBusy
 from seclake.storage import merge, split
 from seclake.storage.merge import DAY_MS
+from tests.storage.test_recordstore import _demo_records
 
 DAY0 = 1_763_683_200_000  # 2025-11-21T00:00:00Z
 
@@ -328,3 +330,31 @@ def test_merged_splits_keep_their_files_for_a_grace_period(lake_factory):
     assert lake.reap(now=time.monotonic() + lake.janitor.retire_grace + 1) == 8
     assert not any(p.exists() for p in old)
     assert {e.state for e in lake.catalog.entries("marked")} == set()
+
+
+def _loglines() -> list[dict]:
+    """Parsed demo log records (varied enough that a dictionary pays), on one day."""
+    return [{**orjson.loads(body), "@timestamp": DAY0 + i} for i, (_, body) in enumerate(_demo_records())]
+
+
+def _dictionary_bytes(split_) -> int:
+    return int.from_bytes((split_.path / "records.zst").read_bytes()[-8:], "little")  # the footer's length
+
+
+def test_new_small_splits_skip_the_records_dictionary_and_their_merge_trains_one(lake_factory, monkeypatch):
+    # Training costs ~30 ms whatever a split's size, and a new small split is
+    # soon merged: only the merge, whose split stays, trains one.
+    lake = lake_factory()
+    records = _loglines()
+    half = len(records) // 2
+    for part in (records[:half], records[half:]):
+        lake.append([("event", r) for r in part])
+        lake.flush()
+    fresh = lake.splits("event")
+    assert len(fresh) == 2 and all(_dictionary_bytes(s) == 0 for s in fresh)
+    monkeypatch.setattr(merge, "SETTLE_MS", 0)
+    assert lake.merge() == 1
+    (merged,) = lake.splits("event")
+    assert _dictionary_bytes(merged) > 0
+    records_bytes = [(s.path / "records.zst").stat().st_size for s in (*fresh, merged)]
+    assert records_bytes[2] < 0.8 * (records_bytes[0] + records_bytes[1])  # and it pays for itself
