@@ -20,8 +20,8 @@ def _event(i: int, day: int = 0) -> dict:
 
 def _docids(lake, dataset="event"):
     out = []
-    for split in lake.splits(dataset):
-        out.extend(r.docid for r in split.all_records())
+    for s in lake.splits(dataset):
+        out.extend(r.docid for r in s.all_records())
     return sorted(out)
 
 
@@ -337,8 +337,8 @@ def _loglines() -> list[dict]:
     return [{**orjson.loads(body), "@timestamp": DAY0 + i} for i, (_, body) in enumerate(_demo_records())]
 
 
-def _dictionary_bytes(split_) -> int:
-    return int.from_bytes((split_.path / "records.zst").read_bytes()[-8:], "little")  # the footer's length
+def _dictionary_bytes(s) -> int:
+    return int.from_bytes((s.path / "records.zst").read_bytes()[-8:], "little")  # the footer's length
 
 
 def test_new_small_splits_skip_the_records_dictionary_and_their_merge_trains_one(lake_factory, monkeypatch):
