@@ -111,8 +111,7 @@ class Detector:
                     if number >= 0:
                         ok = passed[number]
                         if ok is None:
-                            gate = gates[number]
-                            ok = passed[number] = not gate.keywords.isdisjoint(view.keywords(gate.path))
+                            ok = passed[number] = gates[number].admits(view)
                         if not ok:
                             continue
                     behavior = self._apply(rule, record, view, first_seq + i)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from seclake.query import ast
+from seclake.query.matcher import RecordView
 from seclake.record.dataset import Dataset
 from seclake.record.value import keyword
 
@@ -22,6 +23,10 @@ from seclake.record.value import keyword
 class Gate:
     path: str
     keywords: frozenset[str]
+
+    def admits(self, view: RecordView) -> bool:
+        """Whether the record holds one of the keywords at the path (the matcher's term test)."""
+        return not self.keywords.isdisjoint(view.keywords(self.path))
 
 
 def gate_of(node: ast.Node, dataset: Dataset) -> Gate | None:

@@ -26,7 +26,6 @@ from seclake.record.value import as_number, ip_in_network, keyword, scalar_text,
 Matcher = Callable[[dict], bool]
 
 
-
 def matches(node: ast.Node, record: dict, dataset: Dataset) -> bool:
     return compile_matcher(node, dataset)(record)
 

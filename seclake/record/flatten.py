@@ -107,22 +107,19 @@ def exists_at(record: dict[str, Any], path: str) -> bool:
     ``@fields`` exists when any ``@fields.x`` does; an empty string exists, an
     empty array or object does not (the query ``_exists_:field``).
     """
-    return _exists(record, path.split("."), 0, 0)
+    cuts = _cuts(path)
+    return _exists(record, cuts, len(cuts), 0, 0)
 
 
-def _exists(node: Any, parts: list[str], i: int, depth: int) -> bool:
+def _exists(node: Any, cuts: tuple, n: int, i: int, depth: int) -> bool:
     if node is None:
         return False
     if isinstance(node, (list, tuple)):
-        return depth < MAX_DEPTH and any(_exists(item, parts, i, depth + 1) for item in node)
-    if i == len(parts):
+        return depth < MAX_DEPTH and any(_exists(item, cuts, n, i, depth + 1) for item in node)
+    if i == n:
         if isinstance(node, dict):
-            return depth < MAX_DEPTH and any(_exists(v, parts, i, depth + 1) for v in node.values())
+            return depth < MAX_DEPTH and any(_exists(v, cuts, n, i, depth + 1) for v in node.values())
         return isinstance(node, (str, int, float, bool))
     if not isinstance(node, dict):
         return False
-    for j in range(len(parts), i, -1):
-        key = ".".join(parts[i:j])
-        if key in node and _exists(node[key], parts, j, depth + 1):
-            return True
-    return False
+    return any(key in node and _exists(node[key], cuts, n, j, depth + 1) for key, j in cuts[i])

@@ -62,6 +62,7 @@ MERGE_NICENESS = 10
 # the lake's freshness. A build here takes ~130 us per record, so this
 # leaves an indexer more than ten times that, and a minute at least.
 INDEXER_SECONDS_MIN = 60.0
+INDEXER_SECONDS_PER_RECORD = 0.002
 # New splits of fewer records than this are written without a compression
 # dictionary for their records (recordstore.py). Training one costs ~30 ms
 # of CPU whatever the split's size, a fifth of building a split of 1,000
@@ -69,7 +70,6 @@ INDEXER_SECONDS_MIN = 60.0
 # 123), and such a split is merged soon: the merge, whose split stays,
 # trains one. Its records take ~0.68x their raw bytes meanwhile, not ~0.37x.
 DICTIONARY_RECORDS = 8000
-INDEXER_SECONDS_PER_RECORD = 0.002
 
 
 def _records(payload: Iterable[tuple[int, bytes]]) -> Iterator[StoredRecord]:

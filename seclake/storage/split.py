@@ -160,7 +160,9 @@ def build_schema(fields: FieldMap, version: int = FORMAT_VERSION) -> tantivy.Sch
     sb.add_integer_field("ts", fast=True, indexed=indexed)
     if version == 1:
         sb.add_bytes_field("src", stored=True)
-    terms = ("kw", "fr", "ex") if version == 1 else ("kw", "kt", "fr", "ex") if version == 2 else ("kw", "kt", "fr", "ex", "sh")
+    terms = ["kw", "fr", "ex"] if version == 1 else ["kw", "kt", "fr", "ex"]
+    if version >= 3:
+        terms.append("sh")  # a record's shape (shape.py)
     for name in terms:
         sb.add_text_field(name, tokenizer_name="raw", index_option="basic")
     sb.add_text_field("all", tokenizer_name=TOKENIZER, index_option="position")

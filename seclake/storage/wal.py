@@ -334,11 +334,17 @@ class WriteAheadLog:
 
     # -- reading and trimming ------------------------------------------
 
-    def replay(self, after_seq: int) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    def _spans(self) -> list[tuple[Path, int | None]]:
+        """Each segment and the last sequence it can hold (None: the newest,
+        still open to appends): a segment's entries end right before the next
+        segment's first sequence, its name."""
         segments = self._segments()
-        for path, nxt in zip(segments, [*segments[1:], None]):
-            # A segment's entries end right before the next segment's first sequence.
-            if nxt is not None and int(nxt.stem) - 1 <= after_seq:
+        return [(path, int(nxt.stem) - 1 if nxt is not None else None)
+                for path, nxt in zip(segments, [*segments[1:], None])]
+
+    def replay(self, after_seq: int) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        for path, last in self._spans():
+            if last is not None and last <= after_seq:
                 continue
             for entry in self._read_segment(path, decode_after=after_seq):
                 if entry[0] > after_seq:
@@ -357,13 +363,11 @@ class WriteAheadLog:
     def trim(self, upto_seq: int) -> int:
         """Delete segments whose every entry is at or below ``upto_seq``."""
         with self._lock:
-            segments = self._segments()
             removed = 0
-            for path, nxt in zip(segments, segments[1:]):
-                if path == self._file_path:
+            for path, last in self._spans():
+                if path == self._file_path or last is None:
                     continue
-                # A segment's entries end right before the next segment's first sequence.
-                if int(nxt.stem) - 1 <= upto_seq:
+                if last <= upto_seq:
                     path.unlink()
                     removed += 1
             if removed:
