@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from seclake.storage import shape
 from tests.conftest import running_server
 
 CALL = "ds/field_catalog"
@@ -93,3 +94,28 @@ def test_bad_requests_name_the_field(srv):
     assert "options.sources" in srv.fail(CALL, {"options": {"sources": "many"}}, srv.token)
     assert "dataType" in srv.fail(CALL, {"dataType": "behavior", "options": {}}, srv.token)
     assert "position" in srv.fail(CALL, {"options": {"searchStr": "user.name:(a"}}, srv.token)
+
+
+def test_records_past_the_splits_table_of_shapes_are_counted_and_found_all_the_same(tmp_path, monkeypatch):
+    # Hostile input: every record of its own shape. A split's table of shapes
+    # is bounded (storage/shape.py); the records past it keep existence terms,
+    # and the catalog and _exists_ count both kinds exactly.
+    monkeypatch.setattr(shape, "MAX_SHAPES", 3)
+    lines = [json.dumps({"@timestamp": T0 + i, "@fields": {"host": "h1", f"k{i}": i}}) for i in range(40)]
+    with running_server(tmp_path) as server:
+        token = server.login()
+        r = server.http.post("/api/import/app", content="\n".join(lines).encode(), params={"customer": "acme"},
+                             headers={"Servicetoken": token})
+        assert r.json()["response"]["accepted"] == 40, r.text
+        assert server.services.lake.wait_indexed(40, timeout=10)
+        (split_,) = server.services.lake.splits("event")
+        assert split_.meta.shapes.spilled and len(split_.meta.shapes.sets) == 3
+        server.token = token
+        res, fields = catalog(server)
+        assert res["total"] == 40 and fields["host"]["records"] == 40
+        assert all(fields[f"k{i}"]["records"] == 1 for i in range(40))
+        for query, total in (("_exists_:k2", 1), ("_exists_:k39", 1), ("_exists_:host", 40), ("_exists_:nope", 0)):
+            found = server.call("ds/get_index_zoom_histogram_lv3", {"dataType": "event", "options": {
+                "searchStr": query, "dateFacetField": "@timestamp", "range_from": T0 - 1, "range_to": T0 + 100}},
+                token)
+            assert found["hits"]["total"] == total, query
