@@ -152,3 +152,26 @@ def test_a_running_server_keeps_the_lake_to_itself(tmp_path):
         proc.wait(timeout=30)
         reader.join(timeout=10)
     assert "seclake is ready" in "".join(lines)
+
+
+def test_the_installed_seclake_script_imports_through_its_build_workers(tmp_path):
+    # The script as pip installs it (its entry point seclake.__main__:run),
+    # run as a user runs it: enough lines that the split is built in a
+    # spawned worker process, which imports the script first.
+    script = os.path.join(os.path.dirname(sys.executable), "seclake")
+    lines = [f"<38>Nov 21 10:{i // 60 % 60:02d}:{i % 60:02d} bastion sshd[{400 + i}]: Failed password for invalid "
+             f"user u{i % 7} from 203.0.113.{i % 250} port {40000 + i} ssh2" for i in range(1200)]
+    log = tmp_path / "auth.log"
+    log.write_text("\n".join(lines) + "\n")
+    data = tmp_path / "data"
+    done = subprocess.run([script, "import", str(log), "--vendor", "sshd", "--customer", "acme", "--data-dir",
+                           str(data)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SECLAKE_ADMIN_PASSWORD": "admin-test-password"})
+    assert done.returncode == 0, done.stderr
+    assert "accepted 1200, kept raw 0, rejected 0" in done.stdout
+    records = _records(data)
+    assert len(records) == 1200 and {r["@fields"]["event"]["outcome"] for r in records} == {"failure"}
+    bad = subprocess.run([script, "import", str(log), "--vendor", "../etc", "--data-dir", str(data)],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "SECLAKE_ADMIN_PASSWORD": "admin-test-password"})
+    assert bad.returncode == 2 and "vendor" in bad.stderr
