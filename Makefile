@@ -42,16 +42,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Stamps: reinstall only when the package metadata changes.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# The sources Cython compiles at install (seclake/native.py): editing one
+# rebuilds it at the next make run/test (until then it runs from source).
+NATIVE := setup.py seclake/native.py $(shell $(PYTHON) seclake/native.py)
+
+# Stamps: reinstall when the package metadata or a compiled module changes.
+$(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $@ $(VENV)/.installed
 
-$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-bench: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	touch $@ $(VENV)/.installed
 

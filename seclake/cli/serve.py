@@ -67,6 +67,7 @@ def _run(settings: Settings, demo: bool) -> None:
     from seclake.services import Services
 
     configure_logs(settings.log_level, settings.log_format)
+    _warn_if_interpreted()
     if settings.standby and not settings.ingest:
         typer.echo("error: --standby is for an ingest node (it takes over the lake); drop --no-ingest", err=True)
         raise typer.Exit(2)
@@ -87,6 +88,22 @@ def _run(settings: Settings, demo: bool) -> None:
     json_logs = settings.log_format == "json"
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
                 log_config=None if json_logs else uvicorn.config.LOGGING_CONFIG, access_log=not json_logs)
+
+
+def _warn_if_interpreted() -> None:
+    """Say so when the per-record path runs as plain Python (seclake/native.py):
+    ingest is ~1.2x slower, which an operator should not have to discover."""
+    import logging
+
+    from seclake import native
+
+    interpreted = native.interpreted()
+    if interpreted and native.wanted():
+        logging.getLogger("seclake").warning(
+            "%d of %d per-record modules run from source, not compiled (%s%s): ingest is slower; "
+            "reinstall seclake where a C compiler and Python's headers are present",
+            len(interpreted), len(native.MODULES), ", ".join(interpreted[:3]), ", ..." if len(interpreted) > 3 else "",
+        )
 
 
 def _announce_when_ready(services) -> None:
