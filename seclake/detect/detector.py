@@ -37,6 +37,15 @@ log = logging.getLogger("seclake.detect")
 SOURCE_DATASETS = ("event", "flow")
 # Bound parameters per statement stay well under every database's limit.
 SAVE_CHUNK = 400
+# Threshold windows holding entries, at most: past it the windows whose
+# newest entry is oldest are dropped (``_evict``). Without a bound, every
+# distinct (rule, customer, key) that left an entry stayed in memory, in the
+# table and in every start's restore: a port scan from a million spoofed
+# sources kept a million windows. A window is a few hundred bytes.
+MAX_WINDOWS = 100_000
+# An eviction takes the live windows down to this share of the bound, so
+# sorting them is paid once per tenth of it, not on every new key.
+EVICT_TO = 0.9
 _NO_RULES: tuple[list, list] = ([], [])
 
 
@@ -65,6 +74,9 @@ class Detector:
         self._unsaved_behaviors: list[dict[str, Any]] = []
         self._version = None
         self._by_dataset: dict[str, tuple[list, list[Gate]]] = {}
+        self.max_windows = MAX_WINDOWS
+        self._live = 0  # windows in self.windows holding entries
+        self.windows_evicted = 0  # since start (GET /metrics)
 
     # -- rules ----------------------------------------------------------
 
@@ -137,8 +149,12 @@ class Detector:
             value = rule.signal_value(record)
             if value is None:
                 return None  # nothing to add to a sum or distinct count
+            was_empty = window.is_empty()
             aggregate = window.observe(ts if isinstance(ts, int) and not isinstance(ts, bool) else 0, value)
+            self._live += was_empty - window.is_empty()
             self._dirty.add(wkey)
+            if self._live > self.max_windows:
+                self._evict()
             if aggregate is None:
                 return None
         flags = self.history.observe(customer, rule.key_type, key, rule.behavior)
@@ -157,6 +173,33 @@ class Detector:
         with self.lock:
             self.seq = max(self.seq, last_seq)
             self._unsaved_behaviors.extend(behaviors)
+
+    def live_windows(self) -> int:
+        return self._live
+
+    def _evict(self) -> None:
+        """Drop the live windows whose newest entry is oldest, down to ``EVICT_TO`` of the bound.
+
+        Which ones depends only on the windows' entries (ties by key), which
+        depend only on the records run so far in log order: streaming,
+        a restart's replay and a backfill evict the same windows at the same
+        record, so they still agree. A dropped window is a new one if its
+        key comes back; that differs from keeping it only when the key's
+        next record falls within the window of entries older than those of
+        ~90,000 other live keys.
+        """
+        live = sorted((w.newest(), wkey) for wkey, w in self.windows.items() if not w.is_empty())
+        drop = len(live) - int(self.max_windows * EVICT_TO)
+        for _newest, wkey in live[:drop]:
+            del self.windows[wkey]
+            self._dirty.add(wkey)  # the next save deletes its row
+        self._live = len(live) - drop
+        self.windows_evicted += drop
+        log.warning(
+            "threshold windows past their bound (%d): dropped the %d whose newest entry was oldest "
+            "(the last dropped: rule %s, its newest entry at %s ms)",
+            self.max_windows, drop, live[drop - 1][1][0], live[drop - 1][0],
+        )
 
     # -- state ----------------------------------------------------------
 
@@ -207,7 +250,10 @@ class Detector:
                 for rule_name, customer, key, state in s.execute(saved):
                     rule = rules.get(rule_name)
                     if rule is not None and rule.threshold is not None:
-                        self.windows[(rule_name, customer, key)] = Window.from_json(rule.threshold, json.loads(state))
+                        window = Window.from_json(rule.threshold, json.loads(state))
+                        if not window.is_empty():  # an empty window is a new one
+                            self.windows[(rule_name, customer, key)] = window
+                self._live = len(self.windows)
             self.history.take_new()
             count = 0
             for seq, dataset, record in replay or ():

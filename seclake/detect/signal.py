@@ -134,11 +134,9 @@ class Window:
     def is_empty(self) -> bool:
         return not (self._times or self._amounts or self._last)
 
-    def expired(self, now_ms: int) -> bool:
-        """Whether every entry is older than ``now_ms - window_ms`` (the window may be dropped)."""
-        cutoff = now_ms - self.threshold.window_ms
-        newest = max([*self._times[-1:], *(e[0] for e in self._amounts[-1:]), *self._last.values()], default=None)
-        return newest is None or newest < cutoff
+    def newest(self) -> int | None:
+        """The time of the newest entry (None: empty)."""
+        return max([*self._times[-1:], *(e[0] for e in self._amounts[-1:]), *self._last.values()], default=None)
 
     def to_json(self) -> dict[str, Any]:
         t = self.threshold

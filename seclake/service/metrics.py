@@ -134,6 +134,13 @@ class LakeCollector(Collector):
         if self.detector is not None:
             yield _gauge("seclake_detector_lag_records", "Records in the log the detector has not run the rules on.",
                          max(0, last - self.detector.seq))
+            yield _gauge("seclake_detector_windows", "Threshold windows holding entries (one per rule, customer "
+                         "and key).", self.detector.live_windows())
+            evicted = CounterMetricFamily(
+                "seclake_detector_windows_evicted", "Threshold windows dropped since start because more keys than "
+                "the bound had live windows (the oldest by their newest entry go first).")
+            evicted.add_metric([], self.detector.windows_evicted)
+            yield evicted
             merges = CounterMetricFamily("seclake_merges", "Merges of small splits done since start.")
             merges.add_metric([], getattr(self.lake, "merges_done", 0))
             yield merges

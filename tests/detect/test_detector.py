@@ -225,3 +225,62 @@ def test_backfill_gives_the_behaviors_streaming_gives(rigs):
     filled = quiet.behaviors()
     assert report["behaviors"] == len(filled) == len(streamed)
     assert [_essence(quiet, b) for b in filled] == [_essence(streaming, b) for b in streamed]
+
+
+def test_threshold_windows_are_bounded_oldest_first_and_exact_across_a_restart(rigs, monkeypatch):
+    from seclake.detect import detector as detector_module
+
+    # A bound of 10 live windows: past it, down to 9 (EVICT_TO).
+    monkeypatch.setattr(detector_module, "MAX_WINDOWS", 10)
+    rig = rigs(rules=(BRUTE,))
+    # 30 sources, one failure each, a second apart: 30 windows of one entry.
+    sources = [f"198.51.100.{i}" for i in range(30)]
+    rig.ingestion.append_records([failed(i, src=s) for i, s in enumerate(sources)])
+    det = rig.services.detector
+    kept = {key for _rule, _customer, key in det.windows}
+    assert det.live_windows() <= 10 and len(kept) == det.live_windows()
+    assert det.windows_evicted == 30 - len(kept)
+    # The newest keys stay, the oldest went.
+    assert kept == set(sources[30 - len(kept):])
+    rig.stop()
+
+    again = rigs(rules=(BRUTE,))
+    assert {key for _r, _c, key in again.services.detector.windows} == kept, "the table kept only the bounded set"
+    # A kept key needs 4 more failures to make 5; an evicted one starts over and does not fire on 4.
+    recent, dropped = sources[-1], sources[0]
+    again.ingestion.append_records([failed(30 + i, src=s) for i in range(4) for s in (recent, dropped)])
+    brute = [b for b in again.behaviors() if b["behaviorRule"] == "ssh-brute"]
+    assert [b["key"] for b in brute] == [recent]
+    text = again.services.metrics.registry
+    from prometheus_client import generate_latest
+
+    scraped = generate_latest(text).decode()
+    assert "seclake_detector_windows " in scraped and "seclake_detector_windows_evicted_total" in scraped
+
+
+def test_backfill_gives_the_behaviors_streaming_gives_with_windows_evicted(rigs, monkeypatch):
+    """Eviction is decided by the records in log order: a backfill evicts as streaming did."""
+    from seclake.detect import detector as detector_module
+
+    monkeypatch.setattr(detector_module, "MAX_WINDOWS", 6)
+    items = []
+    for i in range(400):
+        # Two busy sources fire again and again; every third record comes from
+        # a source seen once, whose windows push the oldest out.
+        src = f"10.9.{i // 256}.{i % 256}" if i % 3 == 0 else f"203.0.113.{i % 3}"
+        items.append(failed(i, src=src, dt=3000))
+    streaming = rigs("streaming", rules=(FAILED, BRUTE))
+    for i in range(0, len(items), 50):
+        streaming.ingestion.append_records(items[i:i + 50])
+    streamed = streaming.behaviors()
+    assert streaming.services.detector.windows_evicted > 0, "the bound was reached"
+    assert any(b["behaviorRule"] == "ssh-brute" for b in streamed)
+
+    quiet = rigs("backfill", rules=())
+    for i in range(0, len(items), 50):
+        quiet.ingestion.append_records(items[i:i + 50])
+    for r in (FAILED, BRUTE):
+        quiet.book.add(rule_from_dict(r))
+    backfill(quiet.ingestion, quiet.book, DEFAULT_BANDS, None, None, quiet.services.record_ids)
+    filled = quiet.behaviors()
+    assert [_essence(quiet, b) for b in filled] == [_essence(streaming, b) for b in streamed]

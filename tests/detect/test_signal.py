@@ -119,11 +119,17 @@ def test_non_integer_timestamps_are_ignored() -> None:
     assert w.is_empty()
 
 
-def test_expired() -> None:
+def test_newest_is_the_time_of_the_newest_entry() -> None:
     w = Window(COUNT)
-    assert w.expired(0)
+    assert w.newest() is None
     w.observe(100 * S)
-    assert not w.expired(160 * S) and w.expired(161 * S)
+    w.observe(90 * S)  # late, within the window
+    assert w.newest() == 100 * S
+    d = Window(Threshold("distinct", "dp", 60 * S, 10, "@fields.dp"))
+    d.observe(5 * S, "a")
+    d.observe(7 * S, "b")
+    d.observe(6 * S, "a")
+    assert d.newest() == 7 * S
 
 
 def _random_events(rnd: random.Random, n: int, kind: str) -> list[tuple[int, object]]:
