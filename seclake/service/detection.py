@@ -20,7 +20,7 @@ class Detection:
     def start(self) -> None:
         # The log must keep what the detector has not saved yet.
         self.lake.wal_holds.append(self._hold)
-        self.detector.restore(self.lake.wal.replay(0))
+        self.detector.restore(self.lake.wal.replay)
         self.detector.save()
         self._saves.start()
 
