@@ -41,6 +41,16 @@ def verdict(ok: bool | None) -> str:
     return "–" if ok is None else ("met" if ok else "**missed**")
 
 
+def _native_note(native: dict[str, int] | None) -> str:
+    """Whether the run measured the compiled per-record path (seclake/native.py)."""
+    if not native:
+        return ""
+    if native["compiled"] == native["modules"]:
+        return f"; all {native['modules']} modules of seclake/native.py compiled"
+    return (f"; **only {native['compiled']} of the {native['modules']} modules of seclake/native.py compiled** "
+            "(the rest ran interpreted: no C compiler at install?)")
+
+
 def _n(n: float | int | None, digits: int = 0) -> str:
     if n is None:
         return "–"
@@ -72,7 +82,8 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         "so compare the ratios (measured side by side, engines interleaved round by round), not absolute times. "
         f"Run {r['started']} to {r['finished']}, {r['seconds']:.0f} s in all"
         + (f", seclake at commit `{r['code']['commit'][:12]}`" if (r.get("code") or {}).get("commit") else "")
-        + (" with uncommitted changes" if (r.get("code") or {}).get("dirty") else "") + ".")
+        + (" with uncommitted changes" if (r.get("code") or {}).get("dirty") else "")
+        + _native_note((r.get("code") or {}).get("native")) + ".")
     add("")
     if r["failures"]:
         add("**The run FAILED:** " + "; ".join(r["failures"]))

@@ -381,5 +381,10 @@ def _code() -> dict[str, Any]:
         dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--", "seclake"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return {"path": str(where), "commit": None, "dirty": None}
-    return {"path": str(where), "commit": commit or None, "dirty": bool(dirty)}
+        commit, dirty = None, None
+    from seclake import native
+
+    # Which of the modules setup.py compiles ran compiled: an install without
+    # a C compiler measures the interpreted path (~1.2x slower to ingest).
+    return {"path": str(where), "commit": commit or None, "dirty": None if dirty is None else bool(dirty),
+            "native": {"compiled": len(native.compiled()), "modules": len(native.MODULES)}}

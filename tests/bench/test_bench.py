@@ -144,6 +144,15 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     assert f"| {pairs['median'] * 1000 / 2:.2f} ({rounds:.2f}) |" in q2 and ", wire " in q2
     assert "floor: tantivy alone" in text and "x the tantivy floor" in text and "Disk at rest" in text
     assert json.loads(results.read_text())["name"] == r["name"]
+    # The report says whether the compiled per-record path was measured.
+    from seclake import native
+
+    built = r["code"]["native"]
+    assert built == {"compiled": len(native.compiled()), "modules": len(native.MODULES)}
+    if built["compiled"] == built["modules"]:
+        assert f"all {built['modules']} modules of seclake/native.py compiled" in text
+    else:
+        assert f"only {built['compiled']} of the {built['modules']} modules" in text
     # Parse rates of every format, with the common names and without.
     parsing = r["parsing"]
     assert {"Zeek conn", "Okta", "Cisco ASA", "FortiGate (kv)", "raw (unparsed)"} <= set(parsing)
