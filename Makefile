@@ -44,7 +44,7 @@ $(BIN)/python:
 
 # The sources Cython compiles at install (seclake/native.py): editing one
 # rebuilds it at the next make run/test (until then it runs from source).
-NATIVE := setup.py seclake/native.py $(shell $(PYTHON) seclake/native.py)
+NATIVE := setup.py seclake/native.py $(shell $(PYTHON) seclake/native.py) $(wildcard seclake/*/*.pxd)
 
 # Stamps: reinstall when the package metadata or a compiled module changes.
 $(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python

@@ -12,6 +12,9 @@ for split building (``python -m seclake.bench.splitbuild``). The search path
 compiled too: 1-2% per search request, the rest of which is the engine and
 the HTTP layer.
 
+A module may have C types declared beside it (``storage/document.pxd``);
+its ``.py`` file stays the definition all the same.
+
 An install without a C compiler, or a module whose build failed, runs the
 ``.py`` file: the same results, slower. So does a compiled module whose
 source changed since it was built (an editable checkout being worked on):

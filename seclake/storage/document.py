@@ -65,15 +65,22 @@ class _Path:
         self.text_field: Any = _UNSET
 
 
-class Documents:
-    """Builds the documents of one split and decides its field map as it goes."""
+# Cached (path, value) entries before the caches start over: bounds the
+# memory of splits with many distinct values.
+CACHE_LIMIT = 200_000
+# Leaves of the record shapes (``_existence``) kept before that cache
+# starts over; a shape of more than a hundredth of it is not kept.
+SHAPE_LIMIT = 1_000_000
 
-    # Cached (path, value) entries before the caches start over: bounds the
-    # memory of splits with many distinct values.
-    CACHE_LIMIT = 200_000
-    # Leaves of the record shapes (``_existence``) kept before that cache
-    # starts over; a shape of more than a hundredth of it is not kept.
-    SHAPE_LIMIT = 1_000_000
+
+class Documents:
+    """Builds the documents of one split and decides its field map as it goes.
+
+    Compiled, this is a C type whose attributes ``document.pxd`` declares
+    (setup.py, seclake/native.py): the walk reads path nodes and its sets,
+    dicts and lists without the interpreter's lookups (1.27x per document).
+    An attribute added here must be declared there too.
+    """
 
     def __init__(self, dataset: Dataset, version: int = 2):
         """``version``: the split format (split.py). Format 1 puts text values
@@ -93,6 +100,8 @@ class Documents:
         self._cached = 0
         self._shapes: dict[tuple[_Path, ...], tuple[list[str], list[str] | None]] = {}
         self._shape_leaves = 0
+        self._cache_limit = CACHE_LIMIT
+        self._shape_limit = SHAPE_LIMIT
 
     def document(self, source: dict[str, Any], docid: int, ts: int) -> dict[str, Any]:
         """The document of one record (as ``tantivy.Document.from_dict`` takes it)."""
@@ -144,10 +153,10 @@ class Documents:
                 number = self.shapes.number(terms[0])
                 if number is not None:
                     terms = ([], [number])
-            if self._shape_leaves + len(shape) > self.SHAPE_LIMIT:
+            if self._shape_leaves + len(shape) > self._shape_limit:
                 self._shapes.clear()
                 self._shape_leaves = 0
-            if len(shape) <= self.SHAPE_LIMIT // 100:
+            if len(shape) <= self._shape_limit // 100:
                 self._shapes[shape] = terms
                 self._shape_leaves += len(shape)
         return terms
@@ -307,7 +316,7 @@ class Documents:
                 spelling,
                 () if lower == norm else (cut(prefix + lower),),
             )
-        if self._cached >= self.CACHE_LIMIT:
+        if self._cached >= self._cache_limit:
             for node in self._nodes:
                 node.values.clear()
             self._cached = 0

@@ -189,7 +189,7 @@ def test_nesting_past_the_depth_limit_is_cut_the_same_way():
 
 
 def test_the_same_documents_after_the_value_cache_starts_over(monkeypatch):
-    monkeypatch.setattr(document.Documents, "CACHE_LIMIT", 5)
+    monkeypatch.setattr(document, "CACHE_LIMIT", 5)
     sources = [{"@fields": {"port": i % 9, "ip": f"10.0.0.{i % 7}", "tag": ["x", i % 3]}} for i in range(40)]
     assert_same(sources, EVENTS)
 
@@ -198,7 +198,7 @@ def test_the_same_documents_whatever_the_shape_cache_keeps(monkeypatch):
     # Records of a few shapes share their existence terms; a shape larger
     # than a hundredth of the cache is not kept, and the cache starts over
     # when full: the documents stay the same either way.
-    monkeypatch.setattr(document.Documents, "SHAPE_LIMIT", 300)
+    monkeypatch.setattr(document, "SHAPE_LIMIT", 300)
     sources = [{"@fields": {"port": i, **({"ip": "10.0.0.1"} if i % 3 else {}), "tag": ["x"] * (i % 5)}}
                for i in range(40)]
     sources.append({"@fields": {f"k{i}": i for i in range(50)}})
