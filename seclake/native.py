@@ -12,8 +12,11 @@ for split building (``python -m seclake.bench.splitbuild``). The search path
 compiled too: 1-2% per search request, the rest of which is the engine and
 the HTTP layer.
 
-A module may have C types declared beside it (``storage/document.pxd``);
-its ``.py`` file stays the definition all the same.
+A module may have C types declared beside it (``storage/document.pxd``,
+``record/flatten.pxd``); its ``.py`` file stays the definition all the same,
+and a ``.pxd`` edit is rebuilt by ``make`` like a source edit (the finder
+below judges staleness by the ``.py`` only: a ``.pxd`` changes types, not
+what the module computes).
 
 An install without a C compiler, or a module whose build failed, runs the
 ``.py`` file: the same results, slower. So does a compiled module whose
