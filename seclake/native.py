@@ -131,16 +131,19 @@ def wanted() -> bool:
     return os.environ.get("SECLAKE_NATIVE", "1") != "0"
 
 
+def build_of(name: str, root: Path = ROOT) -> Path | None:
+    """The build a listed module runs as, or None: it runs from its source
+    (no build, one older than the source, or SECLAKE_NATIVE=0)."""
+    extension = extension_of(name, root)
+    if extension is None or not wanted():
+        return None
+    source = source_of(name, root)
+    return None if source.exists() and stale(source, extension) else extension
+
+
 def compiled() -> list[str]:
     """The listed modules that run (or will run) compiled in this process."""
-    if not wanted():
-        return []
-    out = []
-    for name in MODULES:
-        extension = extension_of(name)
-        if extension is not None and not stale(source_of(name), extension):
-            out.append(name)
-    return out
+    return [name for name in MODULES if build_of(name) is not None]
 
 
 def interpreted() -> list[str]:
@@ -165,11 +168,9 @@ class SourceFirst:
         if fullname not in self.names:
             return None
         source = source_of(fullname, self.root)
-        extension = extension_of(fullname, self.root)
-        if extension is None or not source.exists():
-            return None
-        if wanted() and not stale(source, extension):
-            return None
+        if build_of(fullname, self.root) is not None or extension_of(fullname, self.root) is None \
+                or not source.exists():
+            return None  # Python's own finder: the build, or the only file there is
         return importlib.util.spec_from_file_location(fullname, source)
 
 

@@ -14,7 +14,7 @@ cdef class Documents:
     cdef public object dataset, version, shapes, _messages, fields
     cdef public dict _root, _shapes
     cdef public list _nodes
-    cdef public Py_ssize_t _cached, _shape_leaves, _cache_limit, _shape_limit
+    cdef public Py_ssize_t _cached, _shape_leaves
 
     cpdef tuple _existence(self, list seen)
 

@@ -100,8 +100,6 @@ class Documents:
         self._cached = 0
         self._shapes: dict[tuple[_Path, ...], tuple[list[str], list[str] | None]] = {}
         self._shape_leaves = 0
-        self._cache_limit = CACHE_LIMIT
-        self._shape_limit = SHAPE_LIMIT
 
     def document(self, source: dict[str, Any], docid: int, ts: int) -> dict[str, Any]:
         """The document of one record (as ``tantivy.Document.from_dict`` takes it)."""
@@ -153,10 +151,10 @@ class Documents:
                 number = self.shapes.number(terms[0])
                 if number is not None:
                     terms = ([], [number])
-            if self._shape_leaves + len(shape) > self._shape_limit:
+            if self._shape_leaves + len(shape) > SHAPE_LIMIT:
                 self._shapes.clear()
                 self._shape_leaves = 0
-            if len(shape) <= self._shape_limit // 100:
+            if len(shape) <= SHAPE_LIMIT // 100:
                 self._shapes[shape] = terms
                 self._shape_leaves += len(shape)
         return terms
@@ -316,7 +314,7 @@ class Documents:
                 spelling,
                 () if lower == norm else (cut(prefix + lower),),
             )
-        if self._cached >= self._cache_limit:
+        if self._cached >= CACHE_LIMIT:
             for node in self._nodes:
                 node.values.clear()
             self._cached = 0

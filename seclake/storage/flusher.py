@@ -83,9 +83,7 @@ class Flusher:
 
     def enqueue(self, assigned) -> None:
         """Logged (seq, dataset, record, body) items, to be indexed."""
-        # Partitioning off (the default): every record is MIXED, and its
-        # customer signature (a JSON dump and a walk of its keys) is not made.
-        key_of = partition.key_of if self.partitions > partition.OFF else _mixed
+        key_of = partition.keyer(self.partitions)
         rows = [
             (seq, ds, day_of(time_of(rec, DATASETS[ds])), body, key_of(rec)) for seq, ds, rec, body in assigned
         ]
@@ -144,7 +142,3 @@ class Flusher:
         opened = self.shelf.ready(Split(path) for _dataset, _payload, path, _split_id in jobs)
         self.janitor.publish(metas, checkpoint=batch[-1][0])
         self.shelf.put(opened)
-
-
-def _mixed(_record: dict[str, Any]) -> str:
-    return partition.MIXED

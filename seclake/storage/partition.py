@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from seclake.storage.customers import Customers, Unknown, signature
@@ -46,6 +46,17 @@ def key_of(source: dict[str, Any]) -> str:
         return sys.intern(signature(source))
     except Unknown:
         return MIXED
+
+
+def keyer(limit: int) -> Callable[[dict[str, Any]], str]:
+    """What gives a record its partition under ``limit``: with partitioning
+    off (the default) every record is MIXED, and no signature (a JSON dump
+    of its customer and a walk of its keys) is made for it."""
+    return key_of if limit > OFF else _mixed
+
+
+def _mixed(_source: dict[str, Any]) -> str:
+    return MIXED
 
 
 def of_customers(customers: Customers, limit: int) -> str:
