@@ -223,3 +223,21 @@ def test_a_server_with_a_lost_split_starts_answers_from_the_rest_and_says_which_
     assert found["_shards"]["failures"][0]["index"] == lost.meta.split_id
     assert "cannot be read" in found["_shards"]["failures"][0]["reason"]
     assert sample(scrape(again), "seclake_splits_damaged") == 1
+
+
+def test_metrics_count_the_detectors_live_threshold_windows(start_server):
+    server = start_server()
+    token = server.login()
+    before = scrape(server)
+    assert sample(before, "seclake_detector_windows") == 0
+    # Failed sshd logins of one user from two addresses: the starter pack's
+    # brute-force rules keep one window per address and one for the user.
+    lines = [f"<38>Nov 21 10:00:0{i} bastion sshd[41{i}]: Failed password for admin from 198.51.100.{i % 2 + 1} "
+             f"port 4002{i} ssh2" for i in range(4)]
+    r = server.http.post("/api/import/sshd", content="\n".join(lines).encode(),
+                         headers={"Servicetoken": token, "Content-Type": "text/plain"})
+    assert r.status_code == 200 and r.json()["response"]["accepted"] == 4, r.text
+    after = scrape(server)
+    assert sample(after, "seclake_detector_windows") == 3
+    assert ("seclake_detector_windows_evicted_total", ()) in after
+    assert sample(after, "seclake_detector_windows_evicted_total") == 0
