@@ -176,10 +176,16 @@ def build_schema(fields: FieldMap, version: int = FORMAT_VERSION) -> tantivy.Sch
 
 
 def time_of(source: dict[str, Any], dataset: Dataset) -> int:
+    """A record's time for the index's ``ts`` (a 64-bit integer): 0 where it
+    is not a number that fits (NaN, infinite, past 2**63), as where it is
+    missing; a record the index cannot take would fail its whole split."""
     value = source.get(dataset.time_field)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -_I64 <= value < _I64:
         return 0
     return int(value)
+
+
+_I64 = 2**63
 
 
 def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, split_id: str,
