@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import threading
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol, Sequence
@@ -196,6 +196,28 @@ def _stop_flag():
     return _CONTEXT.RawValue(ctypes.c_bool, False)
 
 
+class Building:
+    """Splits ``SplitBuilder.start`` set going: ``done`` once every one is
+    built (or failed), ``metas`` waits for them, in the order they were given."""
+
+    def __init__(self, futures: list[Future], writers: list[Future], finish: Callable[[], list[SplitMeta]]):
+        self.futures = futures
+        # The builds writing into the splits' directories here (the workers'; an indexer's files are installed by ``metas``).
+        self._writers = writers
+        self._finish = finish
+
+    def done(self) -> bool:
+        return all(f.done() for f in self.futures)
+
+    def metas(self) -> list[SplitMeta]:
+        """The splits' metas; a build whose worker died is built again, an error raises."""
+        return self._finish()
+
+    def settle(self) -> None:
+        """Wait until no build writes into the splits' directories (after a failure, before removing them)."""
+        wait(self._writers)
+
+
 class SplitBuilder:
     """Builds splits in up to ``workers`` spawned processes (large batches),
     merges in ``merge_workers`` more at a lower priority, or either on
@@ -223,6 +245,8 @@ class SplitBuilder:
         self.workers_lost = 0
         self._pools: dict[str, ProcessPoolExecutor] = {}
         self._lock = threading.Lock()
+        # Builds started in the workers and not ended: ``idle``.
+        self._running: set[Future] = set()
         # Set by ``stop_merges``; the merge workers look at it as they go.
         self._merge_stop = _stop_flag()
 
@@ -324,11 +348,15 @@ class SplitBuilder:
         return self.build_all([(dataset, payload, dest, split_id)])[0]
 
     def build_all(self, jobs: Sequence[tuple[str, Sequence[tuple[int, bytes]], Path, str]]) -> list[SplitMeta]:
-        """Several splits (dataset, payload, dest, split id) at once, their metas in order.
+        """Several splits (dataset, payload, dest, split id) at once, their metas in order."""
+        return self.start(jobs).metas()
+
+    def start(self, jobs: Sequence[tuple[str, Sequence[tuple[int, bytes]], Path, str]]) -> Building:
+        """Start building several splits (dataset, payload, dest, split id); ``metas()`` of the answer waits for them.
 
         Large ones go to the indexers or worker processes together, so a
         batch spanning days or datasets builds its splits side by side;
-        small ones are built here meanwhile.
+        small ones are built here, before this returns.
         """
         large = [self.use_worker and len(payload) >= self.threshold for _d, payload, _p, _s in jobs]
         remote = [
@@ -339,22 +367,45 @@ class SplitBuilder:
             self._submit(_build, dataset, list(payload), str(dest), split_id) if big and sent is None else None
             for (dataset, payload, dest, split_id), big, sent in zip(jobs, large, remote)
         ]
+        writers = [here[2] for here in local if here is not None]
+        with self._lock:
+            self._running.update(writers)
+        for future in writers:
+            future.add_done_callback(self._ended)
         metas = [
             _build(dataset, list(payload), str(dest), split_id) if not big else None
             for (dataset, payload, dest, split_id), big in zip(jobs, large)
         ]
-        out = []
-        for (dataset, payload, dest, split_id), meta, sent, here in zip(jobs, metas, remote, local):
-            if sent is not None:
-                meta = self._installed(
-                    sent, len(payload), dest, lambda: self._run(_build, dataset, list(payload), str(dest), split_id)
-                )
-            elif here is not None:
-                meta = self._built(
-                    *here, again=lambda: self._run(_build, dataset, list(payload), str(dest), split_id)
-                )
-            out.append(meta)
-        return out
+
+        def finish() -> list[SplitMeta]:
+            out = []
+            for (dataset, payload, dest, split_id), meta, sent, here in zip(jobs, metas, remote, local):
+                if sent is not None:
+                    meta = self._installed(
+                        sent, len(payload), dest, lambda: self._run(_build, dataset, list(payload), str(dest), split_id)
+                    )
+                elif here is not None:
+                    meta = self._built(
+                        *here, again=lambda: self._run(_build, dataset, list(payload), str(dest), split_id)
+                    )
+                out.append(meta)
+            return out
+
+        return Building([f for f in remote if f is not None] + writers, writers, finish)
+
+    def _ended(self, future: Future) -> None:
+        with self._lock:
+            self._running.discard(future)
+
+    def idle(self) -> bool:
+        """Whether a build worker has nothing to do (always, building in-process)."""
+        with self._lock:
+            return not self.use_worker or len(self._running) < self._shape[BUILD][0]
+
+    def running(self) -> list[Future]:
+        """The builds running in worker processes now (not the indexers')."""
+        with self._lock:
+            return list(self._running)
 
     def merge(self, dataset: str, sources: Sequence[Split], dest: Path, split_id: str) -> SplitMeta:
         paths = [str(s.path) for s in sources]

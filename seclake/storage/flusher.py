@@ -11,15 +11,18 @@ every reader of it no longer needs (``holds``).
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, wait
+from pathlib import Path
 from typing import Any
 
 from seclake.record.dataset import DATASETS
 from seclake.storage import partition
-from seclake.storage.builder import SplitBuilder
+from seclake.storage.builder import Building, SplitBuilder
 from seclake.storage.janitor import Janitor
 from seclake.storage.layout import Layout
 from seclake.storage.merge import DAY_MS, day_of
@@ -33,6 +36,14 @@ MAX_PENDING = 100_000
 MAX_PENDING_BYTES = 64 * 1024 * 1024
 # Largest split written in one go from pending records.
 MAX_BATCH = 50_000
+# Batches of pending records being built at once (``Flusher.flush``).
+MAX_FLIGHTS = 2
+# Records a batch started beside another waits for: a smaller split costs
+# more per record to build (its fixed costs) and makes more merges.
+MIN_SIDE_BATCH = 4000
+# How often a flush waiting for its builds looks whether a worker is free
+# for the records that came meanwhile, at most.
+POLL_SECONDS = 0.05
 
 Items = Sequence[tuple[str, dict[str, Any]]]
 
@@ -107,24 +118,51 @@ class Flusher:
         return True
 
     def flush(self) -> int:
-        """Index everything pending now; return the number of records indexed."""
+        """Index everything pending now; return the number of records indexed.
+
+        Batches of pending records are built side by side, up to
+        ``MAX_FLIGHTS`` at once, and published in log order: a worker that
+        finishes its part of a batch takes the records that came meanwhile,
+        instead of waiting for the batch's largest split (a batch is one
+        split per dataset and day, rarely as many of the same size as there
+        are workers).
+        """
         with self.lock:
             done = 0
-            while True:
-                with self.cond:
-                    batch = self._pending[:MAX_BATCH]
-                if not batch:
-                    return done
-                self._index(batch)
-                with self.cond:
-                    del self._pending[: len(batch)]
-                    self._pending_bytes -= sum(len(r[3]) for r in batch)
-                    self.indexed_seq = max(self.indexed_seq, batch[-1][0])
-                    self.cond.notify_all()
-                done += len(batch)
-                self.wal.trim(min([self.indexed_seq] + [hold() for hold in self.holds]))
+            flights: deque[tuple[list[tuple[int, str, int, bytes, str]], list[Path], Building]] = deque()
+            taken = 0  # pending records in flights
+            try:
+                while True:
+                    while flights and flights[0][2].done():
+                        published = self._publish(flights)
+                        done += published
+                        taken -= published
+                    with self.cond:
+                        more = len(self._pending) - taken
+                    side = len(flights) < MAX_FLIGHTS and more >= MIN_SIDE_BATCH and self.builder.idle()
+                    if more and (not flights or side):
+                        with self.cond:
+                            batch = self._pending[taken : taken + MAX_BATCH]
+                        flights.append((batch, *self._start(batch)))
+                        taken += len(batch)
+                        continue
+                    if not flights:
+                        return done
+                    running = self.builder.running()
+                    if len(flights) < MAX_FLIGHTS and running:
+                        # A worker may free up, or enough records come, before
+                        # the oldest batch is built: look again then.
+                        wait(running, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+                        continue
+                    published = self._publish(flights)
+                    done += published
+                    taken -= published
+            except BaseException:
+                self._abandon(flights)
+                raise
 
-    def _index(self, batch: list[tuple[int, str, int, bytes, str]]) -> None:
+    def _start(self, batch: list[tuple[int, str, int, bytes, str]]) -> tuple[list[Path], Building]:
+        """Start building the splits of a batch: one per dataset, UTC day and partition."""
         days: dict[tuple[str, int], list[tuple[int, bytes, str]]] = defaultdict(list)
         for seq, dataset, day, body, key in batch:
             days[(dataset, day)].append((seq, body, key))
@@ -138,7 +176,31 @@ class Flusher:
             path = self.layout.split_dir(dataset, split_id)
             path.parent.mkdir(parents=True, exist_ok=True)
             jobs.append((dataset, payload, path, split_id))
-        metas = self.builder.build_all(jobs)
-        opened = self.shelf.ready(Split(path) for _dataset, _payload, path, _split_id in jobs)
+        return [path for _d, _p, path, _s in jobs], self.builder.start(jobs)
+
+    def _publish(self, flights: deque) -> int:
+        """Publish the oldest batch in flight, once built, with the log checkpoint after it; its record count."""
+        batch, paths, building = flights[0]
+        metas = building.metas()
+        opened = self.shelf.ready(Split(path) for path in paths)
+        # Handed to the catalog: from here a failure leaves its directories
+        # for the janitor to judge at the next start (``leftovers``).
+        flights.popleft()
         self.janitor.publish(metas, checkpoint=batch[-1][0])
         self.shelf.put(opened)
+        with self.cond:
+            del self._pending[: len(batch)]
+            self._pending_bytes -= sum(len(r[3]) for r in batch)
+            self.indexed_seq = max(self.indexed_seq, batch[-1][0])
+            self.cond.notify_all()
+        self.wal.trim(min([self.indexed_seq] + [hold() for hold in self.holds]))
+        return len(batch)
+
+    @staticmethod
+    def _abandon(flights: deque) -> None:
+        """After a failed flush: wait for the builds still running and remove
+        the splits they wrote (never published; their records stay pending)."""
+        for _batch, paths, building in flights:
+            building.settle()
+            for path in paths:
+                shutil.rmtree(path, ignore_errors=True)

@@ -1,5 +1,6 @@
 """The lake turns appended records into searchable splits, exactly once."""
 
+import threading
 import time
 
 import orjson
@@ -7,7 +8,7 @@ import pytest
 
 from seclake.storage.catalog import PUBLISHED
 from seclake.storage.lake import LakeBusy
-from seclake.storage import merge, split
+from seclake.storage import flusher, merge, split
 from seclake.storage.merge import DAY_MS
 from tests.storage.test_recordstore import _demo_records
 
@@ -35,6 +36,80 @@ def test_records_land_in_one_split_per_dataset_and_day(lake_factory):
     assert _docids(lake) == list(range(1, 31))
 
 
+def _appended_while_building(lake, first: int, count: int) -> threading.Thread:
+    """A thread that appends ``count`` records once a build runs in a worker."""
+
+    def late() -> None:
+        deadline = time.monotonic() + 60
+        while not lake.builder.running() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        lake.append([("event", _event(first + i)) for i in range(count)])
+
+    thread = threading.Thread(target=late)
+    thread.start()
+    return thread
+
+
+def test_records_that_come_while_a_flush_builds_are_built_beside_it_and_published_after_it(lake_factory, monkeypatch):
+    # A day's records make one split, so a flush of one day keeps one worker
+    # busy: the records that come meanwhile go to the other worker at once,
+    # and the splits are published in log order, so the checkpoint never
+    # passes a record that is not searchable yet.
+    monkeypatch.setattr(flusher, "MIN_SIDE_BATCH", 5)
+    lake = lake_factory()
+    events: list[tuple] = []
+    start, publish = lake.builder.start, lake.janitor.publish
+
+    def starting(jobs):
+        events.append(("start", sum(len(payload) for _d, payload, _p, _s in jobs)))
+        return start(jobs)
+
+    def publishing(metas, **kw):
+        events.append(("publish", sum(m.num_records for m in metas), kw["checkpoint"]))
+        return publish(metas, **kw)
+
+    monkeypatch.setattr(lake.builder, "start", starting)
+    monkeypatch.setattr(lake.janitor, "publish", publishing)
+    lake.append([("event", _event(i)) for i in range(2000)])
+    late = _appended_while_building(lake, 2000, 10)
+    assert lake.flush() == 2010
+    late.join()
+    assert events == [("start", 2000), ("start", 10), ("publish", 2000, 2000), ("publish", 10, 2010)]
+    assert _docids(lake) == list(range(1, 2011))
+    assert lake.catalog.checkpoint() == 2010
+
+
+def test_a_flush_whose_build_fails_beside_another_removes_both_splits_and_keeps_every_record(lake_factory, monkeypatch):
+    monkeypatch.setattr(flusher, "MIN_SIDE_BATCH", 5)
+    lake = lake_factory()
+    start = lake.builder.start
+
+    def failing_second(jobs):
+        building = start(jobs)
+        if sum(len(payload) for _d, payload, _p, _s in jobs) == 10:
+            def broken():
+                building_metas()
+                raise OSError(28, "No space left on device")
+            building_metas, building.metas = building.metas, broken
+        return building
+
+    monkeypatch.setattr(lake.builder, "start", failing_second)
+    lake.append([("event", _event(i)) for i in range(2000)])
+    late = _appended_while_building(lake, 2000, 10)
+    with pytest.raises(OSError, match="No space left"):
+        lake.flush()
+    late.join()
+    # The first split was published before the second failed; the second's
+    # directory is gone, its records are still pending and in the log.
+    assert _docids(lake) == list(range(1, 2001))
+    published = {e.split_id for e in lake.catalog.entries(PUBLISHED)}
+    assert {p.name for p in (lake.layout.splits / "event").iterdir()} == published
+    assert lake.flusher.pending() == 10
+    monkeypatch.undo()
+    assert lake.flush() == 10
+    assert _docids(lake) == list(range(1, 2011))
+
+
 def test_unindexed_records_are_replayed_once_after_a_crash(lake_factory, tmp_path):
     lake = lake_factory()
     lake.append([("event", _event(i)) for i in range(5)])
@@ -58,7 +133,7 @@ def test_a_lake_whose_last_flush_fails_still_stops_and_keeps_the_records_for_its
     def broken(jobs):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(lake.builder, "build_all", broken)
+    monkeypatch.setattr(lake.builder, "start", broken)
     lake.stop()  # no exception: the lake is let go of all the same (its lock too)
     assert "the last flush failed; 5 records stay in the log until the next start" in caplog.text
     monkeypatch.undo()
