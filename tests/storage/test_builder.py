@@ -22,7 +22,7 @@ def _payload(first: int, n: int) -> list[tuple[int, bytes]]:
             for i in range(first, first + n)]
 
 
-def test_build_all_returns_each_split_in_order_from_workers_and_in_process(tmp_path):
+def test_build_all_returns_each_split_in_order_from_workers(tmp_path):
     builder = SplitBuilder(threshold=4, workers=2)
     jobs = [("event", _payload(1, 6), tmp_path / "a", "a"), ("event", _payload(7, 2), tmp_path / "b", "b"),
             ("flow", _payload(9, 5), tmp_path / "c", "c")]
@@ -37,6 +37,20 @@ def test_build_all_returns_each_split_in_order_from_workers_and_in_process(tmp_p
         assert split.bodies() == payload
         assert meta.fields.numbers == {"@fields.n": "n0"} and meta.fields.ips == {"@fields.ip": "ip0"}
 
+
+
+def test_a_batch_with_a_split_for_the_workers_sends_them_its_small_ones_too_and_builds_a_small_batch_here(tmp_path):
+    builder = SplitBuilder(threshold=4, workers=2)
+    try:
+        mixed = builder.start([("event", _payload(1, 6), tmp_path / "a", "a"), ("event", _payload(7, 2), tmp_path / "b", "b")])
+        assert len(mixed.futures) == 2  # both in the workers
+        assert [m.num_records for m in mixed.metas()] == [6, 2]
+        small = builder.start([("event", _payload(9, 2), tmp_path / "c", "c")])
+        assert small.futures == [] and small.done()  # built here, before start returned
+        assert Split(tmp_path / "c").bodies() == _payload(9, 2)
+        assert [m.num_records for m in small.metas()] == [2]
+    finally:
+        builder.close()
 
 def test_a_merge_in_a_worker_keeps_every_record_and_its_stored_json(tmp_path):
     builder = SplitBuilder(threshold=4)
@@ -126,8 +140,8 @@ def test_large_batches_and_merges_go_to_an_indexer_and_equal_a_local_build(tmp_p
     finally:
         remote.close()
         local.close()
-    # The two large ones and the merge were built by the indexer, the small one here.
-    assert (indexer.built, indexer.records, remote.remote_built) == (3, 6 + 5 + 11, 3)
+    # The batch (large ones, and the small one with them) and the merge were built by the indexer.
+    assert (indexer.built, indexer.records, remote.remote_built) == (4, 6 + 2 + 5 + 11, 4)
     # The same split but for tantivy's segment ids (file names and their digests).
     assert [dict(m.to_json(), files=None) for m in got] == [dict(m.to_json(), files=None) for m in want]
     for _ds, payload, sid in jobs:
