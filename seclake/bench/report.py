@@ -51,6 +51,13 @@ def _native_note(native: dict[str, int] | None) -> str:
             "(the rest ran interpreted: no C compiler at install?)")
 
 
+def _allocator_note(name: str | None) -> str:
+    """The C allocator split builders and the ingest floor ran with (storage/allocator.py)."""
+    if not name:
+        return ""
+    return f"; split builders and the ingest floor ran with {'jemalloc' if name == 'jemalloc' else 'the system allocator'}"
+
+
 def _n(n: float | int | None, digits: int = 0) -> str:
     if n is None:
         return "–"
@@ -83,7 +90,8 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         f"Run {r['started']} to {r['finished']}, {r['seconds']:.0f} s in all"
         + (f", seclake at commit `{r['code']['commit'][:12]}`" if (r.get("code") or {}).get("commit") else "")
         + (" with uncommitted changes" if (r.get("code") or {}).get("dirty") else "")
-        + _native_note((r.get("code") or {}).get("native")) + ".")
+        + _native_note((r.get("code") or {}).get("native")) + _allocator_note((r.get("code") or {}).get("allocator"))
+        + ".")
     add("")
     if r["failures"]:
         add("**The run FAILED:** " + "; ".join(r["failures"]))
@@ -399,8 +407,10 @@ type, customer), process start-up included (seclake's modules compiled beforehan
 the same lines parsed beforehand (not timed) and indexed by tantivy-py alone with a plain schema
 (the message as text with positions, the record's fields as one JSON field, the timestamp fast,
 the record stored in tantivy's store), one writer thread per core, on the same sample as (b);
-timed from the first document to the end of the commit. The ingest target is 0.8x this floor, to
-searchable. (d) Scaling: (a) on the first 100,000 lines (`scaling_events`), on a fresh server
+timed from the first document to the end of the commit, in a process of its own started as
+seclake's split builders are, so both use the same C allocator (jemalloc where installed:
+tantivy's writer threads are allocator-bound; `seclake/storage/allocator.py`). The ingest target
+is 0.8x this floor, to searchable. (d) Scaling: (a) on the first 100,000 lines (`scaling_events`), on a fresh server
 pinned with `taskset` to one core, then to two. Disk at rest is the allocated size of the
 published split directories after merges settled, over the raw bytes of the lines imported
 (newline included); the whole `<data dir>/lake` right after settling also counts the log's live

@@ -32,7 +32,10 @@ app.add_typer(cluster.cluster_app, name="cluster")
 
 def main() -> None:
     from seclake.errors import SeclakeError
+    from seclake.storage import allocator
 
+    # Before any thread or process starts: the build workers spawned later use jemalloc.
+    allocator.for_children()
     try:
         app()  # ends with SystemExit, as click's commands do
     except SystemExit as e:

@@ -68,6 +68,7 @@ def _run(settings: Settings, demo: bool) -> None:
 
     configure_logs(settings.log_level, settings.log_format)
     _warn_if_interpreted()
+    _say_allocator()
     if settings.standby and not settings.ingest:
         typer.echo("error: --standby is for an ingest node (it takes over the lake); drop --no-ingest", err=True)
         raise typer.Exit(2)
@@ -104,6 +105,22 @@ def _warn_if_interpreted() -> None:
             "reinstall seclake where a C compiler and Python's headers are present",
             len(interpreted), len(native.MODULES), ", ".join(interpreted[:3]), ", ..." if len(interpreted) > 3 else "",
         )
+
+
+def _say_allocator() -> None:
+    """Say which allocator the split builders get (``storage/allocator.py``):
+    without jemalloc they build ~1.2x slower."""
+    import logging
+    import os
+
+    from seclake.storage import allocator
+
+    log = logging.getLogger("seclake")
+    if allocator.NAME in os.environ.get("LD_PRELOAD", ""):
+        log.info("split builders use jemalloc (%s)", allocator.library())
+    elif os.environ.get("SECLAKE_ALLOCATOR", "").strip().lower() != "system":
+        log.info("split builders use the system allocator: install jemalloc (Debian: libjemalloc2) "
+                 "for ~1.2x faster split building")
 
 
 def _announce_when_ready(services) -> None:
