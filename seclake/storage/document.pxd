@@ -30,3 +30,5 @@ cdef class Documents:
 
 @cython.locals(keep=list, at=Py_ssize_t, end=Py_ssize_t, end_of=Py_ssize_t)
 cpdef list _outside(list values, str message)
+
+cdef object _put(dict doc, object name, object value)

@@ -181,10 +181,7 @@ class Documents:
                     fr[e[1]] = e[2]
                 if e[3]:
                     for name, v in e[3]:
-                        if name in doc:
-                            doc[name].append(v)
-                        else:
-                            doc[name] = [v]
+                        _put(doc, name, v)
                 text.append(e[4])
             else:
                 self._leaf(p, value, depth, kw, kt, fr, seen, text, doc)
@@ -229,10 +226,7 @@ class Documents:
             if name is None or self.version == 1:
                 text.append(spelled)
             if name is not None:
-                if name in doc:
-                    doc[name].append(spelled)
-                else:
-                    doc[name] = [spelled]
+                _put(doc, name, spelled)
             return
         vkey = value if cls is str or cls is int else (cls, value)
         e = p.values.get(vkey)
@@ -243,10 +237,7 @@ class Documents:
         if e[1] not in fr:
             fr[e[1]] = e[2]
         for name, v in e[3]:
-            if name in doc:
-                doc[name].append(v)
-            else:
-                doc[name] = [v]
+            _put(doc, name, v)
         if kind is KEYWORD:
             text.append(e[4])
 
@@ -321,6 +312,21 @@ class Documents:
         self._cached += 1
         p.values[vkey] = entry
         return entry
+
+
+def _put(doc: dict[str, Any], name: str, value: Any) -> None:
+    """Add a value to a typed or text field of a document: the value alone
+    while it is the field's only one, a list from the second on.
+    ``Document.from_dict`` takes either; most fields of a record have one
+    value, and a list for each (~20 per firewall record) was a fifth of the
+    objects the walk made."""
+    held = doc.get(name)
+    if held is None:
+        doc[name] = value
+    elif held.__class__ is list:
+        held.append(value)
+    else:
+        doc[name] = [held, value]
 
 
 # Where the split's tokenizer (tantivy's simple one) ends a token. Only ASCII

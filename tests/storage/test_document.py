@@ -95,6 +95,9 @@ def facet_term(key: str, spelling: str, version: int) -> str | None:
     return key + SEP + spelling
 
 
+FIXED = frozenset({"docid", "ts", "kw", "kt", "fr", "ex", "all"})
+
+
 def built(sources: list[dict], dataset: Dataset, version: int = 3) -> tuple[FieldMap, list[dict]]:
     documents = Documents(dataset, version)
     docs = [documents.document(s, i, time_of(s, dataset)) for i, s in enumerate(sources)]
@@ -108,6 +111,10 @@ def built(sources: list[dict], dataset: Dataset, version: int = 3) -> tuple[Fiel
         d["kw"], d["fr"], d["ex"] = set(d["kw"]), set(d["fr"]), ex
         if "kt" in d:
             d["kt"] = set(d["kt"])
+        # A typed or text field with one value holds it alone (tantivy takes either).
+        for name, value in d.items():
+            if name not in FIXED and not isinstance(value, list):
+                d[name] = [value]
     return documents.fields, docs
 
 
