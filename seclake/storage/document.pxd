@@ -20,11 +20,11 @@ cdef class Documents:
 
     @cython.locals(p=_Path, e=tuple)
     cpdef _walk(self, dict node, dict children, str prefix, Py_ssize_t depth,
-                set kw, set kt, dict fr, list seen, list text, dict doc)
+                list kw, list kt, dict fr, list seen, list text, dict doc)
 
     @cython.locals(e=tuple)
     cpdef _leaf(self, _Path p, object value, Py_ssize_t depth,
-                set kw, set kt, dict fr, list seen, list text, dict doc)
+                list kw, list kt, dict fr, list seen, list text, dict doc)
 
     cpdef tuple _entry(self, _Path p, object value, object vkey)
 

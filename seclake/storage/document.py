@@ -103,8 +103,12 @@ class Documents:
 
     def document(self, source: dict[str, Any], docid: int, ts: int) -> dict[str, Any]:
         """The document of one record (as ``tantivy.Document.from_dict`` takes it)."""
-        kw: set[str] = set()
-        kt: set[str] = set()
+        # Lists, not sets: a term twice in a record (a value repeated in a
+        # list, two paths cut to one key) is indexed once all the same
+        # (these fields keep no frequencies), and ~45 set inserts and a copy
+        # per record cost more than the rare duplicate.
+        kw: list[str] = []
+        kt: list[str] = []
         fr: dict[str, str | None] = {}
         seen: list[_Path] = []  # the path of every leaf, in record order
         text: list[str] = []
@@ -116,9 +120,9 @@ class Documents:
                 text = _outside(text, message)
         doc["docid"] = docid
         doc["ts"] = ts
-        doc["kw"] = list(kw)
+        doc["kw"] = kw
         if self.version >= 2:
-            doc["kt"] = list(kt)
+            doc["kt"] = kt
             doc["fr"] = [t for t in fr.values() if t is not None]
         else:
             doc["fr"] = list(fr.values())
@@ -160,7 +164,7 @@ class Documents:
         return terms
 
     def _walk(self, node: dict, children: dict, prefix: str, depth: int,
-              kw: set, kt: set, fr: dict, seen: list, text: list, doc: dict) -> None:
+              kw: list, kt: list, fr: dict, seen: list, text: list, doc: dict) -> None:
         for key, value in node.items():
             p = children.get(key)
             if p is None:
@@ -174,9 +178,9 @@ class Documents:
                 if e is None:
                     e = self._entry(p, value, value)
                 seen.append(p)
-                kw.update(e[0])
+                kw.extend(e[0])
                 if e[5]:
-                    kt.update(e[5])
+                    kt.extend(e[5])
                 if e[1] not in fr:
                     fr[e[1]] = e[2]
                 if e[3]:
@@ -187,7 +191,7 @@ class Documents:
                 self._leaf(p, value, depth, kw, kt, fr, seen, text, doc)
 
     def _leaf(self, p: _Path, value: Any, depth: int,
-              kw: set, kt: set, fr: dict, seen: list, text: list, doc: dict) -> None:
+              kw: list, kt: list, fr: dict, seen: list, text: list, doc: dict) -> None:
         # The cases and depth rules of record.flatten.leaves, on path nodes.
         if value is None:
             return
@@ -232,8 +236,8 @@ class Documents:
         e = p.values.get(vkey)
         if e is None:
             e = self._entry(p, value, vkey)
-        kw.update(e[0])
-        kt.update(e[5])
+        kw.extend(e[0])
+        kt.extend(e[5])
         if e[1] not in fr:
             fr[e[1]] = e[2]
         for name, v in e[3]:
