@@ -119,6 +119,8 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     # The floor the ingest target is judged against: tantivy alone on the same records, in the same run.
     raw = one["ingest_raw"]
     assert raw["records"] == raw["lines"] == one["data"]["lines"] and raw["events_per_second"] > 0
+    # ... in a process started as the split builders are: the same C allocator on both sides of the ratio.
+    assert raw["allocator"] == r["code"]["allocator"]
     # At rest the published splits are all of the lake but its live log segment.
     http = one["ingest_http"]
     assert 0 < http["split_bytes_per_event"] <= http["bytes_per_event"]
