@@ -383,12 +383,11 @@ def _code() -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         commit, dirty = None, None
     from seclake import native
-
-    # Which of the modules setup.py compiles ran compiled: an install without
-    # a C compiler measures the interpreted path (~1.2x slower to ingest).
     from seclake.storage import allocator
 
     return {"path": str(where), "commit": commit or None, "dirty": None if dirty is None else bool(dirty),
+            # Which of the modules setup.py compiles ran compiled: an install without
+            # a C compiler measures the interpreted path (~1.2x slower to ingest).
             "native": {"compiled": len(native.compiled()), "modules": len(native.MODULES)},
             # The C allocator of the processes this one starts (split builders, the floor): storage/allocator.py.
-            "allocator": "jemalloc" if allocator.NAME in os.environ.get("LD_PRELOAD", "") else "system"}
+            "allocator": "jemalloc" if allocator.preloaded() else "system"}

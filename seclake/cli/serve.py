@@ -111,14 +111,13 @@ def _say_allocator() -> None:
     """Say which allocator the split builders get (``storage/allocator.py``):
     without jemalloc they build ~1.2x slower."""
     import logging
-    import os
 
     from seclake.storage import allocator
 
     log = logging.getLogger("seclake")
-    if allocator.NAME in os.environ.get("LD_PRELOAD", ""):
+    if allocator.preloaded():
         log.info("split builders use jemalloc (%s)", allocator.library())
-    elif os.environ.get("SECLAKE_ALLOCATOR", "").strip().lower() != "system":
+    elif not allocator.turned_off():
         log.info("split builders use the system allocator: install jemalloc (Debian: libjemalloc2) "
                  "for ~1.2x faster split building")
 

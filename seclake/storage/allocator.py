@@ -43,6 +43,16 @@ def library() -> str | None:
     return None
 
 
+def turned_off(environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Whether the operator keeps the system allocator (``SECLAKE_ALLOCATOR=system``)."""
+    return environ.get("SECLAKE_ALLOCATOR", "jemalloc").strip().lower() == "system"
+
+
+def preloaded(environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Whether processes started with ``environ`` preload jemalloc."""
+    return NAME in environ.get("LD_PRELOAD", "")
+
+
 def for_children(environ: MutableMapping[str, str] = os.environ) -> str | None:
     """Make the processes started from now on preload jemalloc; its path, or
     None when it is not installed or ``SECLAKE_ALLOCATOR`` is ``system``.
@@ -50,13 +60,13 @@ def for_children(environ: MutableMapping[str, str] = os.environ) -> str | None:
     Call it before any thread starts: changing the environment while another
     thread reads it is unsafe in C.
     """
-    if environ.get("SECLAKE_ALLOCATOR", "jemalloc").strip().lower() == "system":
+    if turned_off(environ):
         return None
     path = library()
     if path is None:
         return None
-    preload = environ.get("LD_PRELOAD", "")
-    if NAME not in preload:
+    if not preloaded(environ):
+        preload = environ.get("LD_PRELOAD", "")
         environ["LD_PRELOAD"] = f"{preload}:{path}" if preload else path
     return path
 

@@ -130,13 +130,12 @@ class Flusher:
         with self.lock:
             done = 0
             flights: deque[tuple[list[tuple[int, str, int, bytes, str]], list[Path], Building]] = deque()
-            taken = 0  # pending records in flights
             try:
                 while True:
                     while flights and flights[0][2].done():
-                        published = self._publish(flights)
-                        done += published
-                        taken -= published
+                        done += self._publish(flights)
+                    # The pending records in flights are the first ones: they leave pending when published.
+                    taken = sum(len(batch) for batch, _paths, _building in flights)
                     with self.cond:
                         more = len(self._pending) - taken
                     side = len(flights) < MAX_FLIGHTS and more >= MIN_SIDE_BATCH and self.builder.idle()
@@ -144,7 +143,6 @@ class Flusher:
                         with self.cond:
                             batch = self._pending[taken : taken + MAX_BATCH]
                         flights.append((batch, *self._start(batch)))
-                        taken += len(batch)
                         continue
                     if not flights:
                         return done
@@ -154,9 +152,7 @@ class Flusher:
                         # the oldest batch is built: look again then.
                         wait(running, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
                         continue
-                    published = self._publish(flights)
-                    done += published
-                    taken -= published
+                    done += self._publish(flights)
             except BaseException:
                 self._abandon(flights)
                 raise

@@ -10,6 +10,7 @@ import pytest
 
 from seclake.bench.server import Server, count
 from seclake.storage import allocator
+from tests.storage.test_builder import _children
 
 INSTALLED = allocator.library()
 
@@ -36,19 +37,6 @@ def test_the_command_line_names_jemalloc_for_the_processes_it_starts_once_and_be
 def test_an_operator_can_keep_the_system_allocator():
     env = {"SECLAKE_ALLOCATOR": "system"}
     assert allocator.for_children(env) is None and "LD_PRELOAD" not in env
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
 
 
 def test_a_servers_build_workers_run_with_jemalloc_and_the_server_keeps_the_system_allocator(tmp_path):
