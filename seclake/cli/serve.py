@@ -115,6 +115,9 @@ def _say_allocator() -> None:
     from seclake.storage import allocator
 
     log = logging.getLogger("seclake")
+    if allocator.setting() not in allocator.CHOICES:
+        log.warning("SECLAKE_ALLOCATOR=%r is not one of %s: taken as jemalloc (where installed)",
+                    allocator.setting()[:40], ", ".join(allocator.CHOICES))
     if allocator.preloaded():
         log.info("split builders use jemalloc (%s)", allocator.library())
     elif not allocator.turned_off():

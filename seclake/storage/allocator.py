@@ -43,9 +43,17 @@ def library() -> str | None:
     return None
 
 
+CHOICES = ("jemalloc", "system")
+
+
+def setting(environ: MutableMapping[str, str] = os.environ) -> str:
+    """``SECLAKE_ALLOCATOR`` as given (lowercased), ``jemalloc`` when unset."""
+    return environ.get("SECLAKE_ALLOCATOR", "jemalloc").strip().lower() or "jemalloc"
+
+
 def turned_off(environ: MutableMapping[str, str] = os.environ) -> bool:
     """Whether the operator keeps the system allocator (``SECLAKE_ALLOCATOR=system``)."""
-    return environ.get("SECLAKE_ALLOCATOR", "jemalloc").strip().lower() == "system"
+    return setting(environ) == "system"
 
 
 def preloaded(environ: MutableMapping[str, str] = os.environ) -> bool:

@@ -35,8 +35,19 @@ def test_the_command_line_names_jemalloc_for_the_processes_it_starts_once_and_be
 
 
 def test_an_operator_can_keep_the_system_allocator():
-    env = {"SECLAKE_ALLOCATOR": "system"}
+    env = {"SECLAKE_ALLOCATOR": " System "}
     assert allocator.for_children(env) is None and "LD_PRELOAD" not in env
+
+
+def test_a_misspelt_choice_is_named_in_a_warning_at_start_and_taken_as_the_default(caplog, monkeypatch):
+    from seclake.cli.serve import _say_allocator
+
+    env = {"SECLAKE_ALLOCATOR": "sytem"}
+    assert allocator.setting(env) == "sytem" and not allocator.turned_off(env)
+    monkeypatch.setenv("SECLAKE_ALLOCATOR", "sytem")
+    with caplog.at_level("INFO", logger="seclake"):
+        _say_allocator()
+    assert "SECLAKE_ALLOCATOR='sytem' is not one of jemalloc, system" in caplog.text
 
 
 def test_a_servers_build_workers_run_with_jemalloc_and_the_server_keeps_the_system_allocator(tmp_path):
