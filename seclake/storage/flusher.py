@@ -182,8 +182,18 @@ class Flusher:
         # Handed to the catalog: from here a failure leaves its directories
         # for the janitor to judge at the next start (``leftovers``).
         flights.popleft()
-        self.janitor.publish(metas, checkpoint=batch[-1][0])
+        # On this node's shelf before the catalog has them, so a search here
+        # never misses a split a search on another node (reading the catalog)
+        # found: the other way round, a cluster test caught this node behind
+        # under load. A failed publish takes them off again; their records
+        # stay pending, and a search never sees a record twice (pending
+        # records are not searched).
         self.shelf.put(opened)
+        try:
+            self.janitor.publish(metas, checkpoint=batch[-1][0])
+        except BaseException:
+            self.shelf.drop(m.split_id for m in metas)
+            raise
         with self.cond:
             del self._pending[: len(batch)]
             self._pending_bytes -= sum(len(r[3]) for r in batch)

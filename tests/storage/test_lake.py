@@ -291,10 +291,12 @@ def test_a_lake_of_a_one_shot_command_opens_splits_only_when_they_are_read(lake_
     assert all(s.is_open for s in server.splits("event"))
 
 
-def test_a_server_lake_opens_new_splits_before_publishing_them(lake_factory, monkeypatch):
+def test_a_server_lake_searches_new_splits_before_another_node_can(lake_factory, monkeypatch):
     # Another node sees a split once it is in the catalog; a search on this
-    # node right after must find it too (a cluster test missed it under load
-    # when the split was opened after the catalog had it).
+    # node right after must find it too (a cluster test missed it under load,
+    # first when the split was opened after the catalog had it, then when it
+    # was put on the shelf after): a flush's splits are open and searchable
+    # here when the catalog publishes them, a merge's are open.
     lake = lake_factory()
     order = []
     opened = split.Split.open
@@ -305,7 +307,9 @@ def test_a_server_lake_opens_new_splits_before_publishing_them(lake_factory, mon
         return opened(self)
 
     def publish_(metas, **kwargs):
-        order.append(("publish", tuple(m.split_id for m in metas)))
+        ids = tuple(m.split_id for m in metas)
+        searchable = {s.meta.split_id for s in lake.splits("event")}
+        order.append(("publish", ids, "replaces" in kwargs or set(ids) <= searchable))
         return publish(metas, **kwargs)
 
     monkeypatch.setattr(split.Split, "open", open_)
@@ -314,11 +318,28 @@ def test_a_server_lake_opens_new_splits_before_publishing_them(lake_factory, mon
         lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
         lake.flush()
     assert lake.merge() == 1
-    published = [ids for kind, ids in order if kind == "publish"]
+    published = [entry for entry in order if entry[0] == "publish"]
     assert len(published) == 9  # eight flushes, one merge
-    for ids in published:
-        at = order.index(("publish", ids))
-        assert all(("open", i) in order[:at] for i in ids), order
+    for entry in published:
+        at = order.index(entry)
+        assert all(("open", i) in order[:at] for i in entry[1]), order
+        assert entry[2], f"{entry[1]} not searchable here when published"
+
+
+def test_a_flush_whose_publish_fails_takes_its_split_off_the_shelf_and_keeps_its_records(lake_factory, monkeypatch):
+    lake = lake_factory()
+    lake.append([("event", _event(i)) for i in range(1, 21)])
+
+    def refused(metas, **kwargs):
+        raise OSError("catalog unreachable")
+
+    with monkeypatch.context() as m:
+        m.setattr(lake.janitor, "publish", refused)
+        with pytest.raises(OSError, match="catalog unreachable"):
+            lake.flush()
+    assert lake.splits("event") == [] and lake.flusher.pending() == 20
+    assert lake.flush() == 20
+    assert _docids(lake) == list(range(1, 21))  # each record once
 
 
 def test_splits_of_the_older_formats_are_read_and_merged_into_the_newest(lake_factory, monkeypatch):
