@@ -336,7 +336,12 @@ def test_a_searcher_killed_mid_query_never_gives_a_silently_wrong_answer(cluster
     thread.start()
     try:
         time.sleep(1.0)
-        os.kill(info["pid"], signal.SIGKILL)  # the searcher's worker process, mid-queries
+        # The searcher's worker process, mid-query: stopped first, so that a
+        # call is surely waiting on it when it dies (killed between two calls,
+        # Ray would hold the next one until the restart, and nothing would fail).
+        os.kill(info["pid"], signal.SIGSTOP)
+        time.sleep(0.5)
+        os.kill(info["pid"], signal.SIGKILL)
         restarted = wait_restarted(victim, info["pid"])
         time.sleep(1.0)
     finally:
