@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from seclake.cli.collector import quiet_collector
+from seclake.cli.manifest import Source, sources
 from seclake.cli.options import ConfigFile, DataDir, started_services
 from seclake.errors import SeclakeError, ValidationFailed
-from seclake.ingest.vendor import validate_vendor
 from seclake.service.demo import load_demo
 from seclake.service.idempotency import LOCAL, MAX_KEY, parse_key
 from seclake.settings import load_settings
@@ -42,11 +42,23 @@ class _Counting:
 
 
 def import_files(
-    files: Annotated[list[Path], typer.Argument(help="Log files, plain or gzip.", exists=True, dir_okay=False)],
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Log files, plain or gzip.", exists=True, dir_okay=False, show_default=False),
+    ] = None,
     type_: Annotated[str, typer.Option("--type", help="event or flow.")] = "event",
     format_: Annotated[str, typer.Option("--format", help="auto, jsonl, syslog, cef or kv.")] = "auto",
     vendor: Annotated[str, typer.Option(help="Vendor name: becomes @source and a tag.")] = "import",
     customer: Annotated[str | None, typer.Option(help="Customer of records that name none.")] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            help="CSV of more files to import, each with its own source: a header row naming path and any of "
+            "vendor, type, customer, format (an empty cell takes the option's value); relative paths are "
+            "relative to the manifest.",
+            exists=True, dir_okay=False, show_default=False,
+        ),
+    ] = None,
     idempotency_key: Annotated[
         str | None,
         typer.Option(
@@ -59,7 +71,10 @@ def import_files(
 ) -> None:
     """Import log files into the lake, with a progress bar and final counts."""
     try:
-        vendor = validate_vendor(vendor)
+        defaults = Source(path=Path(), vendor=vendor, dataset=type_, fmt=format_, customer=customer)
+        todo = sources(files or [], manifest, defaults)
+        if not todo:
+            raise ValidationFailed("files", "name at least one log file, or a --manifest")
         # Room for the ".<file>.<batch>" each batch's key adds.
         run_key = parse_key([idempotency_key], "--idempotency-key") if idempotency_key is not None else None
         if run_key is not None and len(run_key) > MAX_KEY - 24:
@@ -77,22 +92,22 @@ def import_files(
     reasons: list[str] = []
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=console) as bar:
-            for number, path in enumerate(files):
-                task = bar.add_task(path.name, total=path.stat().st_size)
-                with open(path, "rb") as raw:
+            for number, source in enumerate(todo):
+                task = bar.add_task(source.path.name, total=source.path.stat().st_size)
+                with open(source.path, "rb") as raw:
                     report = services.ingestion.import_stream(
                         _Counting(raw, lambda n: bar.advance(task, n)),  # type: ignore[arg-type]
-                        vendor=vendor,
-                        dataset=type_,
-                        fmt=format_,
-                        customer=customer,
+                        vendor=source.vendor,
+                        dataset=source.dataset,
+                        fmt=source.fmt,
+                        customer=source.customer,
                         max_bytes=1 << 50,
                         # Files are keyed by their place on the command line: run it the same way again.
                         key=(LOCAL, f"{run_key}.{number}") if run_key is not None else None,
                     )
                 for k in totals:
                     totals[k] += report.get(k, 0)
-                reasons.extend(f"{path.name}: {r}" for r in report["reasons"])
+                reasons.extend(f"{source.path.name}: {r}" for r in report["reasons"])
         services.lake.flush()
     except SeclakeError as e:
         typer.echo(f"error: {e}", err=True)

@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 from seclake.ingest.parser import FORMATS, iter_records
 from seclake.ingest.reader import IngestCounts, Line, iter_lines, measure
+from seclake.detect.behavior import MAX_CUSTOMER
 from seclake.errors import Conflict, Forbidden, PayloadTooLarge, ValidationFailed
 from seclake.service.idempotency import Idempotency, RequestDigest, Stored, attempt
 from seclake.storage.lake import Lake
@@ -34,6 +35,12 @@ def check_target(dataset: str, fmt: str) -> None:
         raise ValidationFailed("type", f"must be event or flow, not {dataset!r}"[:200])
     if fmt not in FORMATS:
         raise ValidationFailed("format", f"must be one of {sorted(FORMATS)}, not {fmt!r}"[:200])
+
+
+def check_customer(customer: str | None) -> None:
+    """The customer an import files its records under, when it names one."""
+    if customer is not None and (not customer or len(customer) > MAX_CUSTOMER or not customer.isprintable()):
+        raise ValidationFailed("customer", f"must be 1 to {MAX_CUSTOMER} printable characters")
 
 
 class Replayed(dict):

@@ -58,7 +58,8 @@ from seclake.ingest.netflow import decode as decode_netflow
 from seclake.ingest.parser import parse_line
 from seclake.ingest.record import LineRejected, new_record
 from seclake.ingest.vendor import validate_vendor
-from seclake.errors import SeclakeError
+from seclake.errors import SeclakeError, ValidationFailed
+from seclake.service.ingestion import check_customer
 
 log = logging.getLogger("seclake.listeners")
 
@@ -70,7 +71,6 @@ TLS_HANDSHAKE_SECONDS = 10.0
 MAX_UDP_PENDING = 50_000
 UDP_FLUSH_SECONDS = 0.1
 READ_BYTES = 256 * 1024
-MAX_CUSTOMER = 128
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,10 @@ class ListenerSpec:
         if dataset not in ("event", "flow"):
             raise ValueError(f"listener {url!r}: type must be event or flow")
         customer = query.get("customer")
-        if customer is not None and (not customer or len(customer) > MAX_CUSTOMER or not customer.isprintable()):
-            raise ValueError(f"listener {url!r}: customer must be 1 to {MAX_CUSTOMER} printable characters")
+        try:
+            check_customer(customer)
+        except ValidationFailed as e:
+            raise ValueError(f"listener {url!r}: {e}") from None
         if parts.scheme == "netflow":
             if "type" in query and dataset != "flow":
                 raise ValueError(f"listener {url!r}: NetFlow/IPFIX listeners store flows (type=flow)")

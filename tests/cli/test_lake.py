@@ -64,7 +64,40 @@ def test_import_of_flows_and_a_bad_type(tmp_path):
     assert run("import", str(f), "--type", "flow", "--data-dir", str(data)).exit_code == 0
     assert _records(data)[0]["@type"] == "flow"
     bad = run("import", str(f), "--type", "alert", "--data-dir", str(data))
-    assert bad.exit_code == 1 and "type" in bad.output
+    # Checked before the lake opens: a usage error, nothing stored.
+    assert bad.exit_code == 2 and "type: must be event or flow, not 'alert'" in bad.output, bad.output
+
+
+def test_one_import_takes_a_manifest_of_sources_each_with_its_vendor_type_and_customer(tmp_path):
+    archive = tmp_path / "archive"
+    (archive / "fw").mkdir(parents=True)
+    (archive / "fw" / "edge.log.gz").write_bytes(gzip.compress(b"srcip=10.0.0.1 dstip=10.0.0.2 action=deny\n" * 3))
+    (archive / "auth.log").write_text(
+        "<38>Nov 21 10:00:01 bastion sshd[411]: Failed password for root from 203.0.113.7 port 1 ssh2\n"
+    )
+    flows = tmp_path / "flows.jsonl"
+    flows.write_text(json.dumps({"@timestamp": 1_700_000_000_000, "@fields": {"sip": "10.0.0.1", "dp": 22}}) + "\n")
+    manifest = archive / "sources.csv"
+    # Relative paths are the manifest's; an empty cell takes the option; blank rows are skipped.
+    manifest.write_text(
+        "path,vendor,type,customer\n"
+        "fw/edge.log.gz,fortigate,,acme\n"
+        "\n"
+        "auth.log,linux,event,\n"
+        f"{flows},netlab,flow,globex\n"
+    )
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text(json.dumps({"@timestamp": 1_700_000_000_000, "msg": "from the command line"}) + "\n")
+    data = tmp_path / "data"
+    result = run("import", str(extra), "--manifest", str(manifest), "--vendor", "misc", "--customer", "initech",
+                 "--data-dir", str(data))
+    assert result.exit_code == 0, result.output
+    assert "accepted 6, kept raw 0, rejected 0" in result.output
+    got = sorted((r["@type"], r["@source"], r["@customer"]) for r in _records(data))
+    assert got == [
+        ("event", "fortigate", "acme"), ("event", "fortigate", "acme"), ("event", "fortigate", "acme"),
+        ("event", "linux", "initech"), ("event", "misc", "initech"), ("flow", "netlab", "globex"),
+    ]
 
 
 def test_import_on_a_node_that_does_not_ingest_says_where_to_send_it(tmp_path):

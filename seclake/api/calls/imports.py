@@ -35,9 +35,7 @@ from seclake.ingest.vendor import validate_vendor
 from seclake.service.idempotency import HEADER, REPLAYED_HEADER, parse_key, user_scope
 from seclake.query.matcher import compile_matcher
 from seclake.record.dataset import DATASETS
-from seclake.service.ingestion import Admission, Replayed
-
-MAX_CUSTOMER = 128
+from seclake.service.ingestion import Admission, Replayed, check_customer
 
 
 @raw_route("import/{vendor}", permission="ingest", reply=ImportReport,
@@ -50,8 +48,7 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
     dataset = params.get("type", "event")
     fmt = params.get("format", "auto")
     customer = params.get("customer")
-    if customer is not None and (not customer or len(customer) > MAX_CUSTOMER or not customer.isprintable()):
-        raise ValidationFailed("customer", f"must be 1 to {MAX_CUSTOMER} printable characters")
+    check_customer(customer)
     settings = ctx.settings
     body = await read_capped(request, settings.max_import_bytes)
     encoding = request.headers.get("content-encoding", "").strip().lower()
