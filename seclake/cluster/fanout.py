@@ -40,6 +40,8 @@ class Outcome:
     tried: dict[str, list[str]] = field(default_factory=dict)
     # calls made, one per (searcher, attempt) group (for logs and tests)
     calls: int = 0
+    # split id -> why its last attempt failed (for the log: an operator sees why, not only which)
+    reasons: dict[str, str] = field(default_factory=dict)
 
 
 def fan_out(
@@ -63,6 +65,7 @@ def fan_out(
         return out
     if not searchers:
         out.failed = sorted(items)
+        out.reasons = {item: "no searcher is running" for item in items}
         return out
     start = time.monotonic()
     deadline = start + timeout
@@ -122,6 +125,8 @@ def fan_out(
                     stop_all()
                     raise
                 bad.add(searcher)
+                for item in group:
+                    out.reasons[item] = f"{searcher}: the call failed: {_why(e)}"
                 retry_or_fail(group)
                 continue
             again = []
@@ -131,15 +136,18 @@ def fan_out(
                     if is_fatal(answer):
                         stop_all()
                         raise answer
+                    out.reasons[item] = f"{searcher}: {_why(answer)}"
                     again.append(item)
                 else:
                     out.results[item] = answer
             retry_or_fail(again)
         now = time.monotonic()
         if now >= deadline:
-            for fut, (group, _s, _a) in list(pending.items()):
+            for fut, (group, searcher, _a) in list(pending.items()):
                 cancel(fut)
                 out.failed.extend(group)
+                for item in group:
+                    out.reasons[item] = f"{searcher}: no answer within the deadline ({timeout:g} s)"
             pending.clear()
         elif now >= first_deadline:
             late = [(f, v) for f, v in pending.items() if v[2] == 1]
@@ -148,6 +156,12 @@ def fan_out(
                 del pending[fut]
                 cancel(fut)
                 bad.add(searcher)
+                for item in group:
+                    out.reasons[item] = f"{searcher}: no answer within the first attempt's deadline"
             retry_or_fail(item for _f, (group, _s, _a) in late for item in group)
     out.failed.sort()
     return out
+
+
+def _why(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"[:300]

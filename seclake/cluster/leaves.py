@@ -143,7 +143,8 @@ class RayLeaves:
                         "first deadline (%.0f ms in all): %s", phase, len(retried), len(items),
                         (time.monotonic() - started) * 1000, retried[:10])
         if outcome.failed:
-            log.warning("cluster %s: %d of %d splits failed: %s", phase, len(outcome.failed), len(items), outcome.failed)
+            log.warning("cluster %s: %d of %d splits failed: %s", phase, len(outcome.failed), len(items),
+                        "; ".join(f"{s} ({outcome.reasons.get(s, 'no reason given')})" for s in outcome.failed[:10]))
             # A searcher may be gone for good: list them again next time.
             self.directory.forget()
         elif any(len(t) > 1 for t in outcome.tried.values()):

@@ -108,6 +108,8 @@ def test_a_split_failing_twice_is_named_and_the_rest_answer(pool):
     assert out.failed == ["split-3", "split-7"]
     assert set(out.results) == set(ITEMS) - {"split-3", "split-7"}
     assert all(len(out.tried[i]) == 2 for i in out.failed)
+    # Why, for the log: the searcher of the last try and what it said.
+    assert out.reasons["split-3"] == f"{out.tried['split-3'][-1]}: OSError: cannot open split"
 
 
 def test_two_dead_searchers_give_a_partial_result_naming_the_lost_splits(pool):
@@ -124,6 +126,7 @@ def test_two_dead_searchers_give_a_partial_result_naming_the_lost_splits(pool):
     assert set(out.results) == reached and set(out.failed) == set(ITEMS) - reached
     assert out.failed == sorted(out.failed)
     assert all(len(out.tried[i]) <= 2 for i in ITEMS)
+    assert all(out.reasons[i].endswith("the call failed: ConnectionError: gone") for i in out.failed)
 
 
 def test_a_slow_searcher_is_abandoned_at_the_first_attempt_deadline(pool):
@@ -158,6 +161,8 @@ def test_nothing_hangs_past_the_deadline(pool):
     release.set()
     assert out.results == {} and out.failed == sorted(ITEMS[:5])
     assert took < 1.5
+    # Every searcher was late at the first deadline: none was left to retry on.
+    assert all(out.reasons[i].endswith("no answer within the first attempt's deadline") for i in out.failed)
 
 
 def test_errors_of_the_query_itself_propagate(pool):
@@ -171,3 +176,19 @@ def test_errors_of_the_query_itself_propagate(pool):
 def test_no_searcher_fails_every_split_at_once(pool):
     out = fan_out(ITEMS, [], caller(pool, lambda i, s: s), timeout=5)
     assert out.failed == sorted(ITEMS) and out.results == {}
+    assert set(out.reasons.values()) == {"no searcher is running"}
+
+
+def test_a_retry_that_never_answers_is_named_at_the_deadline(pool):
+    release = threading.Event()
+
+    def behaviour(item, s):
+        if s == rank(item, SEARCHERS)[0]:
+            raise OSError("cannot open split")  # the first try fails at once...
+        release.wait(10)  # ... and the retry hangs
+        return s
+
+    out = fan_out(ITEMS[:3], SEARCHERS, caller(pool, behaviour), timeout=1.0)
+    release.set()
+    assert out.results == {} and out.failed == sorted(ITEMS[:3])
+    assert all(out.reasons[i] == f"{out.tried[i][1]}: no answer within the deadline (1 s)" for i in out.failed)
