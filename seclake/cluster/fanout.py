@@ -11,7 +11,8 @@ call that fails as a whole (the searcher died) or has not answered when the
 first-attempt deadline passes fails all its items, and that searcher is not
 used again in this phase. Failed items are retried once, at once, on the
 next searcher of their own order that has not failed in this phase, again
-one call per searcher. Whatever has not answered by the overall deadline, or
+one call per searcher; when none is left (a cluster of one searcher), a
+failed item (not a late one) is asked again of the same searcher. Whatever has not answered by the overall deadline, or
 failed twice, is reported as failed: never a hang, never a silently missing
 split. Errors the caller must see as such (a query past a limit raises the
 same on every searcher) are not failures: ``is_fatal`` picks them and they
@@ -93,13 +94,19 @@ def fan_out(
                 fut.set_exception(e)
             pending[fut] = (group, searcher, attempt)
 
-    def retry_or_fail(failed_items: Iterable[str]) -> None:
+    def retry_or_fail(failed_items: Iterable[str], here: str | None = None) -> None:
+        """Ask the items again elsewhere, or name them failed; ``here``: the
+        searcher they just failed on (not by lateness), asked again when no
+        other is left (a lone searcher's passing failure: Ray's
+        ActorUnavailableError says the actor "may be available later")."""
         groups: dict[str, list[str]] = {}
         for item in failed_items:
             tried = out.tried.get(item, [])
             target = None
             if len(tried) < 2:
                 target = next((c for c in order[item] if c not in bad and c not in tried), None)
+                if target is None and here is not None and here not in tried[:-1]:
+                    target = here
             if target is None:
                 out.failed.append(item)
             else:
@@ -127,7 +134,7 @@ def fan_out(
                 bad.add(searcher)
                 for item in group:
                     out.reasons[item] = f"{searcher}: the call failed: {_why(e)}"
-                retry_or_fail(group)
+                retry_or_fail(group, searcher)
                 continue
             again = []
             for item in group:
@@ -140,7 +147,7 @@ def fan_out(
                     again.append(item)
                 else:
                     out.results[item] = answer
-            retry_or_fail(again)
+            retry_or_fail(again, searcher)
         now = time.monotonic()
         if now >= deadline:
             for fut, (group, searcher, _a) in list(pending.items()):

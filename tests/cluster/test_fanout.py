@@ -192,3 +192,29 @@ def test_a_retry_that_never_answers_is_named_at_the_deadline(pool):
     release.set()
     assert out.results == {} and out.failed == sorted(ITEMS[:3])
     assert all(out.reasons[i] == f"{out.tried[i][1]}: no answer within the deadline (1 s)" for i in out.failed)
+
+
+@pytest.mark.parametrize("failure", [ConnectionError, OSError])  # the whole call; that split only
+def test_a_lone_searcher_that_fails_once_is_asked_again(pool, failure):
+    seen = set()
+
+    def behaviour(item, s):
+        # The first call fails (as a whole, or split by split); the second answers.
+        if item not in seen and (failure is OSError or not seen):
+            seen.add(item)
+            raise failure("the actor is temporarily unavailable")
+        seen.update(ITEMS[:4])
+        return s
+
+    out = fan_out(ITEMS[:4], ["s-a"], caller(pool, behaviour), timeout=5)
+    assert out.failed == [] and out.results == {i: "s-a" for i in ITEMS[:4]}
+    assert all(out.tried[i] == ["s-a", "s-a"] for i in ITEMS[:4])
+
+
+def test_a_lone_searcher_failing_twice_names_the_split_and_a_late_one_is_not_asked_again(pool):
+    out = fan_out(ITEMS[:2], ["s-a"], caller(pool, lambda i, s: (_ for _ in ()).throw(OSError("gone"))), timeout=5)
+    assert out.failed == sorted(ITEMS[:2]) and all(out.tried[i] == ["s-a", "s-a"] for i in ITEMS[:2])
+    release = threading.Event()
+    out = fan_out(ITEMS[:2], ["s-a"], caller(pool, lambda i, s: release.wait(10) and s), timeout=1.0)
+    release.set()
+    assert out.failed == sorted(ITEMS[:2]) and all(out.tried[i] == ["s-a"] for i in ITEMS[:2])
