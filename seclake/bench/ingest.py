@@ -133,27 +133,30 @@ def scaling_ingest(data: DataSet, directory: Path, max_lines: int, *, clients: i
 
 
 def cli_ingest(data: DataSet, data_dir: Path, log_path: Path, max_lines: int | None = None) -> dict[str, Any]:
-    """``seclake import`` of the batch files on a fresh data dir, one command per (vendor, type, customer).
+    """``seclake import`` of the batch files on a fresh data dir: one command, its
+    manifest naming each file's vendor, type and customer, as an operator imports an archive.
 
     With ``max_lines``, only the first batches up to that many lines (a sample
     of every source, as the batches come in time order): the rate is a rate.
     """
+    import csv
+
     data_dir.mkdir(parents=True, exist_ok=True)
     env = bench_env(data_dir)
     chosen, lines = sample(data, max_lines)
-    groups: dict[tuple[str, str, str], list] = {}
-    for b in chosen:
-        groups.setdefault((b.vendor, b.dataset, b.customer), []).append(b)
-    commands = 0
+    manifest = data_dir.parent / f"{data_dir.name}-sources.csv"
+    with open(manifest, "w", newline="") as f:
+        rows = csv.writer(f)
+        rows.writerow(["path", "vendor", "type", "customer"])
+        rows.writerows([b.path, b.vendor, b.dataset, b.customer] for b in chosen)
+    sources = len({(b.vendor, b.dataset, b.customer) for b in chosen})
+    commands = 1
     started = time.perf_counter()
     with open(log_path, "ab") as log:
-        for (vendor, dataset, customer), batches in sorted(groups.items()):
-            cmd = [sys.executable, "-m", "seclake", "import", *[b.path for b in batches], "--type", dataset,
-                   "--vendor", vendor, "--customer", customer, "--data-dir", str(data_dir)]
-            r = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-            commands += 1
-            if r.returncode != 0:
-                raise RuntimeError(f"seclake import exited with {r.returncode} ({vendor}, {dataset}, {customer}); see {log_path}")
+        cmd = [sys.executable, "-m", "seclake", "import", "--manifest", str(manifest), "--data-dir", str(data_dir)]
+        r = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        if r.returncode != 0:
+            raise RuntimeError(f"seclake import exited with {r.returncode}; see {log_path}")
     seconds = time.perf_counter() - started
     # ru_maxrss of waited-for children: the largest peak of any import process, in kB.
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -162,6 +165,7 @@ def cli_ingest(data: DataSet, data_dir: Path, log_path: Path, max_lines: int | N
     return {
         "path": "cli",
         "commands": commands,
+        "sources": sources,
         "lines": lines,
         "sample_of": data.lines,
         "seconds": seconds,
