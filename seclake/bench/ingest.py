@@ -148,7 +148,8 @@ def cli_ingest(data: DataSet, data_dir: Path, log_path: Path, max_lines: int | N
     with open(manifest, "w", newline="") as f:
         rows = csv.writer(f)
         rows.writerow(["path", "vendor", "type", "customer"])
-        rows.writerows([b.path, b.vendor, b.dataset, b.customer] for b in chosen)
+        # Absolute: a relative path in a manifest is the manifest's, and the batches' are the bench's.
+        rows.writerows([Path(b.path).resolve(), b.vendor, b.dataset, b.customer] for b in chosen)
     sources = len({(b.vendor, b.dataset, b.customer) for b in chosen})
     commands = 1
     started = time.perf_counter()

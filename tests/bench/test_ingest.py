@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from seclake.bench.data import write_batches
 from seclake.bench.ingest import cli_ingest
 from seclake.db.database import Database
 from seclake.storage.catalog import PUBLISHED, Catalog
 
 
-def test_the_import_stage_is_one_command_that_indexes_every_line_of_every_source(tmp_path):
-    data = write_batches(tmp_path / "batches", events=3000, days=2, batch_lines=200)
+def test_the_import_stage_is_one_command_that_indexes_every_line_of_every_source(tmp_path, monkeypatch):
+    # Relative directories, as `make bench` has them (bench-data/...).
+    monkeypatch.chdir(tmp_path)
+    data = write_batches(Path("batches"), events=3000, days=2, batch_lines=200)
     groups = {(b.vendor, b.dataset, b.customer) for b in data.batches}
     assert len(groups) > 5  # several vendors, both datasets, several customers
-    r = cli_ingest(data, tmp_path / "cli" / "data", tmp_path / "cli.log")
+    r = cli_ingest(data, Path("cli") / "data", Path("cli.log"))
     assert (r["commands"], r["sources"], r["lines"]) == (1, len(groups), data.lines)
     db = Database(f"sqlite:///{tmp_path / 'cli' / 'data' / 'seclake.db'}")
     try:
