@@ -23,6 +23,7 @@ from sqlalchemy import delete, insert, select, tuple_
 
 from seclake.db.database import Database
 from seclake.detect.behavior import MAX_CUSTOMER, MAX_KEY, customer_of, make_behavior
+from seclake.detect.history import CAPACITY as HISTORY_CAPACITY
 from seclake.detect.history import History
 from seclake.detect.scorelevel import score_level
 from seclake.detect.signal import Window
@@ -64,7 +65,7 @@ class Detector:
         self.bands = bands
         self.summaries = summaries
         self.lock = threading.RLock()
-        self.history = History()
+        self.history = self._new_history()
         # (rule, customer, key): each customer's records count only toward its own windows.
         self.windows: dict[tuple[str, str, str], Window] = {}
         self._dirty: set[tuple[str, str]] = set()
@@ -224,12 +225,16 @@ class Detector:
         for i in range(0, len(rows), SAVE_CHUNK):
             s.execute(insert(SignalState), rows[i : i + SAVE_CHUNK])
 
+    def _new_history(self) -> History:
+        """The history, its recent entries in memory and all in the database (``detect/history.py``)."""
+        return History(self.db.session if self.db is not None else None, HISTORY_CAPACITY)
+
     def resync(self, lake) -> None:
         """After a failed log append: back to the saved state plus what the log holds."""
         with self.lock:
             self._unsaved_behaviors = []
             self._dirty.clear()
-            self.history = History()
+            self.history = self._new_history()
             self.restore(lake.wal.replay)
 
     def restore(self, replay: Callable[[int], Iterable[tuple[int, str, dict[str, Any]]]] | None = None) -> None:
@@ -259,7 +264,6 @@ class Detector:
                         if not window.is_empty():  # an empty window is a new one
                             self.windows[(rule_name, customer, key)] = window
                 self._live = len(self.windows)
-            self.history.take_new()
             count = 0
             for seq, dataset, record in replay(self.saved_seq) if replay is not None else ():
                 if seq <= self.saved_seq:
@@ -295,8 +299,9 @@ class Detector:
                         progress.seq, progress.sequence = self.seq, self.sequence
             except Exception:
                 # Keep the unsaved history for the next try.
-                self.history._new_behaviors[:0], self.history._new_keys[:0], self.history._new_key_behaviors[:0] = new
+                self.history.put_back(new)
                 raise
+            self.history.saved(new)
             self._dirty.clear()
             self._unsaved_behaviors = []
             self.saved_seq = self.seq

@@ -7,33 +7,120 @@
 
 Each customer has a history of its own: another customer's behaviors and
 keys must not show through these flags (docs/security.md).
+
+The tables (``detect/state.py``) hold the whole history; memory holds at
+most ``capacity`` keys and as many (key, behavior) pairs, the ones used
+last. While everything fits, memory is the whole history and a miss is the
+answer. Once an entry had to be dropped, a miss asks the table (one
+primary-key read: only for a behavior whose key was not seen lately, and
+behaviors are a small share of the records). Entries not saved yet are
+never dropped, so the flags are exact at every size. Behaviors (without
+keys) are few: always all of them.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from cachetools import LRUCache
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from seclake.detect.state import SeenBehavior, SeenKey, SeenKeyBehavior
 
+# ~250 bytes an entry: two families at this size stay near 100 MB at worst.
+CAPACITY = 200_000
+
+
+class _Seen:
+    """One family of history entries: the recent ones in memory, all in ``table``."""
+
+    def __init__(self, table, columns: tuple[str, ...], capacity: int):
+        self.table = table
+        self.columns = columns
+        self.recent: LRUCache = LRUCache(maxsize=capacity)
+        self.unsaved: list[tuple] = []
+        self._unsaved: set[tuple] = set()
+        # True while memory holds every saved entry: a miss is then the answer.
+        self.complete = True
+        self.dropped = 0
+
+    def seen(self, entry: tuple, session: Callable[[], AbstractContextManager[Session]] | None) -> bool:
+        if entry in self._unsaved:
+            return True
+        if self.recent.get(entry) is not None:  # get: a hit moves it to the most recently used end
+            return True
+        if self.complete or session is None:
+            return False
+        with session() as s:
+            where = [getattr(self.table, c) == v for c, v in zip(self.columns, entry)]
+            found = s.scalar(select(getattr(self.table, self.columns[0])).where(*where).limit(1)) is not None
+        if found:
+            self._remember(entry)
+        return found
+
+    def add(self, entry: tuple) -> None:
+        self.unsaved.append(entry)
+        self._unsaved.add(entry)
+
+    def _remember(self, entry: tuple) -> None:
+        if len(self.recent) >= self.recent.maxsize:
+            self.recent.popitem()
+            self.dropped += 1
+            self.complete = False
+        self.recent[entry] = True
+
+    def load(self, session: Session) -> None:
+        limit = self.recent.maxsize
+        query = select(*(getattr(self.table, c) for c in self.columns))
+        rows = session.execute(query if limit >= sys.maxsize else query.limit(limit + 1)).all()
+        self.recent.clear()
+        self.unsaved, self._unsaved = [], set()
+        for row in rows[:limit]:
+            self.recent[tuple(row)] = True
+        self.complete = len(rows) <= limit
+
+    def take(self) -> list[tuple]:
+        out, self.unsaved = self.unsaved, []
+        return out
+
+    def saved(self, entries: list[tuple]) -> None:
+        """``entries`` (taken with ``take``) are in the table now."""
+        for entry in entries:
+            self._unsaved.discard(entry)
+            self._remember(entry)
+
+    def put_back(self, entries: list[tuple]) -> None:
+        """``entries`` (taken with ``take``) were not saved: saved with the next ones."""
+        self.unsaved[:0] = entries
+
 
 class History:
-    def __init__(self) -> None:
-        # Every entry leads with the customer.
+    def __init__(self, session: Callable[[], AbstractContextManager[Session]] | None = None,
+                 capacity: int = CAPACITY) -> None:
+        """``session``: a read session of the database holding the tables (misses
+        past ``capacity`` are asked there); None keeps everything in memory."""
+        self.session = session
         self.behaviors: set[tuple[str, str]] = set()
-        self.keys: set[tuple[str, str, str]] = set()
-        self.key_behaviors: set[tuple[str, str, str, str]] = set()
         self._new_behaviors: list[tuple[str, str]] = []
-        self._new_keys: list[tuple[str, str, str]] = []
-        self._new_key_behaviors: list[tuple[str, str, str, str]] = []
+        capacity = capacity if session is not None else sys.maxsize
+        self.keys = _Seen(SeenKey, ("customer", "key_type", "key"), capacity)
+        self.key_behaviors = _Seen(SeenKeyBehavior, ("customer", "key_type", "key", "behavior"), capacity)
+
+    @property
+    def dropped(self) -> int:
+        """Entries dropped from memory since start (still in the tables)."""
+        return self.keys.dropped + self.key_behaviors.dropped
 
     def observe(self, customer: str, key_type: str, key: str, behavior: str) -> dict[str, bool]:
         """The flags of one behavior occurrence of ``customer``, which it then joins."""
         b, k, kb = (customer, behavior), (customer, key_type, key), (customer, key_type, key, behavior)
         flags = {
             "BehaviorFirstSeen": b not in self.behaviors,
-            "KeyFirstSeen": k not in self.keys,
-            "KeyBehaviorFirstSeen": kb not in self.key_behaviors,
+            "KeyFirstSeen": not self.keys.seen(k, self.session),
+            "KeyBehaviorFirstSeen": not self.key_behaviors.seen(kb, self.session),
         }
         flags["ReOccurrence"] = not flags["KeyBehaviorFirstSeen"]
         if flags["BehaviorFirstSeen"]:
@@ -41,24 +128,31 @@ class History:
             self._new_behaviors.append(b)
         if flags["KeyFirstSeen"]:
             self.keys.add(k)
-            self._new_keys.append(k)
         if flags["KeyBehaviorFirstSeen"]:
             self.key_behaviors.add(kb)
-            self._new_key_behaviors.append(kb)
         return flags
 
     def load(self, session: Session) -> None:
+        """The saved history, and nothing unsaved."""
         self.behaviors = {(r.customer, r.behavior) for r in session.scalars(select(SeenBehavior))}
-        self.keys = {(r.customer, r.key_type, r.key) for r in session.scalars(select(SeenKey))}
-        self.key_behaviors = {
-            (r.customer, r.key_type, r.key, r.behavior) for r in session.scalars(select(SeenKeyBehavior))
-        }
+        self._new_behaviors = []
+        self.keys.load(session)
+        self.key_behaviors.load(session)
 
     def take_new(self) -> tuple[list, list, list]:
-        """What was added since the last call, to be saved."""
-        out = (self._new_behaviors, self._new_keys, self._new_key_behaviors)
-        self._new_behaviors, self._new_keys, self._new_key_behaviors = [], [], []
+        """What was added since the last call, to be saved (then ``saved`` or ``put_back``)."""
+        out = (self._new_behaviors, self.keys.take(), self.key_behaviors.take())
+        self._new_behaviors = []
         return out
+
+    def saved(self, new: tuple[list, list, list]) -> None:
+        self.keys.saved(new[1])
+        self.key_behaviors.saved(new[2])
+
+    def put_back(self, new: tuple[list, list, list]) -> None:
+        self._new_behaviors[:0] = new[0]
+        self.keys.put_back(new[1])
+        self.key_behaviors.put_back(new[2])
 
     @staticmethod
     def save(session: Session, new: tuple[list, list, list]) -> None:

@@ -141,6 +141,12 @@ class LakeCollector(Collector):
                 "the bound had live windows (the oldest by their newest entry go first).")
             evicted.add_metric([], self.detector.windows_evicted)
             yield evicted
+            dropped = CounterMetricFamily(
+                "seclake_detector_history_dropped", "Behavior history entries (keys, and keys with a behavior) "
+                "dropped from memory since start, the least recently used first; they stay in the database, "
+                "where a behavior of a key not seen lately is looked up.")
+            dropped.add_metric([], self.detector.history.dropped)
+            yield dropped
             merges = CounterMetricFamily("seclake_merges", "Merges of small splits done since start.")
             merges.add_metric([], getattr(self.lake, "merges_done", 0))
             yield merges

@@ -284,3 +284,32 @@ def test_backfill_gives_the_behaviors_streaming_gives_with_windows_evicted(rigs,
     backfill(quiet.ingestion, quiet.book, DEFAULT_BANDS, None, None, quiet.services.record_ids)
     filled = quiet.behaviors()
     assert [_essence(quiet, b) for b in filled] == [_essence(streaming, b) for b in streamed]
+
+
+def test_a_history_bigger_than_memory_gives_the_flags_of_one_that_fits_across_a_restart(rigs, monkeypatch):
+    """Past its bound the history keeps the keys used last in memory and asks
+    the database for the others: the flags are the same as with everything in memory."""
+    from seclake.detect import detector as detector_module
+
+    # Sources come back after many others came between: at a bound of 4 they left memory.
+    items = [failed(i, src=f"198.51.100.{(i * 7) % 40}", dt=400_000) for i in range(160)]
+    whole = rigs("whole", rules=(FAILED,))
+    whole.ingestion.append_records(items)
+    want = [_essence(whole, b) for b in whole.behaviors()]
+
+    monkeypatch.setattr(detector_module, "HISTORY_CAPACITY", 4)
+    small = rigs("small", rules=(FAILED,))
+    for i in range(0, 100, 10):
+        small.ingestion.append_records(items[i:i + 10])
+        small.services.detector.save()
+    assert small.services.detector.history.dropped > 0
+    small.stop()
+    again = rigs("small", rules=(FAILED,))
+    again.ingestion.append_records(items[100:])
+    got = [_essence(again, b) for b in again.behaviors()]
+    assert got == want
+    assert sum(dict(b[3])["KeyFirstSeen"] for b in got) == 40  # each source new once, then seen again
+    from prometheus_client import generate_latest
+
+    assert "seclake_detector_history_dropped_total" in generate_latest(again.services.metrics.registry).decode()
+
