@@ -12,7 +12,8 @@ first-attempt deadline passes fails all its items, and that searcher is not
 used again in this phase. Failed items are retried once, at once, on the
 next searcher of their own order that has not failed in this phase, again
 one call per searcher; when none is left (a cluster of one searcher), a
-failed item (not a late one) is asked again of the same searcher. Whatever has not answered by the overall deadline, or
+failed item (not a late one) is asked again of the same searcher, after a
+moment (``SAME_SEARCHER_PAUSE``). Whatever has not answered by the overall deadline, or
 failed twice, is reported as failed: never a hang, never a silently missing
 split. Errors the caller must see as such (a query past a limit raises the
 same on every searcher) are not failures: ``is_fatal`` picks them and they
@@ -31,6 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seclake.cluster.rendezvous import rank
+
+# Before asking a lone searcher again what just failed there, in seconds.
+SAME_SEARCHER_PAUSE = 0.2
 
 
 @dataclass
@@ -111,6 +115,10 @@ def fan_out(
                 out.failed.append(item)
             else:
                 groups.setdefault(target, []).append(item)
+        if here in groups:
+            # Asked again at once, a passing failure (a connection being
+            # made again) is likely still there: a moment first, within the deadline.
+            time.sleep(max(0.0, min(SAME_SEARCHER_PAUSE, (deadline - time.monotonic()) / 4)))
         submit(groups, 2)
 
     first: dict[str, list[str]] = {}
