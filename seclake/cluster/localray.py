@@ -38,9 +38,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# A throwaway cluster on 127.0.0.1 without tokens. Ray turns token
+# authentication on by itself when ~/.ray/auth_token exists (any local
+# ``ray.init()`` on the machine writes one): nodes and drivers then disagree,
+# and drivers fail with "InvalidAuthToken" (a CI run broke so). Said explicitly.
+AUTH_MODE = "disabled"
+
+
 def ray_env() -> dict[str, str]:
     e = {k: v for k, v in os.environ.items() if not k.startswith("SECLAKE_") and not k.startswith("RAY_")}
     e["RAY_USAGE_STATS_ENABLED"] = "0"
+    e["RAY_AUTH_MODE"] = AUTH_MODE
     return e
 
 
@@ -82,6 +90,8 @@ class LocalRayCluster:
 
     def start(self, timeout: float = 180) -> dict[str, str]:
         """Start the head, then each worker node; node name -> Ray node id."""
+        # This process joins as a driver (``nodes``): the same mode as the nodes.
+        os.environ["RAY_AUTH_MODE"] = AUTH_MODE
         self._start("head", ["--head", "--port", str(self.port), "--include-dashboard=false",
                              "--temp-dir", str(self.temp / "t")])
         self._wait_nodes(1, timeout)
