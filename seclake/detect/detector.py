@@ -285,22 +285,18 @@ class Detector:
         with self.lock:
             if self.seq == self.saved_seq and not self._dirty and not self._unsaved_behaviors:
                 return
-            new = self.history.take_new()
-            try:
-                with self.db.session(write=True) as s:
-                    History.save(s, new)
-                    self._save_windows(s)
-                    if self.summaries is not None and self._unsaved_behaviors:
-                        self.summaries.apply(s, self._unsaved_behaviors, now_ms)
-                    progress = s.get(DetectorProgress, "detector")
-                    if progress is None:
-                        s.add(DetectorProgress(name="detector", seq=self.seq, sequence=self.sequence))
-                    else:
-                        progress.seq, progress.sequence = self.seq, self.sequence
-            except Exception:
-                # Keep the unsaved history for the next try.
-                self.history.put_back(new)
-                raise
+            new = self.history.new()
+            # A failed save raises here; what was unsaved stays so for the next try.
+            with self.db.session(write=True) as s:
+                History.save(s, new)
+                self._save_windows(s)
+                if self.summaries is not None and self._unsaved_behaviors:
+                    self.summaries.apply(s, self._unsaved_behaviors, now_ms)
+                progress = s.get(DetectorProgress, "detector")
+                if progress is None:
+                    s.add(DetectorProgress(name="detector", seq=self.seq, sequence=self.sequence))
+                else:
+                    progress.seq, progress.sequence = self.seq, self.sequence
             self.history.saved(new)
             self._dirty.clear()
             self._unsaved_behaviors = []

@@ -41,14 +41,15 @@ class _Seen:
         self.table = table
         self.columns = columns
         self.recent: LRUCache = LRUCache(maxsize=capacity)
-        self.unsaved: list[tuple] = []
-        self._unsaved: set[tuple] = set()
+        # Not in the table yet, in the order seen: left here until ``saved``,
+        # so a failed save leaves them for the next one.
+        self.unsaved: dict[tuple, None] = {}
         # True while memory holds every saved entry: a miss is then the answer.
         self.complete = True
         self.dropped = 0
 
     def seen(self, entry: tuple, session: Callable[[], AbstractContextManager[Session]] | None) -> bool:
-        if entry in self._unsaved:
+        if entry in self.unsaved:
             return True
         if self.recent.get(entry) is not None:  # get: a hit moves it to the most recently used end
             return True
@@ -62,8 +63,7 @@ class _Seen:
         return found
 
     def add(self, entry: tuple) -> None:
-        self.unsaved.append(entry)
-        self._unsaved.add(entry)
+        self.unsaved[entry] = None
 
     def _remember(self, entry: tuple) -> None:
         if len(self.recent) >= self.recent.maxsize:
@@ -77,24 +77,16 @@ class _Seen:
         query = select(*(getattr(self.table, c) for c in self.columns))
         rows = session.execute(query if limit >= sys.maxsize else query.limit(limit + 1)).all()
         self.recent.clear()
-        self.unsaved, self._unsaved = [], set()
+        self.unsaved = {}
         for row in rows[:limit]:
             self.recent[tuple(row)] = True
         self.complete = len(rows) <= limit
 
-    def take(self) -> list[tuple]:
-        out, self.unsaved = self.unsaved, []
-        return out
-
     def saved(self, entries: list[tuple]) -> None:
-        """``entries`` (taken with ``take``) are in the table now."""
+        """``entries`` (from ``History.new``) are in the table now."""
         for entry in entries:
-            self._unsaved.discard(entry)
+            del self.unsaved[entry]
             self._remember(entry)
-
-    def put_back(self, entries: list[tuple]) -> None:
-        """``entries`` (taken with ``take``) were not saved: saved with the next ones."""
-        self.unsaved[:0] = entries
 
 
 class History:
@@ -104,7 +96,7 @@ class History:
         past ``capacity`` are asked there); None keeps everything in memory."""
         self.session = session
         self.behaviors: set[tuple[str, str]] = set()
-        self._new_behaviors: list[tuple[str, str]] = []
+        self._new_behaviors: dict[tuple[str, str], None] = {}  # unsaved, as ``_Seen.unsaved``
         capacity = capacity if session is not None else sys.maxsize
         self.keys = _Seen(SeenKey, ("customer", "key_type", "key"), capacity)
         self.key_behaviors = _Seen(SeenKeyBehavior, ("customer", "key_type", "key", "behavior"), capacity)
@@ -125,7 +117,7 @@ class History:
         flags["ReOccurrence"] = not flags["KeyBehaviorFirstSeen"]
         if flags["BehaviorFirstSeen"]:
             self.behaviors.add(b)
-            self._new_behaviors.append(b)
+            self._new_behaviors[b] = None
         if flags["KeyFirstSeen"]:
             self.keys.add(k)
         if flags["KeyBehaviorFirstSeen"]:
@@ -135,24 +127,20 @@ class History:
     def load(self, session: Session) -> None:
         """The saved history, and nothing unsaved."""
         self.behaviors = {(r.customer, r.behavior) for r in session.scalars(select(SeenBehavior))}
-        self._new_behaviors = []
+        self._new_behaviors = {}
         self.keys.load(session)
         self.key_behaviors.load(session)
 
-    def take_new(self) -> tuple[list, list, list]:
-        """What was added since the last call, to be saved (then ``saved`` or ``put_back``)."""
-        out = (self._new_behaviors, self.keys.take(), self.key_behaviors.take())
-        self._new_behaviors = []
-        return out
+    def new(self) -> tuple[list, list, list]:
+        """What is not saved yet, in the order seen: to ``save``, then ``saved``.
+        Until ``saved`` it stays new, so a failed save needs nothing undone."""
+        return list(self._new_behaviors), list(self.keys.unsaved), list(self.key_behaviors.unsaved)
 
     def saved(self, new: tuple[list, list, list]) -> None:
+        for b in new[0]:
+            del self._new_behaviors[b]
         self.keys.saved(new[1])
         self.key_behaviors.saved(new[2])
-
-    def put_back(self, new: tuple[list, list, list]) -> None:
-        self._new_behaviors[:0] = new[0]
-        self.keys.put_back(new[1])
-        self.key_behaviors.put_back(new[2])
 
     @staticmethod
     def save(session: Session, new: tuple[list, list, list]) -> None:

@@ -25,17 +25,15 @@ def test_a_small_history_gives_the_flags_of_a_whole_one_across_saves_a_failed_sa
         flags_ref.append(reference.observe(customer, key_type, key, behavior))
         flags_small.append(small.observe(customer, key_type, key, behavior))
         if i % 97 == 96:
-            new = small.take_new()
+            new = small.new()
             if i % 5 == 0:  # the database refused: saved with the next ones
-                small.put_back(new)
                 continue
             with db.session(write=True) as s:
                 History.save(s, new)
             small.saved(new)
         if i == 2000:  # a restart: what memory holds comes from the tables
-            new = small.take_new()
             with db.session(write=True) as s:
-                History.save(s, new)
+                History.save(s, small.new())
             small = History(db.session, capacity=20)
             with db.session() as s:
                 small.load(s)
