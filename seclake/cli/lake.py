@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from seclake.cli.collector import quiet_collector
-from seclake.cli.manifest import Source, sources
+from seclake.cli.manifest import sources
 from seclake.cli.options import ConfigFile, DataDir, started_services
 from seclake.errors import SeclakeError, ValidationFailed
 from seclake.service.demo import load_demo
@@ -71,8 +71,7 @@ def import_files(
 ) -> None:
     """Import log files into the lake, with a progress bar and final counts."""
     try:
-        defaults = Source(path=Path(), vendor=vendor, dataset=type_, fmt=format_, customer=customer)
-        todo = sources(files or [], manifest, defaults)
+        todo = sources(files or [], manifest, vendor=vendor, dataset=type_, fmt=format_, customer=customer)
         if not todo:
             raise ValidationFailed("files", "name at least one log file, or a --manifest")
         # Room for the ".<file>.<batch>" each batch's key adds.

@@ -90,9 +90,12 @@ def _rows(reader, path: Path):
         yield line, dict(zip(names, (cell.strip() for cell in row)))
 
 
-def sources(files: list[Path], manifest: Path | None, defaults: Source) -> list[Source]:
-    """The files of the command line, then those of the manifest, each checked."""
-    out = [replace(defaults, path=p).checked(str(p)) for p in files]
+def sources(files: list[Path], manifest: Path | None, *, vendor: str, dataset: str, fmt: str,
+            customer: str | None) -> list[Source]:
+    """The files of the command line, then those of the manifest, each checked.
+    ``vendor``, ``dataset``, ``fmt`` and ``customer`` are the command's options:
+    every file of the command line has them, a manifest's empty cell takes them."""
+    out = [Source(p, vendor, dataset, fmt, customer).checked(str(p)) for p in files]
     if manifest is not None:
         for line, row in read_manifest(manifest):
             where = f"{manifest} line {line}"
@@ -101,10 +104,10 @@ def sources(files: list[Path], manifest: Path | None, defaults: Source) -> list[
             listed = Path(row["path"])
             source = Source(
                 path=listed if listed.is_absolute() else manifest.parent / listed,
-                vendor=row.get("vendor") or defaults.vendor,
-                dataset=row.get("type") or defaults.dataset,
-                fmt=row.get("format") or defaults.fmt,
-                customer=row.get("customer") or defaults.customer,
+                vendor=row.get("vendor") or vendor,
+                dataset=row.get("type") or dataset,
+                fmt=row.get("format") or fmt,
+                customer=row.get("customer") or customer,
             )
             out.append(source.checked(where))
     return out

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-from typer.testing import CliRunner
-
-from seclake.cli import app
 from seclake.services import Services
 from seclake.settings import load_settings
-
-runner = CliRunner()
-
-
-def run(*args: str, input: str | None = None):
-    return runner.invoke(app, list(args), input=input)
+from tests.cli.command import run
 
 
 def test_policy_and_role_commands(tmp_path) -> None:

@@ -12,21 +12,14 @@ import time
 
 import httpx
 import orjson
-from typer.testing import CliRunner
 
-from seclake.cli import app
-
-runner = CliRunner()
-
-
-def run(*args: str, input: str | None = None, env: dict[str, str] | None = None):
-    return runner.invoke(app, list(args), input=input, env=env)
+from tests.cli.command import run
 
 
 def test_user_commands(tmp_path) -> None:
     d = ["--data-dir", str(tmp_path)]
     first = run("user", "add", "bob", "--role", "analyst", "--email", "bob@example.com", *d,
-                input="bob-password-1\nbob-password-1\n")
+                input="bob-password-1\nbob-password-1\n", env={"SECLAKE_ADMIN_PASSWORD": None})
     assert first.exit_code == 0, first.output
     # The first command on an empty data dir also created the admin, once.
     assert "created user 'admin' with password" in first.output

@@ -13,18 +13,12 @@ import threading
 import time
 
 import httpx
-from typer.testing import CliRunner
 
-from seclake.cli import app
 from seclake.db.database import Database
 from seclake.storage.lake import Lake
+from tests.cli.command import run
 
-runner = CliRunner()
 DAY = 86_400_000
-
-
-def run(*args: str):
-    return runner.invoke(app, list(args), env={"SECLAKE_ADMIN_PASSWORD": "admin-test-password"})
 
 
 def _records(data_dir) -> list[dict]:
@@ -103,8 +97,7 @@ def test_one_import_takes_a_manifest_of_sources_each_with_its_vendor_type_and_cu
 def test_import_on_a_node_that_does_not_ingest_says_where_to_send_it(tmp_path):
     f = tmp_path / "auth.log"
     f.write_text("<38>Nov 21 10:00:01 bastion sshd[411]: Failed password for root from 203.0.113.7 port 1 ssh2\n")
-    result = runner.invoke(app, ["import", str(f), "--data-dir", str(tmp_path / "data")],
-                           env={"SECLAKE_ADMIN_PASSWORD": "admin-test-password", "SECLAKE_INGEST": "false"})
+    result = run("import", str(f), "--data-dir", str(tmp_path / "data"), env={"SECLAKE_INGEST": "false"})
     assert result.exit_code == 1, result.output
     assert "error: this API node does not ingest (setting ingest = false)" in result.output
 

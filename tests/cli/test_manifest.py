@@ -3,15 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from typer.testing import CliRunner
 
-from seclake.cli import app
-
-runner = CliRunner()
-
-
-def run(*args: str):
-    return runner.invoke(app, list(args), env={"SECLAKE_ADMIN_PASSWORD": "admin-test-password"})
+from tests.cli.command import run
 
 
 @pytest.mark.parametrize(

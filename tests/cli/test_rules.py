@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from typer.testing import CliRunner
-
-from seclake.cli import app
 from seclake.db.database import Database
 from seclake.detect.rulebook import RuleBook, starter_pack
+from tests.cli.command import run
 
-runner = CliRunner()
 RULE_TEXT = "name: {name}\nbehavior: B\nquery: 'EventID:1'\nkeyField: k\nkeyType: ip\nriskScore: {score}\n"
-
-
-def run(*args: str):
-    return runner.invoke(app, list(args), env={"SECLAKE_ADMIN_PASSWORD": "admin-test-password"})
 
 
 def book_of(data_dir) -> RuleBook:
