@@ -46,8 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     data = payload(events=args.events, days=args.days)  # (dataset, records) per dataset and UTC day
     n = sum(len(p) for _, p in data)
     raw = sum(len(b) for _, p in data for _, b in p)
-    base = Path(tempfile.mkdtemp(prefix="seclake-formats-"))
-    pool = ThreadPoolExecutor(4)
+    with tempfile.TemporaryDirectory(prefix="seclake-formats-") as tmp, ThreadPoolExecutor(4) as pool:
+        return _compare(data, Path(tmp), pool, n, raw, args.rounds)
+
+
+def _compare(data, base: Path, pool: ThreadPoolExecutor, n: int, raw: int, rounds: int) -> int:
+    """Write ``data`` in every format under ``base``, then time and compare the answers."""
     roots = {}
     for version in READABLE_FORMATS:
         splits = []
@@ -73,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     classes = [qc for qc in CLASSES if qc.kind in ("bundle", "histogram")]
     times: dict[tuple[str, int], list[float]] = defaultdict(list)
     differ = []
-    for r in range(args.rounds + 1):  # round 0 warms up
+    for r in range(rounds + 1):  # round 0 warms up
         for qc in classes:
             answers = {}
             for version in (READABLE_FORMATS if r % 2 else READABLE_FORMATS[::-1]):
