@@ -31,6 +31,7 @@ from typing import Any
 from seclake.bench.agree import Agreement
 from seclake.bench.classes import QueryClass
 from seclake.bench.server import record_ids_of
+from seclake.cluster import ray_missing
 
 # Searchers list again every 2 s (SearcherDirectory): wait past that after adding one.
 DIRECTORY_REFRESH = 2.0
@@ -38,11 +39,7 @@ DIRECTORY_REFRESH = 2.0
 
 def available() -> str | None:
     """Why the cluster stage cannot run here, or None."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        return 'Ray is not installed: pip install -e ".[cluster]"'
-    return None
+    return ray_missing()
 
 
 def _searcher(address: str, data_dir: Path, node_id: str, env: dict[str, str], log: Path) -> None:

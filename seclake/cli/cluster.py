@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 
 from seclake.cli.options import ConfigFile, DataDir
+from seclake.cluster import ray_missing
 from seclake.settings import load_settings
 
 RayAddress = Annotated[
@@ -41,11 +42,10 @@ def searcher(
     stop: Annotated[bool, typer.Option("--stop", help="Stop the searchers and indexers running on this node (or --node-id) and return.")] = False,
 ) -> None:
     """Start this node's searcher and indexer actors on the Ray cluster (cluster mode)."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        typer.echo('error: cluster mode needs Ray: pip install "seclake[cluster]"', err=True)
-        raise typer.Exit(1) from None
+    missing = ray_missing()
+    if missing:
+        typer.echo(f"error: {missing}", err=True)
+        raise typer.Exit(1)
     from seclake.cluster.indexer import start_indexers
     from seclake.cluster import INDEXER_PREFIX, SEARCHER_PREFIX
     from seclake.cluster.placement import running_on_node, stop_actors
@@ -112,11 +112,10 @@ def cluster_status(ray_address: RayAddress = None, config: ConfigFile = None) ->
     """List the cluster's searchers and indexers: node, process, splits held, last answer.
 
     Exit status 0 when every actor answered and there is a searcher, 1 otherwise."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        typer.echo('error: cluster mode needs Ray: pip install "seclake[cluster]"', err=True)
-        raise typer.Exit(1) from None
+    missing = ray_missing()
+    if missing:
+        typer.echo(f"error: {missing}", err=True)
+        raise typer.Exit(1)
     import time
 
     from seclake.cluster import INDEXER_PREFIX, SEARCHER_PREFIX

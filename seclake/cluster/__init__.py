@@ -18,6 +18,16 @@ imported only inside the functions that use it, when cluster mode is used.
 See docs/deploy-cluster.md.
 """
 
+import os
+
+# A Ray call made while not connected (a thread still polling after its node
+# stopped) must fail, not start a throwaway Ray cluster on this machine:
+# that is what Ray does by default, and such a cluster writes
+# ~/.ray/auth_token, after which every new Ray process on the machine
+# turns on token authentication. Ray reads this when it is imported, so
+# every seclake module imports this package before ``ray``.
+os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
+
 # Every seclake actor lives in this Ray namespace; searchers are named
 # ``searcher-<node id prefix>-<n>`` so any driver can list them.
 NAMESPACE = "seclake"
@@ -26,6 +36,15 @@ SEARCHER_PREFIX = "searcher-"
 INDEXER_PREFIX = "indexer-"
 # The one ingestor of a deployment (hosted by its ingest API node).
 INGESTOR = "ingestor"
+
+
+def ray_missing() -> str | None:
+    """Why cluster mode cannot run in this install, or None (Ray imported after the setting above)."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return 'cluster mode needs Ray: pip install "seclake[cluster]"'
+    return None
 
 
 def current_node_id() -> str | None:
