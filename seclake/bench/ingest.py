@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from seclake.bench.cpu import CpuMeter
 from seclake.bench.data import DataSet
 from seclake.bench.server import Server, bench_env, count
 
@@ -67,6 +68,8 @@ def http_ingest(server: Server, data: DataSet, *, clients: int = 3, searchable_t
                     stored[b.dataset] += rep["stored"]
                     latencies.append(dt)
 
+    assert server.proc is not None
+    cpu = CpuMeter(server.proc.pid)
     started = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
         for f in [pool.submit(worker) for _ in range(clients)]:
@@ -86,6 +89,7 @@ def http_ingest(server: Server, data: DataSet, *, clients: int = 3, searchable_t
             time.sleep(0.05)
     searchable = time.perf_counter() - last_reply
     seconds = last_reply - started
+    spent = cpu.per_line(data.lines)
     latencies.sort()
     return {
         "path": "http",
@@ -101,6 +105,8 @@ def http_ingest(server: Server, data: DataSet, *, clients: int = 3, searchable_t
         "request_max_seconds": latencies[-1] if latencies else None,
         "seconds_to_searchable": searchable,
         "server_peak_rss_kb_after_ingest": server.peak_rss_kb(),
+        # Where the CPU went, from the first request until every record was searchable.
+        "cpu": spent,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from seclake.bench.cpu import BUILD, CLIENT, MERGE, SERVER
 from seclake.bench.parsing import STAGE as PARSE_STAGE
 
 # Targets of issue 6, item 8.
@@ -144,6 +145,10 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         add(f"`seclake import` against HTTP, both to searchable: **{over_http:.2f}x**, target ≥ "
             f"{TARGET_CLI_OVER_HTTP}x: {verdict(over_http >= TARGET_CLI_OVER_HTTP)} (the command's start and stop "
             "included, on its sample).")
+    cpu = http.get("cpu") or {}
+    if cpu.get("us_per_line"):
+        add("")
+        add(_cpu_line(cpu, floor, r["machine"].get("cpus") or 1))
     scaling = one.get("ingest_scaling") or {}
     if scaling:
         one_core, two = scaling.get("1") or scaling.get(1), scaling.get("2") or scaling.get(2)
@@ -507,3 +512,22 @@ then on is that of a server answering queries over the data set: the figure the 
 about), and over the whole run (ingest and the load test's concurrent import included). Resident
 memory is split into anonymous memory and mapped split files (page cache the kernel can reclaim).
 """
+
+
+def _cpu_line(cpu: dict[str, Any], floor: float | None, cpus: int) -> str:
+    """Where the HTTP ingest's CPU went, per line, against what the target leaves per event."""
+    per = cpu["us_per_line"]
+    line = (
+        "Where the CPU went over the HTTP ingest (from the first request until every record was searchable; "
+        f"`seclake/bench/cpu.py`), per line: the server's process **{per[SERVER]:.1f} µs** (one interpreter: "
+        f"parsing, rules, the log, the flusher), the split build workers **{per[BUILD]:.1f}**, merge workers "
+        f"{per[MERGE]:.1f}, the bench's clients {per[CLIENT]:.1f}; {cpu['total_us_per_line']:.1f} µs in all, "
+        f"the {cpus} cores {cpu['busy']:.0%} busy."
+    )
+    if floor:
+        budget = cpus * 1e6 / (TARGET_INGEST_OVER_RAW * floor)
+        line += (f" At the target ({TARGET_INGEST_OVER_RAW}x the floor, {_n(TARGET_INGEST_OVER_RAW * floor)} "
+                 f"events/s) the {cpus} cores leave {budget:.0f} µs of CPU per event for all of it; the server's "
+                 f"process alone caps the rate at about {_n(1e6 / per[SERVER])} events/s however many cores.")
+    return line
+

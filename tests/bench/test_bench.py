@@ -127,6 +127,11 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     assert 0 < http["split_bytes_per_event"] <= http["bytes_per_event"]
     assert http["splits_over_raw"] == pytest.approx(http["split_bytes"] / one["data"]["bytes"])
     assert one["server_peak_rss_kb"] > 0
+    # Where the ingest's CPU went: the server parsed and the workers built (the tiny run
+    # is small enough to build in the server's process, so only the server is sure to count).
+    cpu = http["cpu"]["us_per_line"]
+    assert cpu["server"] > 1 and cpu["bench client"] > 0
+    assert http["cpu"]["total_us_per_line"] == pytest.approx(sum(cpu.values()))
     # Serving alone (a restarted server) must not be charged with the ingest's peak.
     assert 0 < one["server_peak_rss_kb_serving"] <= one["server_peak_rss_kb"]
     assert one["load"]["errors"] == 0 and one["load"]["requests"] > 0
@@ -146,6 +151,7 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     rounds = (one["queries"]["Q2"]["http"]["median"] - one["queries"]["Q2"]["engine"]["median"]) * 1000 / 2
     assert f"| {pairs['median'] * 1000 / 2:.2f} ({rounds:.2f}) |" in q2 and ", wire " in q2
     assert "floor: tantivy alone" in text and "x the tantivy floor" in text and "Disk at rest" in text
+    assert "Where the CPU went over the HTTP ingest" in text and f"**{cpu['server']:.1f} µs**" in text
     assert json.loads(results.read_text())["name"] == r["name"]
     # The report says whether the compiled per-record path was measured.
     from seclake import native

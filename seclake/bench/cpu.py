@@ -1,0 +1,87 @@
+"""Where a stage's CPU goes: the server's process, its build and merge workers, the bench's own clients.
+
+The ingest target is a rate on a machine whose cores are all busy, so what
+decides it is the CPU each event costs, and in which process: the server's
+one interpreter (parsing, rules, the log) caps the rate at one core's worth
+however many cores there are, the split builders spread over them. The
+figures come from ``/proc/<pid>/stat`` (utime + stime) of the server and of
+its children, told apart by their niceness (merge workers run at a lower
+priority, ``storage/builder.py``), and from this process's own usage for
+the clients that send the requests. Linux only, as the rest of the bench.
+
+A worker that starts during the stage counts from zero; one that ends
+during it is not counted (the server's workers live as long as it does).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from typing import Any
+
+SERVER, BUILD, MERGE, CLIENT = "server", "build workers", "merge workers", "bench client"
+ROLES = (SERVER, BUILD, MERGE, CLIENT)
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> tuple[int, int, float] | None:
+    """(parent pid, niceness, CPU seconds) of a process, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # After the command name: state ppid ... utime(11) stime(12) ... nice(16).
+    return int(fields[1]), int(fields[16]), (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _own() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class CpuMeter:
+    """CPU seconds by role of the process tree of ``server_pid`` and of this process, from now on."""
+
+    def __init__(self, server_pid: int):
+        self.server_pid = server_pid
+        self._wall = time.monotonic()
+        self._before = self._tree()
+        self._own = _own()
+
+    def _tree(self) -> dict[int, tuple[str, float]]:
+        tree: dict[int, tuple[str, float]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            pid = int(entry)
+            stat = _stat(pid)
+            if stat is None:
+                continue
+            parent, nice, seconds = stat
+            if pid == self.server_pid:
+                tree[pid] = (SERVER, seconds)
+            elif parent == self.server_pid:
+                tree[pid] = (MERGE if nice > 0 else BUILD, seconds)
+        return tree
+
+    def seconds(self) -> dict[str, float]:
+        """CPU seconds of each role since the meter started."""
+        out = dict.fromkeys(ROLES, 0.0)
+        for pid, (role, seconds) in self._tree().items():
+            out[role] += seconds - self._before.get(pid, (role, 0.0))[1]
+        out[CLIENT] = _own() - self._own
+        return out
+
+    def per_line(self, lines: int) -> dict[str, Any]:
+        """µs of CPU per line by role, in all, and how busy the machine's cores were meanwhile."""
+        wall = time.monotonic() - self._wall
+        seconds = self.seconds()
+        total = sum(seconds.values())
+        return {
+            "us_per_line": {role: s / lines * 1e6 for role, s in seconds.items()},
+            "total_us_per_line": total / lines * 1e6,
+            "wall_seconds": wall,
+            "busy": total / (wall * (os.cpu_count() or 1)) if wall else None,
+        }
