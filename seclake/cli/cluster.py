@@ -25,6 +25,15 @@ from seclake.cli.options import ConfigFile, DataDir
 from seclake.cluster import ray_missing
 from seclake.settings import load_settings
 
+
+def _need_ray() -> None:
+    """Exit 1 saying what to install when Ray is missing."""
+    missing = ray_missing()
+    if missing:
+        typer.echo(f"error: {missing}", err=True)
+        raise typer.Exit(1)
+
+
 RayAddress = Annotated[
     str | None,
     typer.Option("--ray-address", help="Ray cluster to join, HOST:PORT (env SECLAKE_RAY_ADDRESS).", show_default=False),
@@ -42,10 +51,7 @@ def searcher(
     stop: Annotated[bool, typer.Option("--stop", help="Stop the searchers and indexers running on this node (or --node-id) and return.")] = False,
 ) -> None:
     """Start this node's searcher and indexer actors on the Ray cluster (cluster mode)."""
-    missing = ray_missing()
-    if missing:
-        typer.echo(f"error: {missing}", err=True)
-        raise typer.Exit(1)
+    _need_ray()
     from seclake.cluster.indexer import start_indexers
     from seclake.cluster import INDEXER_PREFIX, SEARCHER_PREFIX
     from seclake.cluster.placement import running_on_node, stop_actors
@@ -112,10 +118,7 @@ def cluster_status(ray_address: RayAddress = None, config: ConfigFile = None) ->
     """List the cluster's searchers and indexers: node, process, splits held, last answer.
 
     Exit status 0 when every actor answered and there is a searcher, 1 otherwise."""
-    missing = ray_missing()
-    if missing:
-        typer.echo(f"error: {missing}", err=True)
-        raise typer.Exit(1)
+    _need_ray()
     import time
 
     from seclake.cluster import INDEXER_PREFIX, SEARCHER_PREFIX

@@ -37,9 +37,11 @@ CAPACITY = 200_000
 class _Seen:
     """One family of history entries: the recent ones in memory, all in ``table``."""
 
-    def __init__(self, table, columns: tuple[str, ...], capacity: int):
+    def __init__(self, table, columns: tuple[str, ...], capacity: int,
+                 session: Callable[[], AbstractContextManager[Session]] | None):
         self.table = table
         self.columns = columns
+        self.session = session
         self.recent: LRUCache = LRUCache(maxsize=capacity)
         # Not in the table yet, in the order seen: left here until ``saved``,
         # so a failed save leaves them for the next one.
@@ -48,14 +50,14 @@ class _Seen:
         self.complete = True
         self.dropped = 0
 
-    def seen(self, entry: tuple, session: Callable[[], AbstractContextManager[Session]] | None) -> bool:
+    def seen(self, entry: tuple) -> bool:
         if entry in self.unsaved:
             return True
         if self.recent.get(entry) is not None:  # get: a hit moves it to the most recently used end
             return True
-        if self.complete or session is None:
+        if self.complete or self.session is None:
             return False
-        with session() as s:
+        with self.session() as s:
             where = [getattr(self.table, c) == v for c, v in zip(self.columns, entry)]
             found = s.scalar(select(getattr(self.table, self.columns[0])).where(*where).limit(1)) is not None
         if found:
@@ -94,12 +96,11 @@ class History:
                  capacity: int = CAPACITY) -> None:
         """``session``: a read session of the database holding the tables (misses
         past ``capacity`` are asked there); None keeps everything in memory."""
-        self.session = session
         self.behaviors: set[tuple[str, str]] = set()
         self._new_behaviors: dict[tuple[str, str], None] = {}  # unsaved, as ``_Seen.unsaved``
         capacity = capacity if session is not None else sys.maxsize
-        self.keys = _Seen(SeenKey, ("customer", "key_type", "key"), capacity)
-        self.key_behaviors = _Seen(SeenKeyBehavior, ("customer", "key_type", "key", "behavior"), capacity)
+        self.keys = _Seen(SeenKey, ("customer", "key_type", "key"), capacity, session)
+        self.key_behaviors = _Seen(SeenKeyBehavior, ("customer", "key_type", "key", "behavior"), capacity, session)
 
     @property
     def dropped(self) -> int:
@@ -111,8 +112,8 @@ class History:
         b, k, kb = (customer, behavior), (customer, key_type, key), (customer, key_type, key, behavior)
         flags = {
             "BehaviorFirstSeen": b not in self.behaviors,
-            "KeyFirstSeen": not self.keys.seen(k, self.session),
-            "KeyBehaviorFirstSeen": not self.key_behaviors.seen(kb, self.session),
+            "KeyFirstSeen": not self.keys.seen(k),
+            "KeyBehaviorFirstSeen": not self.key_behaviors.seen(kb),
         }
         flags["ReOccurrence"] = not flags["KeyBehaviorFirstSeen"]
         if flags["BehaviorFirstSeen"]:
