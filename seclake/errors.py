@@ -38,6 +38,13 @@ class SeclakeError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def __reduce__(self):
+        # Pickled as what it is, not re-made from ``args``: most subclasses
+        # take other arguments than their message (``ValidationFailed(field,
+        # problem)``), and an error raised in a worker process (``ingest/pool.py``)
+        # must reach the caller with its type, message and fields.
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
 
 class BadRequest(SeclakeError):
     code = "bad_request"
@@ -158,3 +165,10 @@ def disk_full(error: BaseException) -> bool:
             return True
         e = e.__cause__ or e.__context__
     return False
+
+
+def _rebuilt(cls: type[SeclakeError], args: tuple, state: dict) -> SeclakeError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error

@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seclake.cluster import INGESTOR, NAMESPACE, current_node_id
-from seclake.cluster.transport import pack
 from seclake.errors import SeclakeError, Unavailable
 
 log = logging.getLogger("seclake.cluster")
@@ -92,9 +91,9 @@ class Ingestor:
         idle = time.monotonic() - self._polled_at
         # Not polling while storing a batch is being busy, not being stuck.
         if idle > STALE_SECONDS and not self._taken:
-            return ("error", pack(Unavailable(
+            return ("error", Unavailable(
                 f"the ingest node has not taken imports for {idle:.0f} s; nothing was stored"
-            )))
+            ))
         batch = Batch(self._next_id, items, asyncio.get_running_loop().create_future(), request)
         self._next_id += 1
         self._waiting.append(batch)
@@ -104,10 +103,10 @@ class Ingestor:
         except asyncio.TimeoutError:
             if not batch.taken:
                 self._waiting.remove(batch)
-                return ("error", pack(Unavailable(
+                return ("error", Unavailable(
                     f"the ingest node did not take the import within {wait:g} s (it is busy or stuck); "
                     "nothing was stored"
-                )))
+                ))
             # Being appended: its outcome, whatever it is, is the answer.
             return await batch.done
 
@@ -259,7 +258,7 @@ class IngestorHost:
                 return ("ok", tuple(self.ingestion.append_once(records, request)))
             return ("ok", self.ingestion.append_records(records))
         except SeclakeError as e:
-            return ("error", pack(e))
+            return ("error", e)
         except Exception as e:  # noqa: BLE001 - an unexpected fault: the caller answers EXCEPTION, traced here
             log.exception("ingestor: a forwarded import failed")
             return ("fault", f"the ingest node could not store the import: {type(e).__name__}: {e}"[:500])

@@ -21,7 +21,6 @@ from typing import Any
 from seclake.cluster import NAMESPACE, SEARCHER_PREFIX
 from seclake.cluster.fanout import fan_out
 from seclake.cluster.placement import ActorDirectory, connect
-from seclake.cluster.transport import unpack
 from seclake.errors import SeclakeError
 from seclake.search.leaf import LeafHit, LeafResult, LeafTask
 from seclake.storage.split import meta_of
@@ -51,11 +50,8 @@ def unwrapped(inner: Future) -> Future:
 
 
 def _answer(status: str, value: Any) -> Any:
-    if status == "ok":
-        return value
-    if status == "error":
-        return unpack(value)
-    return SplitFailed(value)
+    # "ok": the answer; "error": the seclake error it raised (errors pickle as themselves).
+    return SplitFailed(value) if status == "failed" else value
 
 
 class SplitFailed(RuntimeError):

@@ -22,18 +22,18 @@ from __future__ import annotations
 from typing import Any
 
 from seclake.cluster import INGESTOR, NAMESPACE
-from seclake.cluster.transport import unpack
 from seclake.errors import Conflict, Unavailable
 from seclake.service.idempotency import HEADER, Stored
 from seclake.service.ingestion import Ingestion
+from seclake.service.parsepool import ParsePool
 
 # Beyond the ingestor's own deadline: time for its answer to travel back.
 ANSWER_GRACE_SECONDS = 30.0
 
 
 class RemoteIngestion(Ingestion):
-    def __init__(self, namespace: str = NAMESPACE, timeout: float = 60.0):
-        super().__init__(lake=None, detector=None)
+    def __init__(self, namespace: str = NAMESPACE, timeout: float = 60.0, parsers: ParsePool | None = None):
+        super().__init__(lake=None, detector=None, parsers=parsers)
         self.namespace = namespace
         self.timeout = timeout
 
@@ -82,7 +82,7 @@ class RemoteIngestion(Ingestion):
             return value
         if status == "fault":
             raise RuntimeError(value)
-        raise unpack(value)
+        raise value
 
     def append_behaviors(self, behaviors: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         raise Conflict("behaviors are appended on the ingest node (ingest = true), not on a read-only API node")

@@ -24,7 +24,6 @@ from typing import Any
 from seclake.cluster import NAMESPACE, SEARCHER_PREFIX, current_node_id
 from seclake.cluster.placement import start_pinned
 from seclake.cluster.splitcache import DEFAULT_MAX_BYTES, SplitCache
-from seclake.cluster.transport import pack
 from seclake.errors import SeclakeError
 from seclake.search.leaf import LeafTask, fetch_sources, run_leaf
 from seclake.storage.split import Split
@@ -113,7 +112,7 @@ class Searcher:
                 with self.cache.use(dataset, split_id) as split:
                     return ("ok", work(split_id, split))
             except SeclakeError as e:
-                return ("error", pack(e))
+                return ("error", e)
             except Exception as e:  # noqa: BLE001 - reported per split, so the others still answer
                 return ("failed", f"{type(e).__name__}: {e}"[:500])
 

@@ -11,7 +11,6 @@ import asyncio
 
 from seclake.cluster import ingestor as ingestor_module
 from seclake.cluster.ingestor import Ingestor
-from seclake.cluster.transport import unpack
 from seclake.errors import Unavailable
 
 ITEMS = [("event", {"@timestamp": 1, "msg": "a"}), ("event", {"@timestamp": 2, "msg": "b"})]
@@ -43,8 +42,7 @@ def test_an_append_nobody_took_in_time_is_withdrawn_and_says_nothing_was_stored(
         answer = await box.append(ITEMS, 0.1)
         return answer, await box.take(0.01)
 
-    (status, packed), later = run(scenario())
-    error = unpack(packed)
+    (status, error), later = run(scenario())
     assert status == "error" and isinstance(error, Unavailable)
     assert "did not take the import within 0.1 s" in error.message and "nothing was stored" in error.message
     assert later == []  # withdrawn: the ingest node never stores it
@@ -70,8 +68,8 @@ def test_an_ingest_node_that_stopped_polling_is_refused_at_once(monkeypatch):
         await asyncio.sleep(0.1)
         return await box.append(ITEMS, 5.0)
 
-    status, packed = run(scenario())
-    assert status == "error" and "has not taken imports" in unpack(packed).message
+    status, error = run(scenario())
+    assert status == "error" and "has not taken imports" in error.message
 
 
 def test_errors_of_the_ingest_node_reach_the_caller():
