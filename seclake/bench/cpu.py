@@ -1,12 +1,13 @@
-"""Where a stage's CPU goes: the server's process, its build and merge workers, the bench's own clients.
+"""Where a stage's CPU goes: the server's process, its parse, build and merge workers, the bench's own clients.
 
 The ingest target is a rate on a machine whose cores are all busy, so what
 decides it is the CPU each event costs, and in which process: the server's
 one interpreter (parsing, rules, the log) caps the rate at one core's worth
 however many cores there are, the split builders spread over them. The
 figures come from ``/proc/<pid>/stat`` (utime + stime) of the server and of
-its children, told apart by their niceness (merge workers run at a lower
-priority, ``storage/builder.py``), and from this process's own usage for
+its children, told apart by the names they give themselves
+(``seclake/workers.py``) or else their niceness (merge workers run at a
+lower priority, ``storage/builder.py``), and from this process's own usage for
 the clients that send the requests. Linux only, as the rest of the bench.
 
 A worker that starts during the stage counts from zero; one that ends
@@ -20,20 +21,23 @@ import resource
 import time
 from typing import Any
 
-SERVER, BUILD, MERGE, CLIENT = "server", "build workers", "merge workers", "bench client"
-ROLES = (SERVER, BUILD, MERGE, CLIENT)
+SERVER, PARSE, BUILD, MERGE, CLIENT = "server", "parse workers", "build workers", "merge workers", "bench client"
+ROLES = (SERVER, PARSE, BUILD, MERGE, CLIENT)
+# Workers name themselves (``seclake/workers.py``); one that does not is told by its niceness.
+_NAMED = {"seclake-parse": PARSE, "seclake-build": BUILD, "seclake-merge": MERGE}
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _stat(pid: int) -> tuple[int, int, float] | None:
-    """(parent pid, niceness, CPU seconds) of a process, or None once it is gone."""
+def _stat(pid: int) -> tuple[str, int, int, float] | None:
+    """(name, parent pid, niceness, CPU seconds) of a process, or None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+            head, tail = f.read().rsplit(")", 1)
+        fields = tail.split()
+    except (OSError, ValueError):
         return None
-    # After the command name: state ppid ... utime(11) stime(12) ... nice(16).
-    return int(fields[1]), int(fields[16]), (int(fields[11]) + int(fields[12])) / _TICK
+    # pid (name) state ppid ...: after the name, utime(11) stime(12) ... nice(16).
+    return head.split("(", 1)[-1], int(fields[1]), int(fields[16]), (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def _own() -> float:
@@ -59,11 +63,11 @@ class CpuMeter:
             stat = _stat(pid)
             if stat is None:
                 continue
-            parent, nice, seconds = stat
+            name, parent, nice, seconds = stat
             if pid == self.server_pid:
                 tree[pid] = (SERVER, seconds)
             elif parent == self.server_pid:
-                tree[pid] = (MERGE if nice > 0 else BUILD, seconds)
+                tree[pid] = (_NAMED.get(name) or (MERGE if nice > 0 else BUILD), seconds)
         return tree
 
     def seconds(self) -> dict[str, float]:

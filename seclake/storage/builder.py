@@ -19,12 +19,10 @@ from __future__ import annotations
 import ctypes
 import gc
 import logging
-import multiprocessing
 import os
 import shutil
 import tempfile
 import threading
-import time
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -32,6 +30,7 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 import orjson
 
+from seclake import workers
 from seclake.errors import Unavailable
 from seclake.record.dataset import DATASETS
 from seclake.storage import memory
@@ -155,45 +154,16 @@ class Indexers(Protocol):
         ...
 
 
-# How often a worker looks whether its server still lives.
-PARENT_POLL_SECONDS = 1.0
-
-
 def _worker_start(parent: int, niceness: int = 0, stop=None) -> None:
-    # A build makes millions of short-lived containers and no reference
-    # cycles; the cyclic collector kept walking the split's documents and
-    # took a third of the build's time (measured: 60 -> 37 µs per record).
-    # The worker runs builds only, so it collects once after each one.
-    gc.disable()
-    if niceness:
-        os.nice(niceness)
+    workers.start(parent, niceness, "seclake-merge" if stop is not None else "seclake-build")
     if stop is not None:
         global _merges_stopped
         _merges_stopped = lambda: stop.value  # noqa: E731
-    threading.Thread(target=_watch_parent, args=(parent,), name="seclake-parent-watch", daemon=True).start()
 
 
-def _watch_parent(parent: int) -> None:
-    """End this worker once the server that started it is gone, however it
-    ended: after a SIGKILL of the server, workers stayed blocked on their task
-    queue forever (110-134 MB each). The server's death reparents the
-    worker, so its parent id changes; PR_SET_PDEATHSIG would follow the
-    server's thread that made the pool, not the server process."""
-    while os.getppid() == parent:
-        time.sleep(PARENT_POLL_SECONDS)
-    os._exit(0)
-
-
-def _job(fn, *args) -> SplitMeta:
-    try:
-        return fn(*args)
-    finally:
-        gc.collect()
-
-
+_job = workers.job
 BUILD, MERGE = "build", "merge"
-# spawn, not fork: the server process has threads (tantivy's too).
-_CONTEXT = multiprocessing.get_context("spawn")
+_CONTEXT = workers.CONTEXT
 
 
 def _stop_flag():

@@ -11,7 +11,8 @@ import httpx
 import orjson
 import pytest
 
-from seclake.storage.builder import MERGE, MERGE_NICENESS, PARENT_POLL_SECONDS, SplitBuilder
+from seclake.storage.builder import MERGE, MERGE_NICENESS, SplitBuilder
+from seclake.workers import PARENT_POLL_SECONDS
 from seclake.storage.split import Split, SplitAborted
 
 T0 = 1_763_683_200_000
