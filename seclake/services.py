@@ -30,6 +30,7 @@ from seclake.service.ingestion import Ingestion
 from seclake.service.listeners import Listeners, ListenerSpec
 from seclake.service.login import Login
 from seclake.service.metrics import ClusterCollector, LakeCollector, Metrics
+from seclake.service.parsepool import ParsePool
 from seclake.service.password import PasswordHasher
 from seclake.service.policies import Policies
 from seclake.service.readiness import Readiness
@@ -117,7 +118,10 @@ class Services:
             self.rules, self.db, bands=settings.score_bands, summaries=self.summaries, ids=lambda: self.record_ids,
             made=self.metrics.behaviors,
         )
-        self.metrics.watch(LakeCollector(self.lake, self.detector if settings.ingest else None, self.readiness.ready))
+        # Large import bodies are parsed in worker processes (service/parsepool.py), if any.
+        self.parsers = ParsePool(settings.parse_workers) if settings.parse_workers and not one_shot else None
+        self.metrics.watch(LakeCollector(self.lake, self.detector if settings.ingest else None, self.readiness.ready,
+                                         self.parsers))
         # Syslog listeners (service/listeners.py): started last, once imports can be stored.
         self.listeners: Listeners | None = None
         if not settings.ingest:
@@ -125,7 +129,8 @@ class Services:
                 # Cluster mode: imports are parsed here and stored by the ingest node's ingestor.
                 from seclake.cluster.remoteingestion import RemoteIngestion
 
-                self.ingestion = RemoteIngestion(settings.ray_namespace, settings.ingest_timeout_seconds)
+                self.ingestion = RemoteIngestion(settings.ray_namespace, settings.ingest_timeout_seconds,
+                                                 parsers=self.parsers)
             else:
                 from seclake.cluster.catalogview import NoIngestion
 
@@ -133,7 +138,7 @@ class Services:
             return
         # Imports' idempotency keys, decided here where the lake is written.
         self.idempotency = Idempotency(self.db, self.lake, settings.idempotency_key_hours)
-        self.ingestion = Ingestion(self.lake, self.detector, self.idempotency)
+        self.ingestion = Ingestion(self.lake, self.detector, self.idempotency, self.parsers)
         # Order matters: the detector catches up with the log the lake opened,
         # and the keys the log holds are recorded before any import arrives.
         self.components.append(self.lake)
@@ -244,6 +249,8 @@ class Services:
         for component in reversed(self.components):
             component.stop()
         self.search_pool.shutdown(wait=True)
+        if self.parsers is not None:
+            self.parsers.close()
         self.audit.close()
         self.db.dispose()
 

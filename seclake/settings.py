@@ -85,6 +85,14 @@ class Settings(BaseSettings):
         le=64,
         description="Splits a dataset's day is written in, by @customer (the largest customers get their own; searches restricted to a customer skip the others'); 1: one split per day.",
     )
+    parse_workers: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Worker processes that parse large HTTP import bodies, leaving the server's own process the log, "
+        "admission and behavior rules (past about three cores its CPU bounds the ingest); 0: parse in the request "
+        "thread.",
+    )
     retention_days: int = Field(90, ge=0, description="Splits older than this many days are deleted; 0 keeps all.")
     retention_interval_minutes: float = Field(60, gt=0, description="How often the server applies retention.")
     idempotency_key_hours: float = Field(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seclake.bench.cpu import BUILD, CLIENT, MERGE, SERVER
+from seclake.bench.cpu import BUILD, CLIENT, MERGE, PARSE, SERVER
 from seclake.bench.parsing import STAGE as PARSE_STAGE
 
 # Targets of issue 6, item 8.
@@ -517,10 +517,13 @@ memory is split into anonymous memory and mapped split files (page cache the ker
 def _cpu_line(cpu: dict[str, Any], floor: float | None, cpus: int) -> str:
     """Where the HTTP ingest's CPU went, per line, against what the target leaves per event."""
     per = cpu["us_per_line"]
+    parse = per.get(PARSE) or 0.0
+    parsing = (f"rules, the log, the flusher), the parse workers **{parse:.1f}**," if parse
+               else "parsing, rules, the log, the flusher),")
     line = (
         "Where the CPU went over the HTTP ingest (from the first request until every record was searchable; "
         f"`seclake/bench/cpu.py`), per line: the server's process **{per[SERVER]:.1f} µs** (one interpreter: "
-        f"parsing, rules, the log, the flusher), the split build workers **{per[BUILD]:.1f}**, merge workers "
+        f"{parsing} the split build workers **{per[BUILD]:.1f}**, merge workers "
         f"{per[MERGE]:.1f}, the bench's clients {per[CLIENT]:.1f}; {cpu['total_us_per_line']:.1f} µs in all, "
         f"the {cpus} cores {cpu['busy']:.0%} busy."
     )

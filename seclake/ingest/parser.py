@@ -352,6 +352,22 @@ def iter_records(
 
     Rejected lines yield nothing; their reason and line number go to ``counts``.
     """
+    for _number, record in iter_numbered(lines, vendor=vendor, dataset=dataset, fmt=fmt, received_ms=received_ms,
+                                         customer=customer, counts=counts):
+        yield record
+
+
+def iter_numbered(
+    lines: Iterable[Line],
+    *,
+    vendor: str,
+    dataset: str,
+    fmt: str = "auto",
+    received_ms: int,
+    customer: str | None = None,
+    counts: IngestCounts,
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of each record, as ``iter_records``: the number names the line in a refusal."""
     for number, text, truncated in lines:
         try:
             result = parse_line(
@@ -370,4 +386,4 @@ def iter_records(
             continue
         record, understood = result
         counts.count(understood, truncated=truncated or len(text) > MAX_LINE_CHARS)
-        yield record
+        yield number, record

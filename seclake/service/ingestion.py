@@ -19,11 +19,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
-from seclake.ingest.parser import FORMATS, iter_records
+import orjson
+
+from seclake.ingest.parser import FORMATS, iter_numbered, iter_records
 from seclake.ingest.reader import IngestCounts, Line, iter_lines, measure
 from seclake.detect.behavior import MAX_CUSTOMER
 from seclake.errors import Conflict, Forbidden, PayloadTooLarge, ValidationFailed
 from seclake.service.idempotency import Idempotency, RequestDigest, Stored, attempt
+from seclake.service.parsepool import ParsePool
 from seclake.storage.lake import Lake
 
 DATASETS = ("event", "flow")
@@ -45,19 +48,6 @@ def check_customer(customer: str | None) -> None:
 
 class Replayed(dict):
     """The report of a keyed import stored earlier: the remembered reply, nothing stored now."""
-
-
-class _LineNumber:
-    """The number of the line whose record is being looked at: the parser
-    yields each record as soon as its line is read."""
-
-    def __init__(self) -> None:
-        self.number = 0
-
-    def follow(self, lines: Iterable[Line]) -> Iterator[Line]:
-        for line in lines:
-            self.number = line[0]
-            yield line
 
 
 class MemoryBudget:
@@ -98,20 +88,24 @@ class Admission:
         self.visible = visible
         self.username = username
 
-    def check(self, records: Iterable[dict[str, Any]], at: _LineNumber) -> Iterator[dict[str, Any]]:
-        for record in records:
+    def check(self, numbered: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(line number, record) pairs, each checked."""
+        for number, record in numbered:
             if not self.visible(record):
                 customer = record.get("@customer")
                 raise Forbidden(
-                    f"line {at.number}: the record (@customer {customer!r}) is outside the data policies of "
+                    f"line {number}: the record (@customer {customer!r}) is outside the data policies of "
                     f"{self.username!r}; an import may hold only records its sender may see. Nothing was stored"[:400]
                 )
-            yield record
+            yield number, record
 
 
 class Ingestion:
-    def __init__(self, lake: Lake, detector=None, idempotency: Idempotency | None = None):
+    def __init__(self, lake: Lake, detector=None, idempotency: Idempotency | None = None,
+                 parsers: ParsePool | None = None):
         self.lake = lake
+        # Worker processes that parse large bodies (None: every body in the request thread).
+        self.parsers = parsers
         # Behavior rules run on records before they are logged (detect/detector.py).
         self.detector = detector
         # Keys of imports already stored (None where this process does not write the lake).
@@ -152,21 +146,32 @@ class Ingestion:
         check_target(dataset, fmt)
         if max_memory is not None and isinstance(body, bytes):
             MemoryBudget(max_memory).check(body, compressed=compressed, max_bytes=max_bytes)
-        counts = IngestCounts()
-        lines: Iterable[Line] = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
-        digest = RequestDigest(vendor=vendor, dataset=dataset, fmt=fmt, customer=customer) if key else None
-        if digest is not None:
-            lines = digest.lines(lines)
-        at = _LineNumber()
-        records = self._records(at.follow(lines), vendor=vendor, dataset=dataset, fmt=fmt, customer=customer, counts=counts)
+        target = {"vendor": vendor, "dataset": dataset, "fmt": fmt, "customer": customer}
+        received_ms = int(time.time() * 1000)
+        numbered: Iterable[tuple[int, dict[str, Any]]]
+        if self.parsers is not None and self.parsers.takes(body):
+            parsed = self.parsers.parse(body, compressed=compressed, max_bytes=max_bytes, target=target,
+                                        received_ms=received_ms, keyed=key is not None)
+            counts = parsed.counts
+            # The records as the log will replay them: decoded from the JSON it stores.
+            numbered = zip(parsed.numbers, map(orjson.loads, parsed.bodies))
+            digest = lambda: parsed.digest  # noqa: E731
+        else:
+            counts = IngestCounts()
+            lines: Iterable[Line] = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
+            hashed = RequestDigest(**target)
+            if key is not None:
+                lines = hashed.lines(lines)
+            numbered = iter_numbered(lines, received_ms=received_ms, counts=counts, **target)
+            digest = hashed.take
         if admit is not None:
-            records = admit.check(records, at)
-        items = [(dataset, r) for r in records]
-        if key is None or digest is None:
+            numbered = admit.check(numbered)
+        items = [(dataset, r) for _, r in numbered]
+        if key is None:
             first, last = self._append(items)
             return self._report(counts, first, last)
         reply = self._report(counts, None, None)
-        stored = self._append_once(items, attempt(*key, digest.take(), reply, len(items)))
+        stored = self._append_once(items, attempt(*key, digest(), reply, len(items)))
         report = {**stored.reply, "firstDocId": stored.first, "lastDocId": stored.last}
         return Replayed(report) if stored.replayed else report
 

@@ -94,10 +94,11 @@ class Metrics:
 class LakeCollector(Collector):
     """Figures read at scrape time from the node's lake, log and detector."""
 
-    def __init__(self, lake: Any, detector: Any, ready: Callable[[], bool]):
+    def __init__(self, lake: Any, detector: Any, ready: Callable[[], bool], parsers: Any = None):
         self.lake = lake
         self.detector = detector
         self.ready = ready
+        self.parsers = parsers
 
     def describe(self) -> list:
         # Collected on demand only: describing would read the lake at registration.
@@ -154,6 +155,16 @@ class LakeCollector(Collector):
                 "seclake_workers_lost", "Split-building and merge worker processes that died under their work "
                 "(killed, or out of memory) since start; a build is run again in new ones, a merge at the next round.")
             lost.add_metric([], getattr(self.lake, "workers_lost", 0))
+            yield lost
+        if self.parsers is not None:
+            bodies = CounterMetricFamily(
+                "seclake_parse_worker_bodies", "Import bodies parsed in parse worker processes since start.")
+            bodies.add_metric([], self.parsers.parsed)
+            yield bodies
+            lost = CounterMetricFamily(
+                "seclake_parse_workers_lost", "Parse worker processes that died under an import body (killed, or "
+                "out of memory) since start; the body is parsed again in a new one, and refused (503) if that dies too.")
+            lost.add_metric([], self.parsers.lost)
             yield lost
 
 

@@ -195,6 +195,29 @@ def test_a_killed_build_worker_is_replaced_and_counted(start_server):
     assert sample(scrape(server), "seclake_workers_lost_total") == 1
 
 
+def test_parse_workers_are_counted_and_a_killed_one_is_replaced(start_server):
+    import os
+    import signal
+
+    server = start_server(parse_workers=1)
+    server.services.parsers.min_bytes = 0  # every body, however small
+    token = server.login()
+
+    def imported(n: int) -> None:
+        r = server.http.post("/api/import/linux", content=("\n".join([ROOT_LOGIN] * n) + "\n").encode(),
+                             headers={"Servicetoken": token})
+        assert r.json()["response"]["accepted"] == n, r.text
+
+    imported(3)
+    assert sample(scrape(server), "seclake_parse_worker_bodies_total") == 1
+    for pid in list(server.services.parsers._pool._processes):
+        os.kill(pid, signal.SIGKILL)
+    imported(4)
+    samples = scrape(server)
+    assert sample(samples, "seclake_parse_workers_lost_total") == 1
+    assert sample(samples, "seclake_parse_worker_bodies_total") == 2
+
+
 def test_a_server_with_a_lost_split_starts_answers_from_the_rest_and_says_which_split_is_missing(
         start_server, tmp_path):
     import shutil

@@ -39,6 +39,22 @@ def _wait_for(server, token, query, n, data_type="event", timeout=5.0):
         time.sleep(0.05)
 
 
+@pytest.fixture(params=["request thread", "parse workers"])
+def start_server(request, start_server):
+    """Every test here runs twice: bodies parsed in the request thread, and
+    in worker processes (``parse_workers``; every body, however small)."""
+    if request.param == "request thread":
+        return start_server
+
+    def start(*args, **overrides):
+        overrides.setdefault("parse_workers", 1)
+        srv = start_server(*args, **overrides)
+        srv.services.parsers.min_bytes = 0
+        return srv
+
+    return start
+
+
 @pytest.fixture
 def lake_server(start_server):
     return start_server()
@@ -52,6 +68,8 @@ def test_imported_lines_are_counted_and_searchable_within_two_seconds(lake_serve
     assert r.status_code == 200, r.text
     report = r.json()["response"]
     assert (report["accepted"], report["raw"], report["rejected"], report["stored"]) == (2, 1, 0, 3)
+    parsers = lake_server.services.parsers
+    assert parsers is None or parsers.parsed == 1  # with parse workers, it was parsed in one
     res = _wait_for(lake_server, token, "@source:sshd", 3)
     assert time.monotonic() - started < 2.5
     assert res["hits"]["total"] == 3

@@ -1,0 +1,161 @@
+"""Parsing in worker processes (service/parsepool.py): what the request thread would read, from real spawned workers.
+
+Every golden fixture of tests/ingest goes through both paths: the same
+records (as the log would replay them), line numbers, counts, reasons and
+idempotency digest. Reader errors cross the process boundary as
+themselves, and a worker killed under a body is replaced.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import threading
+import time
+
+import orjson
+import pytest
+
+from seclake.errors import PayloadTooLarge, Unavailable, ValidationFailed
+from seclake.ingest.parser import iter_numbered
+from seclake.ingest.reader import IngestCounts, iter_lines
+from seclake.service.idempotency import RequestDigest
+from seclake.service.parsepool import ParsePool
+from tests.ingest.test_golden import PARAMS, RECEIVED_MS, _lines
+
+MAX_BYTES = 64 << 20
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = ParsePool(2, min_bytes=0)
+    yield pool
+    pool.close()
+
+
+def _in_thread(body: bytes, target: dict, compressed=None):
+    counts = IngestCounts()
+    digest = RequestDigest(**target)
+    lines = digest.lines(iter_lines(body, compressed=compressed, max_bytes=MAX_BYTES))
+    numbered = list(iter_numbered(lines, received_ms=RECEIVED_MS, counts=counts, **target))
+    return numbered, counts, digest.take()
+
+
+def _target(name: str) -> dict:
+    params = PARAMS[name]
+    return {"vendor": params["vendor"], "dataset": params["dataset"], "fmt": params["fmt"],
+            "customer": params.get("customer")}
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_a_worker_reads_every_source_as_the_request_thread_does(pool, name):
+    target = _target(name)
+    body = _lines(name)
+    numbered, counts, digest = _in_thread(body, target)
+    parsed = pool.parse(body, compressed=None, max_bytes=MAX_BYTES, target=target, received_ms=RECEIVED_MS, keyed=True)
+    assert parsed.numbers == [number for number, _ in numbered]
+    # The records as the log stores and replays them.
+    assert [orjson.loads(b) for b in parsed.bodies] == [orjson.loads(orjson.dumps(r)) for _, r in numbered]
+    assert parsed.counts == counts and parsed.digest == digest
+    assert parsed.numbers  # every fixture has records
+
+
+def test_gzip_truncation_reasons_and_no_digest_unless_keyed(pool):
+    lines = [b'{"n": %d}' % i for i in range(3000)] + [b'{"@tags": 5}', b"x" * 300_000, b'{"last": 1}']
+    body = gzip.compress(b"\n".join(lines) + b"\n")
+    target = {"vendor": "app", "dataset": "event", "fmt": "jsonl", "customer": "acme"}
+    numbered, counts, _ = _in_thread(body, target)
+    parsed = pool.parse(body, compressed=True, max_bytes=MAX_BYTES, target=target, received_ms=RECEIVED_MS, keyed=False)
+    assert parsed.counts == counts and parsed.digest is None
+    assert counts.rejected == 1 and counts.reasons[0].startswith("line 3001: ") and counts.truncated == 1
+    assert parsed.numbers[-1] == 3003 and orjson.loads(parsed.bodies[-1])["@customer"] == "acme"
+
+
+def test_reader_errors_reach_the_caller_with_their_type_and_message(pool):
+    target = {"vendor": "app", "dataset": "event", "fmt": "auto", "customer": None}
+    with pytest.raises(ValidationFailed) as bad:
+        pool.parse(b"\x1f\x8b\x08\x00garbage", compressed=True, max_bytes=MAX_BYTES, target=target,
+                   received_ms=RECEIVED_MS, keyed=False)
+    with pytest.raises(ValidationFailed) as expected:
+        list(iter_lines(b"\x1f\x8b\x08\x00garbage", compressed=True, max_bytes=MAX_BYTES))
+    assert (bad.value.field, bad.value.message) == (expected.value.field, expected.value.message)
+    bomb = gzip.compress(b"a" * (2 << 20))
+    with pytest.raises(PayloadTooLarge, match="larger than 1048576 bytes .after decompression"):
+        pool.parse(bomb, compressed=True, max_bytes=1 << 20, target=target, received_ms=RECEIVED_MS, keyed=False)
+
+
+def _workers() -> list[int]:
+    """This process's parse workers (they name themselves)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if "(seclake-parse)" in stat and int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+                out.append(int(entry))
+    return out
+
+
+def _killer(stop: threading.Event, limit: int, others: set[int], delay: float = 0.0) -> list[int]:
+    """Kill up to ``limit`` parse workers as they appear, after ``delay``, but
+    not ``others`` (another pool's); the pids killed."""
+    killed: list[int] = []
+
+    def run() -> None:
+        time.sleep(delay)
+        while not stop.is_set() and len(killed) < limit:
+            for pid in set(_workers()) - others:
+                if pid not in killed and len(killed) < limit:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            time.sleep(0.005)
+
+    threading.Thread(target=run, daemon=True).start()
+    return killed
+
+
+BIG = b"\n".join(b"<38>Nov 21 10:00:01 bastion sshd[411]: Accepted password for u%d from 198.51.100.4 port 40022 ssh2" % i
+                 for i in range(200_000))
+SSHD = {"vendor": "linux", "dataset": "event", "fmt": "auto", "customer": None}
+
+
+def test_a_worker_killed_under_a_body_is_replaced_and_the_body_parsed_again():
+    others = set(_workers())
+    pool = ParsePool(1, min_bytes=0)
+    try:
+        pool.parse(b"warm\n", compressed=None, max_bytes=MAX_BYTES, target=SSHD, received_ms=RECEIVED_MS, keyed=False)
+        stop = threading.Event()
+        killed = _killer(stop, 1, others, delay=0.2)  # the one worker, busy with the body (seconds of work)
+        parsed = pool.parse(BIG, compressed=False, max_bytes=MAX_BYTES, target=SSHD, received_ms=RECEIVED_MS, keyed=False)
+        stop.set()
+        assert len(killed) == 1 and pool.lost == 1
+        assert len(parsed.numbers) == 200_000 and parsed.counts.accepted == 200_000
+        assert set(_workers()) - others - set(killed)  # a new worker, alive
+    finally:
+        pool.close()
+
+
+def test_a_body_whose_workers_die_twice_is_refused_and_the_pool_recovers():
+    pool = ParsePool(1, min_bytes=0)
+    try:
+        stop = threading.Event()
+        killed = _killer(stop, 2, set(_workers()))
+        with pytest.raises(Unavailable, match="died each time.*nothing was stored"):
+            pool.parse(BIG, compressed=False, max_bytes=MAX_BYTES, target=SSHD, received_ms=RECEIVED_MS, keyed=False)
+        stop.set()
+        assert len(killed) == 2 and pool.lost == 2
+        parsed = pool.parse(b"x\n", compressed=None, max_bytes=MAX_BYTES, target=SSHD, received_ms=RECEIVED_MS, keyed=False)
+        assert parsed.counts.raw == 1
+    finally:
+        pool.close()
+
+
+def test_small_bodies_and_streams_stay_in_the_request_thread():
+    pool = ParsePool(1)
+    assert not pool.takes(b"x" * (pool.min_bytes - 1)) and pool.takes(b"x" * pool.min_bytes)
+    assert not pool.takes(open(os.devnull, "rb"))
+    pool.close()
