@@ -88,6 +88,7 @@ MODULES = (
     "seclake.api.hitwrapper",
     "seclake.detect.detector",
     "seclake.detect.rule",
+    "seclake.detect.ruleset",
     "seclake.detect.signal",
     "seclake.detect.state",
     "seclake.storage.catalog",

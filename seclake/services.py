@@ -119,7 +119,8 @@ class Services:
             made=self.metrics.behaviors,
         )
         # Large import bodies are parsed in worker processes (service/parsepool.py), if any.
-        self.parsers = ParsePool(settings.parse_workers) if settings.parse_workers and not one_shot else None
+        workers = settings.effective_parse_workers
+        self.parsers = ParsePool(workers) if workers and not one_shot else None
         self.metrics.watch(LakeCollector(self.lake, self.detector if settings.ingest else None, self.readiness.ready,
                                          self.parsers))
         # Syslog listeners (service/listeners.py): started last, once imports can be stored.

@@ -85,13 +85,14 @@ class Settings(BaseSettings):
         le=64,
         description="Splits a dataset's day is written in, by @customer (the largest customers get their own; searches restricted to a customer skip the others'); 1: one split per day.",
     )
-    parse_workers: int = Field(
-        0,
+    parse_workers: int | None = Field(
+        None,
         ge=0,
         le=64,
-        description="Worker processes that parse large HTTP import bodies, leaving the server's own process the log, "
-        "admission and behavior rules (past about three cores its CPU bounds the ingest); 0: parse in the request "
-        "thread.",
+        description="Worker processes that parse large HTTP import bodies and match the behavior rules on their "
+        "records, leaving the server's own process admission, the rules' state and the log (past about three cores "
+        "its CPU bounds the ingest); 0: in the request thread; unset: with four cores or more, the cores beyond two "
+        "(at most four), else 0.",
     )
     retention_days: int = Field(90, ge=0, description="Splits older than this many days are deleted; 0 keeps all.")
     retention_interval_minutes: float = Field(60, gt=0, description="How often the server applies retention.")
@@ -255,6 +256,22 @@ class Settings(BaseSettings):
     @property
     def effective_split_cache_dir(self) -> Path:
         return (self.split_cache_dir or self.data_dir / "split-cache").expanduser().resolve()
+
+    @property
+    def effective_parse_workers(self) -> int:
+        """``parse_workers``, or when unset: with four cores or more, the cores beyond two (at most four).
+
+        Measured on two cores (docs/benchmarks.md, the scaling stage): parse
+        workers halve the server process's CPU per line but add ~10% to the
+        CPU of all processes together (records decoded twice, more processes
+        sharing the cores). Where the cores are all busy the total decides,
+        so two or three cores do better without; from four on, the server's
+        one interpreter is the bound and they raise it.
+        """
+        if self.parse_workers is not None:
+            return self.parse_workers
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return min(4, cores - 2) if cores >= 4 else 0
 
     @property
     def effective_database_url(self) -> str:

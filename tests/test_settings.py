@@ -1,11 +1,14 @@
-"""Every setting is documented in the README's configuration table."""
+"""Every setting is documented in the README's configuration table; defaults that depend on the machine."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
-from seclake.settings import Settings
+import pytest
+
+from seclake.settings import Settings, load_settings
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -27,3 +30,11 @@ def test_every_setting_is_in_the_readme_table() -> None:
 
 def test_the_readme_documents_no_setting_that_does_not_exist() -> None:
     assert set(documented()) <= set(Settings.model_fields)
+
+
+@pytest.mark.parametrize(("cores", "workers"), [(1, 0), (2, 0), (3, 0), (4, 2), (6, 4), (64, 4)])
+def test_parse_workers_follow_the_cores_unless_set(monkeypatch, tmp_path, cores, workers) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert load_settings(data_dir=tmp_path).effective_parse_workers == workers
+    assert load_settings(data_dir=tmp_path, parse_workers=1).effective_parse_workers == 1
+    assert load_settings(data_dir=tmp_path, parse_workers=0).effective_parse_workers == 0

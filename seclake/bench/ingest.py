@@ -122,19 +122,27 @@ def sample(data: DataSet, max_lines: int | None) -> tuple[list, int]:
     return chosen, lines
 
 
-def scaling_ingest(data: DataSet, directory: Path, max_lines: int, *, clients: int = 3) -> dict[int, dict[str, Any]]:
-    """The HTTP ingest of a sample on a fresh server pinned to 1 core, then to 2 (taskset)."""
+# Parse workers of the scaling stage's third run (its 2 cores and ``parse_workers`` on).
+PARSE_WORKERS = 2
+
+
+def scaling_ingest(data: DataSet, directory: Path, max_lines: int, *, clients: int = 3) -> dict[Any, dict[str, Any]]:
+    """The HTTP ingest of a sample on a fresh server pinned to 1 core, then to 2 (taskset); then on
+    2 cores with ``PARSE_WORKERS`` parse workers (key ``parse_workers``): the server process's CPU
+    per line with and without them, side by side."""
     chosen, lines = sample(data, max_lines)
     part = dataclasses.replace(data, batches=chosen, lines=lines)
-    out = {}
-    for cores in (1, 2):
-        server = Server(directory / f"{cores}-cores", directory / "server.log", cores=cores)
+    out: dict[Any, dict[str, Any]] = {}
+    runs = ((1, 1, {}), (2, 2, {}), ("parse_workers", 2, {"SECLAKE_PARSE_WORKERS": str(PARSE_WORKERS)}))
+    for key, cores, env in runs:
+        server = Server(directory / f"{key}-cores", directory / "server.log", cores=cores, env=env)
         server.start()
         try:
-            out[cores] = http_ingest(server, part, clients=clients)
+            out[key] = http_ingest(server, part, clients=clients)
         finally:
             server.stop()
-            shutil.rmtree(directory / f"{cores}-cores", ignore_errors=True)
+            shutil.rmtree(directory / f"{key}-cores", ignore_errors=True)
+    out["parse_workers"]["parse_workers"] = PARSE_WORKERS
     return out
 
 

@@ -159,6 +159,10 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
             f"to searchable, 2 cores {_n(two['searchable_events_per_second'])}: **{scaled:.2f}x**, "
             f"target ≥ {TARGET_CORE_SCALING}x: "
             f"{verdict(scaled >= TARGET_CORE_SCALING)}.")
+        parsing = scaling.get("parse_workers")
+        if parsing and (parsing.get("cpu") or {}).get("us_per_line") and (two.get("cpu") or {}).get("us_per_line"):
+            add("")
+            add(_parse_workers_line(two, parsing))
     http = one.get("ingest_http") or {}
     if http.get("split_bytes_per_event"):
         duck = (one.get("peers") or {}).get("duckdb_bytes")
@@ -435,7 +439,8 @@ timed from the first document to the end of the commit, in a process of its own 
 seclake's split builders are, so both use the same C allocator (jemalloc where installed:
 tantivy's writer threads are allocator-bound; `seclake/storage/allocator.py`). The ingest target
 is 0.8x this floor, to searchable. (d) Scaling: (a) on the first 100,000 lines (`scaling_events`), on a fresh server
-pinned with `taskset` to one core, then to two. Disk at rest is the allocated size of the
+pinned with `taskset` to one core, then to two, then on two again with parse workers (`parse_workers`:
+bodies parsed and the rules matched in worker processes). Disk at rest is the allocated size of the
 published split directories after merges settled, over the raw bytes of the lines imported
 (newline included); the whole `<data dir>/lake` right after settling also counts the log's live
 segment and the merged-away splits kept for their grace period (`RETIRE_GRACE`, 2 minutes).
@@ -512,6 +517,24 @@ then on is that of a server answering queries over the data set: the figure the 
 about), and over the whole run (ingest and the load test's concurrent import included). Resident
 memory is split into anonymous memory and mapped split files (page cache the kernel can reclaim).
 """
+
+
+def _parse_workers_line(plain: dict[str, Any], parsing: dict[str, Any]) -> str:
+    """The scaling sample on 2 cores without and with parse workers: the server process's CPU per line."""
+    before, after = plain["cpu"]["us_per_line"], parsing["cpu"]["us_per_line"]
+    return (
+        f"Parse workers (the same sample on 2 cores again, with `parse_workers = {parsing['parse_workers']}`, "
+        "which parse bodies and match the rules in worker processes): "
+        f"{_n(parsing['searchable_events_per_second'])} events/s to searchable against "
+        f"{_n(plain['searchable_events_per_second'])} without "
+        f"(**{parsing['searchable_events_per_second'] / plain['searchable_events_per_second']:.2f}x**); the server's "
+        f"process **{after[SERVER]:.1f} µs** of CPU per line against {before[SERVER]:.1f} "
+        f"({before[SERVER] / after[SERVER]:.2f}x less: the rate its one interpreter caps, however many cores, "
+        f"{_n(1e6 / before[SERVER])} -> {_n(1e6 / after[SERVER])} events/s), the parse workers "
+        f"{after.get(PARSE, 0.0):.1f}; in all {parsing['cpu']['total_us_per_line']:.1f} against "
+        f"{plain['cpu']['total_us_per_line']:.1f} µs per line (decoding the records again, processes sharing "
+        "two cores): on two busy cores the total decides, past three the server's part does."
+    )
 
 
 def _cpu_line(cpu: dict[str, Any], floor: float | None, cpus: int) -> str:

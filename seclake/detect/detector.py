@@ -26,16 +26,13 @@ from seclake.detect.behavior import MAX_CUSTOMER, MAX_KEY, customer_of, make_beh
 from seclake.detect.history import CAPACITY as HISTORY_CAPACITY
 from seclake.detect.history import History
 from seclake.detect.scorelevel import score_level
+from seclake.detect.ruleset import SOURCE_DATASETS, RuleSet
 from seclake.detect.signal import Window
 from seclake.detect.state import DetectorProgress, SignalState
-from seclake.query.gate import Gate, gate_of
-from seclake.query.matcher import RecordView
-from seclake.record.dataset import DATASETS
 from seclake.record.identity import RecordIds
 
 log = logging.getLogger("seclake.detect")
 
-SOURCE_DATASETS = ("event", "flow")
 # Bound parameters per statement stay well under every database's limit.
 SAVE_CHUNK = 400
 # Threshold windows holding entries, at most: past it the windows whose
@@ -47,7 +44,6 @@ MAX_WINDOWS = 100_000
 # An eviction takes the live windows down to this share of the bound, so
 # sorting them is paid once per tenth of it, not on every new key.
 EVICT_TO = 0.9
-_NO_RULES: tuple[list, list] = ([], [])
 
 
 class Detector:
@@ -73,68 +69,51 @@ class Detector:
         self.seq = 0  # the log sequence the in-memory state is exact for
         self.saved_seq = 0  # ... and the saved state
         self._unsaved_behaviors: list[dict[str, Any]] = []
-        self._version = None
-        self._by_dataset: dict[str, tuple[list, list[Gate]]] = {}
+        self._ruleset: RuleSet | None = None
         self.max_windows = MAX_WINDOWS
         self._live = 0  # windows in self.windows holding entries
         self.windows_evicted = 0  # since start (GET /metrics)
 
     # -- rules ----------------------------------------------------------
 
-    def _rules(self, dataset: str) -> tuple[list, list[Gate]]:
-        """The enabled rules of ``dataset`` as (rule, its gate's number or
-        -1), in rule order, and the distinct gates (``query/gate.py``)."""
-        version = self.rulebook.version
-        if version != self._version:
-            grouped: dict[str, tuple[list, list[Gate]]] = {d: ([], []) for d in SOURCE_DATASETS}
-            for rule in self.rulebook.enabled():
-                rules, gates = grouped.setdefault(rule.dataset, ([], []))
-                gate = gate_of(rule.selector, rule.data)
-                if gate is None:
-                    number = -1
-                elif gate in gates:
-                    number = gates.index(gate)
-                else:
-                    number = len(gates)
-                    gates.append(gate)
-                rules.append((rule, number))
-            self._by_dataset = grouped
-            self._version = version
-        return self._by_dataset.get(dataset, _NO_RULES)
+    def ruleset(self) -> RuleSet:
+        """The enabled rules as of the rule book's last read (``detect/ruleset.py``), built once per generation."""
+        ruleset = self._ruleset
+        if ruleset is None or ruleset.version != self.rulebook.version:
+            version, rules = self.rulebook.generation()
+            ruleset = self._ruleset = RuleSet(rules, version)
+        return ruleset
 
     # -- detection ------------------------------------------------------
 
-    def process(self, items: Sequence[tuple[str, dict[str, Any]]], first_seq: int) -> list[dict[str, Any]]:
-        """Behaviors of records numbered ``first_seq``, ``first_seq + 1``, ... in the log."""
+    def process(self, items: Sequence[tuple[str, dict[str, Any]]], first_seq: int,
+                matched: tuple[Any, dict[int, list[int]]] | None = None) -> list[dict[str, Any]]:
+        """Behaviors of records numbered ``first_seq``, ``first_seq + 1``, ... in the log.
+
+        ``matched``: (rule generation, item index -> numbers of its matching
+        rules), found elsewhere (a parse worker, ``RuleSet.matching``); used
+        only if the rules are still of that generation.
+        """
         out: list[dict[str, Any]] = []
         with self.lock:
             # Rules edited elsewhere (another API node, a file edit) apply from the next batch on.
             self.rulebook.refresh()
+            ruleset = self.ruleset()
+            found = matched[1] if matched is not None and matched[0] == ruleset.version else None
             for i, (dataset, record) in enumerate(items):
                 if dataset not in SOURCE_DATASETS:
                     continue
-                rules, gates = self._rules(dataset)
+                rules = ruleset.rules(dataset)
                 if not rules:
                     continue
-                # One view per record: every rule reads each path once.
-                view = RecordView(record, DATASETS[dataset])
-                # Each gate is looked at once per record, when a rule first needs it.
-                passed: list[bool | None] = [None] * len(gates)
-                for rule, number in rules:
-                    if number >= 0:
-                        ok = passed[number]
-                        if ok is None:
-                            ok = passed[number] = gates[number].admits(view)
-                        if not ok:
-                            continue
-                    behavior = self._apply(rule, record, view, first_seq + i)
+                for n in (found.get(i, ()) if found is not None else ruleset.matching(dataset, record)):
+                    behavior = self._apply(rules[n][0], record, first_seq + i)
                     if behavior is not None:
                         out.append(behavior)
         return out
 
-    def _apply(self, rule, record: dict[str, Any], view: RecordView, seq: int) -> dict[str, Any] | None:
-        if not rule.matcher()(view):
-            return None
+    def _apply(self, rule, record: dict[str, Any], seq: int) -> dict[str, Any] | None:
+        """The behavior a matching rule makes of ``record``, if its key, windows and threshold say so."""
         key = rule.key_of(record)
         if key is None or key == "":
             return None

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -204,6 +204,11 @@ class Rule:
     @property
     def data(self) -> Dataset:
         return RULE_DATASETS[self.dataset]
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Its fields only: what is compiled from them (the matcher's closures,
+        # resolved paths) is compiled again where it is unpickled (a parse worker).
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @cached_property
     def key_path(self) -> str:

@@ -216,6 +216,12 @@ class RuleBook:
     def enabled(self) -> list[Rule]:
         return [r for r in self.rules() if r.enabled]
 
+    def generation(self) -> tuple[int, list[Rule]]:
+        """(version, the enabled rules) read together: the rules are those of that version."""
+        with self._lock:
+            rules = self.enabled()
+            return self.version, rules
+
     def get(self, name: str) -> Rule:
         rule = self.get_or_none(name)
         if rule is None:

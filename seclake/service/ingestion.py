@@ -31,6 +31,8 @@ from seclake.storage.lake import Lake
 
 DATASETS = ("event", "flow")
 BATCH = 5000
+# (rule generation, record index -> numbers of its matching rules): ``Detector.process``.
+Matched = tuple[Any, dict[int, list[int]]]
 
 
 def check_target(dataset: str, fmt: str) -> None:
@@ -151,8 +153,9 @@ class Ingestion:
         numbered: Iterable[tuple[int, dict[str, Any]]]
         if self.parsers is not None and self.parsers.takes(body):
             parsed = self.parsers.parse(body, compressed=compressed, max_bytes=max_bytes, target=target,
-                                        received_ms=received_ms, keyed=key is not None)
-            counts = parsed.counts
+                                        received_ms=received_ms, keyed=key is not None,
+                                        rules=self.detector.ruleset() if self.detector is not None else None)
+            counts, matched = parsed.counts, parsed.matched
             # The records as the log will replay them: decoded from the JSON it stores.
             numbered = zip(parsed.numbers, map(orjson.loads, parsed.bodies))
             digest = lambda: parsed.digest  # noqa: E731
@@ -164,14 +167,15 @@ class Ingestion:
                 lines = hashed.lines(lines)
             numbered = iter_numbered(lines, received_ms=received_ms, counts=counts, **target)
             digest = hashed.take
+            matched = None
         if admit is not None:
             numbered = admit.check(numbered)
         items = [(dataset, r) for _, r in numbered]
         if key is None:
-            first, last = self._append(items)
+            first, last = self._append(items, matched=matched)
             return self._report(counts, first, last)
         reply = self._report(counts, None, None)
-        stored = self._append_once(items, attempt(*key, digest(), reply, len(items)))
+        stored = self._append_once(items, attempt(*key, digest(), reply, len(items)), matched=matched)
         report = {**stored.reply, "firstDocId": stored.first, "lastDocId": stored.last}
         return Replayed(report) if stored.replayed else report
 
@@ -236,10 +240,11 @@ class Ingestion:
         """Store records under an idempotency key (``idempotency.attempt``) unless they are stored already."""
         return self._append_once(items, request)
 
-    def _append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any]) -> Stored:
+    def _append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any],
+                     matched: Matched | None = None) -> Stored:
         if self.idempotency is None:
             raise Conflict("this process does not write the lake, so it cannot keep idempotency keys")
-        return self.idempotency.once(request, lambda entry: self._append(items, key=entry))
+        return self.idempotency.once(request, lambda entry: self._append(items, key=entry, matched=matched))
 
     def append_behaviors(self, behaviors: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         """Log behaviors made elsewhere (a backfill); the summaries fold them in."""
@@ -254,11 +259,13 @@ class Ingestion:
         return first, last
 
     def _append(
-        self, items: list[tuple[str, dict[str, Any]]], key: dict[str, Any] | None = None
+        self, items: list[tuple[str, dict[str, Any]]], key: dict[str, Any] | None = None,
+        matched: Matched | None = None,
     ) -> tuple[int | None, int | None]:
         """Log records (and the behaviors they cause) durably; their first and last docId.
 
         ``key``: an idempotency key entry, logged in the same write.
+        ``matched``: the rules each record matches, found by a parse worker (``Detector.process``).
         """
         if not items:
             return None, None
@@ -271,7 +278,7 @@ class Ingestion:
         made: list[dict[str, Any]] = []
 
         def behaviors(first: int) -> list[tuple[str, dict[str, Any]]]:
-            made.extend(detector.process(items, first))
+            made.extend(detector.process(items, first, matched))
             return [("behavior", b) for b in made]
 
         with detector.lock:

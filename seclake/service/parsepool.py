@@ -1,4 +1,4 @@
-"""Parsing HTTP import bodies in worker processes.
+"""Parsing HTTP import bodies, and matching the rules on their records, in worker processes.
 
 The server's process runs on one interpreter: past about three cores its
 CPU per line bounds the ingest whatever the machine has (~40 µs per line,
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seclake import workers
+from seclake.detect.ruleset import RuleSet, received
 from seclake.errors import Unavailable
 from seclake.ingest.parser import iter_numbered
 from seclake.ingest.reader import IngestCounts, iter_lines
@@ -48,20 +49,26 @@ MIN_BYTES = 32 * 1024
 
 @dataclass
 class Parsed:
-    """A body parsed in a worker: each record's line number and JSON, the counts, the digest of its lines."""
+    """A body parsed in a worker: each record's line number and JSON, the counts, the digest of its lines,
+    and (with rules) the rules each record matches: (rule generation, record index -> rule numbers)."""
 
     numbers: list[int]
     bodies: list[bytes]
     counts: IngestCounts
     digest: str | None
+    matched: tuple[Any, dict[int, list[int]]] | None = None
 
 
 def parse_body(body: bytes, compressed: bool | None, max_bytes: int, target: dict[str, Any],
-               received_ms: int, keyed: bool) -> Parsed:
+               received_ms: int, keyed: bool, rules: tuple[Any, bytes] | None = None) -> Parsed:
     """In a worker: what ``Ingestion.import_body`` would read of ``body``.
 
     ``target``: vendor, dataset, fmt and customer, the parameters the digest starts with.
+    ``rules``: (generation, ``RuleSet.shipped``): which rules each record matches is found here too.
     """
+    ruleset = received(rules[1], rules[0]) if rules is not None else None
+    dataset = target["dataset"]
+    found: dict[int, list[int]] = {}
     counts = IngestCounts()
     lines = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
     digest = RequestDigest(**target) if keyed else None
@@ -70,9 +77,12 @@ def parse_body(body: bytes, compressed: bool | None, max_bytes: int, target: dic
     numbers: list[int] = []
     bodies: list[bytes] = []
     for number, record in iter_numbered(lines, received_ms=received_ms, counts=counts, **target):
+        if ruleset is not None and (matching := ruleset.matching(dataset, record)):
+            found[len(numbers)] = matching
         numbers.append(number)
         bodies.append(encoded(record))
-    return Parsed(numbers, bodies, counts, digest.take() if digest is not None else None)
+    matched = (ruleset.version, found) if ruleset is not None else None
+    return Parsed(numbers, bodies, counts, digest.take() if digest is not None else None, matched)
 
 
 class ParsePool:
@@ -93,8 +103,10 @@ class ParsePool:
         return isinstance(body, bytes) and len(body) >= self.min_bytes
 
     def parse(self, body: bytes, *, compressed: bool | None, max_bytes: int, target: dict[str, Any],
-              received_ms: int, keyed: bool) -> Parsed:
-        args = (parse_body, body, compressed, max_bytes, target, received_ms, keyed)
+              received_ms: int, keyed: bool, rules: RuleSet | None = None) -> Parsed:
+        """``body`` parsed in a worker; with ``rules``, each record's matching rules found there too."""
+        shipped = (rules.version, rules.shipped) if rules is not None else None
+        args = (parse_body, body, compressed, max_bytes, target, received_ms, keyed, shipped)
         for _attempt in (1, 2):
             pool = self._started()
             try:

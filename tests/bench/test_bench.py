@@ -152,6 +152,11 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     assert f"| {pairs['median'] * 1000 / 2:.2f} ({rounds:.2f}) |" in q2 and ", wire " in q2
     assert "floor: tantivy alone" in text and "x the tantivy floor" in text and "Disk at rest" in text
     assert "Where the CPU went over the HTTP ingest" in text and f"**{cpu['server']:.1f} µs**" in text
+    scaling = one.get("ingest_scaling")
+    if scaling:  # taskset is there: 1 core, 2 cores, 2 cores with parse workers, which did parse
+        parsed = scaling["parse_workers"]["cpu"]["us_per_line"]
+        assert parsed["parse workers"] > 0 and scaling[2]["cpu"]["us_per_line"]["parse workers"] == 0
+        assert "Parse workers (the same sample on 2 cores again" in text
     assert json.loads(results.read_text())["name"] == r["name"]
     # The report says whether the compiled per-record path was measured.
     from seclake import native

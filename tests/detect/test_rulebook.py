@@ -129,6 +129,26 @@ def test_the_detector_applies_another_nodes_change_to_its_next_batch(book: RuleB
     assert detector.process([("event", record)], 3) == []
 
 
+def test_matches_found_elsewhere_are_used_only_under_their_rule_generation(book: RuleBook, node: Any) -> None:
+    """A parse worker sends the rules each record matches (``RuleSet.matching``), stamped with the
+    rules' generation: the detector takes them as they are under that generation, never after a change."""
+    detector = Detector(book, None, bands=Settings().score_bands)
+    record = {"@timestamp": 1_000, "@type": "event", "@fields": {"EventID": "4625", "IpAddress": "198.51.100.9"}}
+    book.add(make("r1"))
+    ruleset = detector.ruleset()
+    assert ruleset.matching("event", record) == [0]
+    # Taken as found: none found, none made (though the record matches).
+    assert detector.process([("event", record)], 1, (ruleset.version, {})) == []
+    [made] = detector.process([("event", record)], 2, (ruleset.version, {0: [0]}))
+    assert made["behaviorRule"] == "r1"
+    # Another node disables r1 and adds r2: the worker's finding is of the old rules, so it is not used.
+    other = node()
+    other.toggle("r1", False)
+    other.add(make("r2", keyField="EventID"))
+    [made] = detector.process([("event", record)], 3, (ruleset.version, {0: [0]}))
+    assert made["behaviorRule"] == "r2" and made["key"] == "4625"
+
+
 def test_a_toggle_uses_the_stored_rule_not_a_stale_copy(book: RuleBook, node: Any) -> None:
     other = node()
     book.add(make("r", riskScore=1))

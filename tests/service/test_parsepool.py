@@ -17,6 +17,8 @@ import time
 import orjson
 import pytest
 
+from seclake.detect.rulebook import read_rule_files, starter_pack
+from seclake.detect.ruleset import RuleSet
 from seclake.errors import PayloadTooLarge, Unavailable, ValidationFailed
 from seclake.ingest.parser import iter_numbered
 from seclake.ingest.reader import IngestCounts, iter_lines
@@ -59,6 +61,22 @@ def test_a_worker_reads_every_source_as_the_request_thread_does(pool, name):
     assert [orjson.loads(b) for b in parsed.bodies] == [orjson.loads(orjson.dumps(r)) for _, r in numbered]
     assert parsed.counts == counts and parsed.digest == digest
     assert parsed.numbers  # every fixture has records
+
+
+def test_a_worker_finds_the_rules_each_record_matches_as_the_detector_would(pool):
+    rules, errors = read_rule_files(starter_pack())
+    assert not errors
+    ruleset = RuleSet(rules, version=7)
+    found = 0
+    for name in sorted(PARAMS):
+        target = _target(name)
+        numbered, _, _ = _in_thread(_lines(name), target)
+        parsed = pool.parse(_lines(name), compressed=None, max_bytes=MAX_BYTES, target=target,
+                            received_ms=RECEIVED_MS, keyed=False, rules=ruleset)
+        expected = {i: m for i, (_, record) in enumerate(numbered) if (m := ruleset.matching(target["dataset"], record))}
+        assert parsed.matched == (7, expected), name
+        found += len(expected)
+    assert found >= 30  # the starter rules match lines of the fixtures (failed logins, denied traffic...)
 
 
 def test_gzip_truncation_reasons_and_no_digest_unless_keyed(pool):
