@@ -26,13 +26,11 @@ from seclake.ingest.reader import IngestCounts, Line, iter_lines, measure
 from seclake.detect.behavior import MAX_CUSTOMER
 from seclake.errors import Conflict, Forbidden, PayloadTooLarge, ValidationFailed
 from seclake.service.idempotency import Idempotency, RequestDigest, Stored, attempt
-from seclake.service.parsepool import ParsePool
+from seclake.service.parsepool import ParsePool, Parsed
 from seclake.storage.lake import Lake
 
 DATASETS = ("event", "flow")
 BATCH = 5000
-# (rule generation, record index -> numbers of its matching rules): ``Detector.process``.
-Matched = tuple[Any, dict[int, list[int]]]
 
 
 def check_target(dataset: str, fmt: str) -> None:
@@ -155,7 +153,7 @@ class Ingestion:
             parsed = self.parsers.parse(body, compressed=compressed, max_bytes=max_bytes, target=target,
                                         received_ms=received_ms, keyed=key is not None,
                                         rules=self.detector.ruleset() if self.detector is not None else None)
-            counts, matched = parsed.counts, parsed.matched
+            counts = parsed.counts
             # The records as the log will replay them: decoded from the JSON it stores.
             numbered = zip(parsed.numbers, map(orjson.loads, parsed.bodies))
             digest = lambda: parsed.digest  # noqa: E731
@@ -167,15 +165,15 @@ class Ingestion:
                 lines = hashed.lines(lines)
             numbered = iter_numbered(lines, received_ms=received_ms, counts=counts, **target)
             digest = hashed.take
-            matched = None
+            parsed = None
         if admit is not None:
             numbered = admit.check(numbered)
         items = [(dataset, r) for _, r in numbered]
         if key is None:
-            first, last = self._append(items, matched=matched)
+            first, last = self._append(items, parsed=parsed)
             return self._report(counts, first, last)
         reply = self._report(counts, None, None)
-        stored = self._append_once(items, attempt(*key, digest(), reply, len(items)), matched=matched)
+        stored = self._append_once(items, attempt(*key, digest(), reply, len(items)), parsed=parsed)
         report = {**stored.reply, "firstDocId": stored.first, "lastDocId": stored.last}
         return Replayed(report) if stored.replayed else report
 
@@ -241,10 +239,10 @@ class Ingestion:
         return self._append_once(items, request)
 
     def _append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any],
-                     matched: Matched | None = None) -> Stored:
+                     parsed: Parsed | None = None) -> Stored:
         if self.idempotency is None:
             raise Conflict("this process does not write the lake, so it cannot keep idempotency keys")
-        return self.idempotency.once(request, lambda entry: self._append(items, key=entry, matched=matched))
+        return self.idempotency.once(request, lambda entry: self._append(items, key=entry, parsed=parsed))
 
     def append_behaviors(self, behaviors: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         """Log behaviors made elsewhere (a backfill); the summaries fold them in."""
@@ -260,30 +258,32 @@ class Ingestion:
 
     def _append(
         self, items: list[tuple[str, dict[str, Any]]], key: dict[str, Any] | None = None,
-        matched: Matched | None = None,
+        parsed: Parsed | None = None,
     ) -> tuple[int | None, int | None]:
         """Log records (and the behaviors they cause) durably; their first and last docId.
 
         ``key``: an idempotency key entry, logged in the same write.
-        ``matched``: the rules each record matches, found by a parse worker (``Detector.process``).
+        ``parsed``: what a parse worker made of ``items``: each record's JSON
+        for the log, and the rules each one matches (``Detector.process``).
         """
         if not items:
             return None, None
         detector = self.detector
+        bodies = parsed.bodies if parsed is not None else None
         if detector is None:
-            return self.lake.append(items, key=key)
+            return self.lake.append(items, key=key, bodies=bodies)
         # The lake numbers the records, then the detector runs on them (its
         # behaviors name the records by number) and its behaviors go in the
         # same write; under the detector's lock, its state follows the log's order.
         made: list[dict[str, Any]] = []
 
         def behaviors(first: int) -> list[tuple[str, dict[str, Any]]]:
-            made.extend(detector.process(items, first, matched))
+            made.extend(detector.process(items, first, parsed.matched if parsed is not None else None))
             return [("behavior", b) for b in made]
 
         with detector.lock:
             try:
-                first, last = self.lake.append(items, key=key, derive=behaviors)
+                first, last = self.lake.append(items, key=key, derive=behaviors, bodies=bodies)
             except BaseException:
                 detector.resync(self.lake)
                 raise

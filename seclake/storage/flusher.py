@@ -82,7 +82,7 @@ class Flusher:
             self.cond.notify_all()
 
     def append(self, items: Items, key: dict[str, Any] | None = None,
-               derive: Callable[[int], Items] | None = None) -> tuple[int, int]:
+               derive: Callable[[int], Items] | None = None, bodies: Sequence[bytes] | None = None) -> tuple[int, int]:
         for dataset, _ in items:
             if dataset not in DATASETS:
                 raise ValueError(f"unknown dataset {dataset!r}")
@@ -90,7 +90,7 @@ class Flusher:
             # Back-pressure: imports wait while indexing is far behind.
             while (len(self._pending) > MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES) and not self.stopping:
                 self.cond.wait(0.5)
-        return self.wal.append(items, on_assigned=self.enqueue, key=key, derive=derive)
+        return self.wal.append(items, on_assigned=self.enqueue, key=key, derive=derive, bodies=bodies)
 
     def enqueue(self, assigned) -> None:
         """Logged (seq, dataset, record, body) items, to be indexed."""

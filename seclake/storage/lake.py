@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -237,14 +237,15 @@ class Lake:
     # -- writing --------------------------------------------------------
 
     def append(self, items: Items, key: dict[str, Any] | None = None,
-               derive: Callable[[int], Items] | None = None) -> tuple[int, int]:
+               derive: Callable[[int], Items] | None = None, bodies: Sequence[bytes] | None = None) -> tuple[int, int]:
         """Durably append (dataset, record) items; return the first and last docId written.
 
         ``key``: the batch's idempotency key entry, logged in the same write (``storage/wal.py``).
         ``derive(first)``: more items, made once the log has numbered the
         first record ``first``, appended after them in the same write.
+        ``bodies``: the items' records as JSON already (``wal.encoded``), from a parse worker.
         """
-        return self.flusher.append(items, key=key, derive=derive)
+        return self.flusher.append(items, key=key, derive=derive, bodies=bodies)
 
     def replay_left(self) -> int:
         """Records of the log replayed at start that are not searchable yet."""

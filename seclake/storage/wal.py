@@ -237,7 +237,7 @@ class WriteAheadLog:
 
     def append(
         self, items: Sequence[tuple[str, dict[str, Any]]], on_assigned=None, key: dict[str, Any] | None = None,
-        derive=None,
+        derive=None, bodies: Sequence[bytes] | None = None,
     ) -> tuple[int, int]:
         """Append (dataset, record) items durably; return the first and last sequence.
 
@@ -250,7 +250,9 @@ class WriteAheadLog:
         callers see records in sequence order; each item is (seq, dataset,
         record, body) where body is the record as JSON, encoded once here.
         ``key`` (plain JSON) is written as the batch's key entry, durable
-        with the items in the same fsync (module doc).
+        with the items in the same fsync (module doc). ``bodies``: the
+        first items' records encoded already (``encoded``, by a parse
+        worker), not encoded again.
         """
         if not items:
             return (0, -1)
@@ -264,9 +266,10 @@ class WriteAheadLog:
                 buf += HEADER.pack(len(payload), zlib.crc32(payload), first)
                 buf += payload
             assigned = []
+            given = len(bodies) if bodies is not None else 0
             for i, (dataset, record) in enumerate(items):
                 seq = first + i
-                body = encoded(record)
+                body = bodies[i] if i < given else encoded(record)
                 # [dataset, record] without encoding the record twice; dataset
                 # names are plain identifiers (checked by the lake).
                 payload = b'["' + dataset.encode() + b'",' + body + b"]"

@@ -41,6 +41,22 @@ def test_derived_entries_name_the_sequence_the_log_gave_and_land_in_the_same_wri
         (2, "event", {"b": 2}), (3, "event", {"c": 3}), (4, "behavior", {"of": 2}), (5, "behavior", {"of": 3})]
 
 
+def test_records_encoded_already_are_logged_as_given_and_the_rest_encoded_here(tmp_path):
+    """A parse worker sends each record's JSON: the log writes those bytes, the same
+    objects go on to be indexed, and what comes after them (behaviors) is encoded here."""
+    wal = _open(tmp_path)
+    given = [b'{"b":2,"a":1}', b'{"c":3}']
+    seen = []
+    first, last = wal.append([("event", {"a": 1, "b": 2}), ("event", {"c": 3})], bodies=given,
+                             derive=lambda first: [("behavior", {"of": first})], on_assigned=seen.extend)
+    assert (first, last) == (1, 3)
+    assert [body for _, _, _, body in seen][:2] == given and seen[0][3] is given[0]
+    wal.close()
+    replayed = [(s, d, r) for s, d, r in _open(tmp_path).replay(0)]
+    assert replayed == [(1, "event", {"b": 2, "a": 1}), (2, "event", {"c": 3}), (3, "behavior", {"of": 1})]
+    assert list(replayed[0][2]) == ["b", "a"]  # the given bytes, not the record encoded again
+
+
 def test_a_derive_that_fails_writes_nothing(tmp_path):
     wal = _open(tmp_path)
 
