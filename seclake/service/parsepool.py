@@ -2,14 +2,17 @@
 
 The server's process runs on one interpreter: past about three cores its
 CPU per line bounds the ingest whatever the machine has (~40 µs per line,
-~27k lines/s; the bench's CPU breakdown). Parsing is the largest part of it
-(13.5 µs per line on the bench's sample, FortiGate 25). A worker parses a
-whole body and sends back each record as the JSON the log stores
-(``wal.encoded``) with its line number; the server decodes them (3.2 µs per
-line, against parsing 13.5 and encoding 1.8 itself) and keeps what must
-happen in one place: admission by the sender's data policies, the
-behavior rules, the log's sequence and its fsync. The records it decodes
-are those the log replays after a restart.
+~27k lines/s; the bench's CPU breakdown), and parsing (13.5 µs per line on
+the bench's sample, FortiGate 25) and rule matching (~8) were most of it.
+A worker parses a whole body, finds which rules each record matches
+(``detect/ruleset.py``), and sends back each record as the JSON the log
+stores (``wal.encoded``) with its line number and its matches. The server
+decodes the records (3.2 µs per line: they are those the log replays after
+a restart), logs the JSON as it came, and keeps what must happen in one
+place: admission by the sender's data policies, the rules' state
+(windows, history, in log order), the log's sequence and its fsync.
+Measured side by side on two cores: the server's CPU per line halves, all
+processes together use ~10% more (docs/architecture.md, "Ways in").
 
 What the request thread did stays the same from the caller's side: the
 counts and their reasons, the idempotency digest of the lines as read, and
@@ -114,7 +117,8 @@ class ParsePool:
             except BrokenProcessPool:
                 self._drop(pool)
                 continue
-            self.parsed += 1
+            with self._lock:
+                self.parsed += 1
             return parsed
         raise Unavailable(
             "parsing the import failed twice: its worker process died each time (killed, or out of memory?); "
