@@ -48,16 +48,15 @@ from starlette.routing import Route
 from seclake.api.authentication import token_from
 from seclake.api.body import read_capped
 from seclake.api.request import LoginRequest
-from seclake.errors import Forbidden, SeclakeError, Unauthorized, ValidationFailed, disk_full
-from seclake.ingest.parser import parse_line
-from seclake.ingest.reader import GZIP_MAGIC, iter_lines
-from seclake.ingest.record import LineRejected
-from seclake.ingest.vendor import validate_vendor
+from seclake.errors import Forbidden, SeclakeError, Unauthorized, disk_full
+from seclake.ingest.reader import GZIP_MAGIC
 from seclake.model import validated
 from seclake.query.matcher import compile_matcher
 from seclake.record.dataset import DATASETS
+from seclake.service.bulk import problem, read_bulk
 from seclake.service.caller import Caller
 from seclake.service.ingestion import MemoryBudget
+from seclake.service.parsepool import Prepared
 
 PRODUCT_HEADERS = {"X-Elastic-Product": "Elasticsearch"}
 # The version shippers see: they pick their request format by its major.
@@ -66,10 +65,8 @@ VERSION = {
     "lucene_version": "9.8.0", "minimum_wire_compatibility_version": "7.17.0",
     "minimum_index_compatibility_version": "7.0.0",
 }
-FLOW_PREFIXES = ("flows-", "flow-")
 # User agents of shippers that ask GET / without a JSON Accept header.
 SHIPPERS = ("elastic", "beat", "vector", "fluent", "logstash", "opentelemetry", "otel")
-MAX_ERROR = 300
 
 
 class ElasticResponse(Response):
@@ -161,49 +158,6 @@ def _api_key(credentials: str) -> str:
 # -- the bulk call -------------------------------------------------------------
 
 
-def target_of(index: str) -> tuple[str, str]:
-    """(vendor, dataset) of an index name (see the module doc)."""
-    for prefix in FLOW_PREFIXES:
-        if index.startswith(prefix) and len(index) > len(prefix):
-            return validate_vendor(index[len(prefix):]), "flow"
-    return validate_vendor(index), "event"
-
-
-def _document(text: str) -> str:
-    """ECS ``message`` as the record's ``@message`` when it has none."""
-    try:
-        doc = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text  # the parser keeps it as a raw event, as an import would
-    if isinstance(doc, dict) and "@message" not in doc and isinstance(doc.get("message"), str):
-        doc["@message"] = doc.pop("message")
-        return orjson.dumps(doc).decode()
-    return text
-
-
-def bulk_items(body: bytes, default_index: str | None, *, compressed: bool, max_bytes: int):
-    """(action, meta, document text or None, its line number) of each action in an NDJSON body."""
-    lines = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
-    for number, text, _truncated in lines:
-        try:
-            action_line = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            raise ValidationFailed(f"line {number}", "expected an action ({\"index\": {...}}), not JSON") from None
-        if not isinstance(action_line, dict) or len(action_line) != 1:
-            raise ValidationFailed(f"line {number}", "an action line is one object with one key: index, create, update or delete")
-        action, meta = next(iter(action_line.items()))
-        if not isinstance(meta, dict):
-            raise ValidationFailed(f"line {number}", f"the {action!r} action's metadata must be an object")
-        meta = {**({"_index": default_index} if default_index else {}), **meta}
-        document, at = None, number
-        if action != "delete":
-            following = next(lines, None)
-            if following is None:
-                raise ValidationFailed(f"line {number}", f"the {action!r} action has no document line after it")
-            document, at = following.text, following.number
-        yield action, meta, document, at
-
-
 def _item(action: str, index: Any, doc_id: Any, status: int, error: dict | None = None, seq: int | None = None) -> dict:
     body: dict[str, Any] = {"_index": index, "_id": doc_id, "status": status}
     if error is None:
@@ -214,54 +168,48 @@ def _item(action: str, index: Any, doc_id: Any, status: int, error: dict | None 
     return {action: body}
 
 
-def _problem(kind: str, reason: str) -> dict[str, str]:
-    return {"type": kind, "reason": reason[:MAX_ERROR]}
-
-
 def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | None, compressed: bool) -> dict[str, Any]:
     settings = services.settings
     started = time.perf_counter()
     MemoryBudget(settings.max_import_memory_mb << 20).check(body, compressed=compressed, max_bytes=settings.max_import_bytes)
     received_ms = int(time.time() * 1000)
+    parsers = services.ingestion.parsers
+    if parsers is not None and parsers.takes(body):
+        detector = services.ingestion.detector
+        parsed = parsers.parse_bulk(body, default_index, compressed=compressed, max_bytes=settings.max_import_bytes,
+                                    received_ms=received_ms, rules=detector.ruleset() if detector is not None else None)
+        entries, prepared = parsed.entries, parsed.prepared
+    else:
+        entries = read_bulk(body, default_index, compressed=compressed, max_bytes=settings.max_import_bytes,
+                            received_ms=received_ms)
+        prepared = None
     admit: dict[str, Any] = {}
     items: list[tuple[str, dict[str, Any]]] = []
+    kept: list[int] = []  # of each item, its record's position in ``prepared``
     answers: list[tuple[str, Any, Any, int | None, dict | None]] = []  # (action, index, id, position in items, error)
-    for action, meta, document, number in bulk_items(body, default_index, compressed=compressed,
-                                                      max_bytes=settings.max_import_bytes):
-        index, doc_id = meta.get("_index"), meta.get("_id")
-        if action not in ("index", "create"):
-            answers.append((action, index, doc_id, None, _problem(
-                "illegal_argument_exception", f"seclake keeps records immutable: {action!r} is not supported, only index and create")))
+    for entry in entries:
+        action, index, doc_id, dataset = entry.action, entry.index, entry.doc_id, entry.dataset
+        if entry.error is not None:
+            answers.append((action, index, doc_id, None, entry.error))
             continue
-        if not isinstance(index, str) or not index:
-            answers.append((action, index, doc_id, None, _problem(
-                "action_request_validation_exception", f"line {number}: no index: name it in the action or the URL")))
-            continue
-        try:
-            vendor, dataset = target_of(index)
-            parsed = parse_line(_document(document or ""), vendor=vendor, dataset=dataset, fmt="jsonl",
-                                received_ms=received_ms)
-        except (LineRejected, ValidationFailed) as e:
-            answers.append((action, index, doc_id, None, _problem("document_parsing_exception", f"line {number}: {e.message}")))
-            continue
-        if parsed is None:
-            answers.append((action, index, doc_id, None, _problem("document_parsing_exception", f"line {number}: empty document")))
-            continue
-        record = parsed[0]
+        # From a worker, the record as the log will replay it: decoded from the JSON it stores.
+        record = orjson.loads(prepared.bodies[entry.record]) if prepared is not None else entry.record
         if dataset not in admit:
             restriction = caller.restriction(DATASETS[dataset], settings)
             admit[dataset] = None if restriction is None else compile_matcher(restriction, DATASETS[dataset])
         visible = admit[dataset]
         if visible is not None and not visible(record):
-            answers.append((action, index, doc_id, None, _problem(
+            answers.append((action, index, doc_id, None, problem(
                 "security_exception", f"the record (@customer {record.get('@customer')!r}) is outside the data policies "
                 f"of {caller.username!r}")))
             continue
         answers.append((action, index, doc_id, len(items), None))
         items.append((dataset, record))
+        if prepared is not None:
+            kept.append(entry.record)
     first = None
     if items:
-        first, _last = services.ingestion.append_records(items)
+        first, _last = services.ingestion.append_records(items, _kept(prepared, kept))
     ids = services.record_ids
     out = []
     for action, index, doc_id, position, error in answers:
@@ -279,6 +227,17 @@ def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | 
     if rejected:  # refused documents are counted under event: their dataset may be unknown
         services.metrics.records.labels("bulk", "event", "rejected").inc(rejected)
     return {"took": round((time.perf_counter() - started) * 1000), "errors": rejected > 0, "items": out}
+
+
+def _kept(prepared: Prepared | None, kept: list[int]) -> Prepared | None:
+    """What a worker made of the records kept (the sender's data policies refuse some), item by item."""
+    if prepared is None:
+        return None
+    matched = prepared.matched
+    if matched is not None:
+        version, found = matched
+        matched = (version, {i: found[n] for i, n in enumerate(kept) if n in found})
+    return Prepared([prepared.bodies[n] for n in kept], matched)
 
 
 async def bulk(request: Request) -> Response:

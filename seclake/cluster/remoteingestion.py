@@ -38,15 +38,15 @@ class RemoteIngestion(Ingestion):
         self.timeout = timeout
 
     def _append(
-        self, items: list[tuple[str, dict[str, Any]]], key: dict[str, Any] | None = None, parsed: Any = None,
+        self, items: list[tuple[str, dict[str, Any]]], key: dict[str, Any] | None = None, prepared: Any = None,
     ) -> tuple[int | None, int | None]:
-        # ``parsed`` is unused here: the records travel as objects, the ingest node logs and runs the rules.
+        # ``prepared`` is unused here: the records travel as objects, the ingest node logs and runs the rules.
         assert key is None  # keyed batches go through _append_once, decided on the ingest node
         if not items:
             return None, None
         return tuple(self._forward(items, None))  # type: ignore[return-value]
 
-    def _append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any], parsed: Any = None) -> Stored:
+    def _append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any], prepared: Any = None) -> Stored:
         # Sent even with no records: the ingest node remembers the key (or answers its earlier reply).
         return Stored(*self._forward(items, request))
 

@@ -26,7 +26,7 @@ from seclake.ingest.reader import IngestCounts, Line, iter_lines, measure
 from seclake.detect.behavior import MAX_CUSTOMER
 from seclake.errors import Conflict, Forbidden, PayloadTooLarge, ValidationFailed
 from seclake.service.idempotency import Idempotency, RequestDigest, Stored, attempt
-from seclake.service.parsepool import ParsePool, Parsed
+from seclake.service.parsepool import ParsePool, Prepared
 from seclake.storage.lake import Lake
 
 DATASETS = ("event", "flow")
@@ -153,9 +153,9 @@ class Ingestion:
             parsed = self.parsers.parse(body, compressed=compressed, max_bytes=max_bytes, target=target,
                                         received_ms=received_ms, keyed=key is not None,
                                         rules=self.detector.ruleset() if self.detector is not None else None)
-            counts = parsed.counts
+            counts, prepared = parsed.counts, parsed.prepared
             # The records as the log will replay them: decoded from the JSON it stores.
-            numbered = zip(parsed.numbers, map(orjson.loads, parsed.bodies))
+            numbered = zip(parsed.numbers, map(orjson.loads, prepared.bodies))
             digest = lambda: parsed.digest  # noqa: E731
         else:
             counts = IngestCounts()
@@ -165,15 +165,15 @@ class Ingestion:
                 lines = hashed.lines(lines)
             numbered = iter_numbered(lines, received_ms=received_ms, counts=counts, **target)
             digest = hashed.take
-            parsed = None
+            prepared = None
         if admit is not None:
             numbered = admit.check(numbered)
         items = [(dataset, r) for _, r in numbered]
         if key is None:
-            first, last = self._append(items, parsed=parsed)
+            first, last = self._append(items, prepared=prepared)
             return self._report(counts, first, last)
         reply = self._report(counts, None, None)
-        stored = self._append_once(items, attempt(*key, digest(), reply, len(items)), parsed=parsed)
+        stored = self._append_once(items, attempt(*key, digest(), reply, len(items)), prepared=prepared)
         report = {**stored.reply, "firstDocId": stored.first, "lastDocId": stored.last}
         return Replayed(report) if stored.replayed else report
 
@@ -231,18 +231,20 @@ class Ingestion:
             report["replayed"] = replayed
         return report
 
-    def append_records(self, items: list[tuple[str, dict[str, Any]]]) -> tuple[int | None, int | None]:
-        return self._append(items)
+    def append_records(self, items: list[tuple[str, dict[str, Any]]],
+                       prepared: Prepared | None = None) -> tuple[int | None, int | None]:
+        """Log records (and their behaviors); ``prepared``: what a parse worker made of them."""
+        return self._append(items, prepared=prepared)
 
     def append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any]) -> Stored:
         """Store records under an idempotency key (``idempotency.attempt``) unless they are stored already."""
         return self._append_once(items, request)
 
     def _append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any],
-                     parsed: Parsed | None = None) -> Stored:
+                     prepared: Prepared | None = None) -> Stored:
         if self.idempotency is None:
             raise Conflict("this process does not write the lake, so it cannot keep idempotency keys")
-        return self.idempotency.once(request, lambda entry: self._append(items, key=entry, parsed=parsed))
+        return self.idempotency.once(request, lambda entry: self._append(items, key=entry, prepared=prepared))
 
     def append_behaviors(self, behaviors: list[dict[str, Any]]) -> tuple[int | None, int | None]:
         """Log behaviors made elsewhere (a backfill); the summaries fold them in."""
@@ -258,18 +260,18 @@ class Ingestion:
 
     def _append(
         self, items: list[tuple[str, dict[str, Any]]], key: dict[str, Any] | None = None,
-        parsed: Parsed | None = None,
+        prepared: Prepared | None = None,
     ) -> tuple[int | None, int | None]:
         """Log records (and the behaviors they cause) durably; their first and last docId.
 
         ``key``: an idempotency key entry, logged in the same write.
-        ``parsed``: what a parse worker made of ``items``: each record's JSON
+        ``prepared``: what a parse worker made of ``items``: each record's JSON
         for the log, and the rules each one matches (``Detector.process``).
         """
         if not items:
             return None, None
         detector = self.detector
-        bodies = parsed.bodies if parsed is not None else None
+        bodies = prepared.bodies if prepared is not None else None
         if detector is None:
             return self.lake.append(items, key=key, bodies=bodies)
         # The lake numbers the records, then the detector runs on them (its
@@ -278,7 +280,7 @@ class Ingestion:
         made: list[dict[str, Any]] = []
 
         def behaviors(first: int) -> list[tuple[str, dict[str, Any]]]:
-            made.extend(detector.process(items, first, parsed.matched if parsed is not None else None))
+            made.extend(detector.process(items, first, prepared.matched if prepared is not None else None))
             return [("behavior", b) for b in made]
 
         with detector.lock:

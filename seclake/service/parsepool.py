@@ -1,4 +1,4 @@
-"""Parsing HTTP import bodies, and matching the rules on their records, in worker processes.
+"""Parsing HTTP import bodies and bulk bodies, and matching the rules on their records, in worker processes.
 
 The server's process runs on one interpreter: past about three cores its
 CPU per line bounds the ingest whatever the machine has (~40 µs per line,
@@ -12,7 +12,11 @@ a restart), logs the JSON as it came, and keeps what must happen in one
 place: admission by the sender's data policies, the rules' state
 (windows, history, in log order), the log's sequence and its fsync.
 Measured side by side on two cores: the server's CPU per line halves, all
-processes together use ~10% more (docs/architecture.md, "Ways in").
+processes together use ~10% more (docs/architecture.md, "Ways in"). A bulk
+body of the Elasticsearch API (``service/bulk.py``) goes the same way: the
+worker reads its actions and documents, the server decides per document
+with the sender's data policies and keeps the matches of the records it
+keeps (``api/elastic.py``).
 
 What the request thread did stays the same from the caller's side: the
 counts and their reasons, the idempotency digest of the lines as read, and
@@ -33,33 +37,73 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, NamedTuple, TypeVar
 
 from seclake import workers
 from seclake.detect.ruleset import RuleSet, received
 from seclake.errors import Unavailable
 from seclake.ingest.parser import iter_numbered
 from seclake.ingest.reader import IngestCounts, iter_lines
+from seclake.service.bulk import Entry, read_bulk
 from seclake.service.idempotency import RequestDigest
 from seclake.storage.wal import encoded
 
 log = logging.getLogger("seclake.ingest")
+T = TypeVar("T")
 
 # Bodies smaller than this are parsed in the request thread: a round trip to a
 # worker costs about a millisecond, ~100 lines' parsing.
 MIN_BYTES = 32 * 1024
 
 
+class Prepared(NamedTuple):
+    """What a parse worker made of records about to be logged, item by item: each
+    one's JSON (``wal.encoded``), and (with rules) which rules each matches, as
+    (rule generation, item index -> rule numbers) for ``Detector.process``."""
+
+    bodies: list[bytes]
+    matched: tuple[Any, dict[int, list[int]]] | None
+
+
 @dataclass
 class Parsed:
-    """A body parsed in a worker: each record's line number and JSON, the counts, the digest of its lines,
-    and (with rules) the rules each record matches: (rule generation, record index -> rule numbers)."""
+    """An import body parsed in a worker: each record's line number, the counts, the digest of its lines,
+    and the records themselves (``Prepared``)."""
 
     numbers: list[int]
-    bodies: list[bytes]
     counts: IngestCounts
     digest: str | None
-    matched: tuple[Any, dict[int, list[int]]] | None = None
+    prepared: Prepared
+
+
+@dataclass
+class ParsedBulk:
+    """A bulk body read in a worker (``service/bulk.py``): its entries, each record given as its
+    position in ``prepared``."""
+
+    entries: list[Entry]
+    prepared: Prepared
+
+
+class _Records:
+    """Records as a worker sends them back: their JSON, and the rules each one matches."""
+
+    def __init__(self, rules: tuple[Any, bytes] | None):
+        # (generation, ``RuleSet.shipped``), kept by the worker between bodies.
+        self.ruleset = received(rules[1], rules[0]) if rules is not None else None
+        self.bodies: list[bytes] = []
+        self.found: dict[int, list[int]] = {}
+
+    def add(self, dataset: str, record: dict[str, Any]) -> int:
+        """Take a record; its position."""
+        n = len(self.bodies)
+        if self.ruleset is not None and (matching := self.ruleset.matching(dataset, record)):
+            self.found[n] = matching
+        self.bodies.append(encoded(record))
+        return n
+
+    def prepared(self) -> Prepared:
+        return Prepared(self.bodies, (self.ruleset.version, self.found) if self.ruleset is not None else None)
 
 
 def parse_body(body: bytes, compressed: bool | None, max_bytes: int, target: dict[str, Any],
@@ -69,23 +113,29 @@ def parse_body(body: bytes, compressed: bool | None, max_bytes: int, target: dic
     ``target``: vendor, dataset, fmt and customer, the parameters the digest starts with.
     ``rules``: (generation, ``RuleSet.shipped``): which rules each record matches is found here too.
     """
-    ruleset = received(rules[1], rules[0]) if rules is not None else None
+    records = _Records(rules)
     dataset = target["dataset"]
-    found: dict[int, list[int]] = {}
     counts = IngestCounts()
     lines = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
     digest = RequestDigest(**target) if keyed else None
     if digest is not None:
         lines = digest.lines(lines)
     numbers: list[int] = []
-    bodies: list[bytes] = []
     for number, record in iter_numbered(lines, received_ms=received_ms, counts=counts, **target):
-        if ruleset is not None and (matching := ruleset.matching(dataset, record)):
-            found[len(numbers)] = matching
         numbers.append(number)
-        bodies.append(encoded(record))
-    matched = (ruleset.version, found) if ruleset is not None else None
-    return Parsed(numbers, bodies, counts, digest.take() if digest is not None else None, matched)
+        records.add(dataset, record)
+    return Parsed(numbers, counts, digest.take() if digest is not None else None, records.prepared())
+
+
+def parse_bulk(body: bytes, default_index: str | None, compressed: bool, max_bytes: int, received_ms: int,
+               rules: tuple[Any, bytes] | None = None) -> ParsedBulk:
+    """In a worker: ``bulk.read_bulk`` of ``body``, each record replaced by its position in the answer's records."""
+    records = _Records(rules)
+    entries = [
+        entry if entry.error is not None else entry._replace(record=records.add(entry.dataset, entry.record))
+        for entry in read_bulk(body, default_index, compressed=compressed, max_bytes=max_bytes, received_ms=received_ms)
+    ]
+    return ParsedBulk(entries, records.prepared())
 
 
 class ParsePool:
@@ -107,19 +157,25 @@ class ParsePool:
 
     def parse(self, body: bytes, *, compressed: bool | None, max_bytes: int, target: dict[str, Any],
               received_ms: int, keyed: bool, rules: RuleSet | None = None) -> Parsed:
-        """``body`` parsed in a worker; with ``rules``, each record's matching rules found there too."""
-        shipped = (rules.version, rules.shipped) if rules is not None else None
-        args = (parse_body, body, compressed, max_bytes, target, received_ms, keyed, shipped)
+        """An import body parsed in a worker; with ``rules``, each record's matching rules found there too."""
+        return self._run(parse_body, body, compressed, max_bytes, target, received_ms, keyed, _shipped(rules))
+
+    def parse_bulk(self, body: bytes, default_index: str | None, *, compressed: bool, max_bytes: int,
+                   received_ms: int, rules: RuleSet | None = None) -> ParsedBulk:
+        """A bulk body read in a worker (``bulk.read_bulk``), with each record's matching rules."""
+        return self._run(parse_bulk, body, default_index, compressed, max_bytes, received_ms, _shipped(rules))
+
+    def _run(self, fn: Callable[..., T], *args: Any) -> T:
         for _attempt in (1, 2):
             pool = self._started()
             try:
-                parsed = pool.submit(workers.job, *args).result()
+                done = pool.submit(workers.job, fn, *args).result()
             except BrokenProcessPool:
                 self._drop(pool)
                 continue
             with self._lock:
                 self.parsed += 1
-            return parsed
+            return done
         raise Unavailable(
             "parsing the import failed twice: its worker process died each time (killed, or out of memory?); "
             "nothing was stored"
@@ -147,3 +203,7 @@ class ParsePool:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+
+
+def _shipped(rules: RuleSet | None) -> tuple[Any, bytes] | None:
+    return (rules.version, rules.shipped) if rules is not None else None

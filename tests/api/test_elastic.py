@@ -30,11 +30,16 @@ def _wait(server, token, query, n, data_type="event"):
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="module")
-def srv(tmp_path_factory):
+@pytest.fixture(scope="module", params=["request thread", "parse workers"])
+def srv(request, tmp_path_factory):
+    """Every test here runs twice: bulk bodies read in the request thread, and in
+    a parse worker (``parse_workers``; every body, however small)."""
     from tests.conftest import running_server
 
-    with running_server(tmp_path_factory.mktemp("elastic")) as server:
+    workers = 1 if request.param == "parse workers" else 0
+    with running_server(tmp_path_factory.mktemp("elastic"), parse_workers=workers) as server:
+        if workers:
+            server.services.parsers.min_bytes = 0
         server.token = server.login()
         server.ingest_key = server.call("auth/api_token", {"action": "add", "name": "shipper"}, server.token)["token"]
         yield server
@@ -130,6 +135,40 @@ def test_a_sender_limited_by_data_policies_writes_only_its_customers_records(srv
     r = srv.http.post("/_bulk", content=b'{"index":{"_index":"x"}}\n{"message":"no"}\n',
                       auth=("reader1", "reader-pass-words-1"), headers={"Content-Type": "application/x-ndjson"})
     assert r.status_code == 403 and "ingest permission" in r.json()["error"]["reason"]
+
+
+def test_rules_run_on_the_documents_kept_and_only_on_them(srv):
+    """A refused document before a kept one: the behaviors name the kept one (the
+    worker's matches follow the records the data policies let through)."""
+    from seclake.detect.rule import rule_from_dict
+
+    srv.services.rules.add(rule_from_dict({
+        "name": "bulk-failed-logon", "behavior": "Failed logon", "query": "EventID:4625", "keyField": "IpAddress",
+        "keyType": "ip", "risks": ["T1110"], "riskScore": 50}))
+    srv.call("auth/dataPolicyAdd", {"policy": customer_policy("initech")}, srv.token)
+    srv.call("auth/userAdd", {"user": {"username": "shipper-initech", "password": "initech-shipper-pass-9",
+                                       "roles": ["ingest"], "dataPolicies": ["only-initech"]}}, srv.token)
+    es = Elasticsearch(srv.url, basic_auth=("shipper-initech", "initech-shipper-pass-9"), request_timeout=30)
+    now = int(time.time() * 1000)
+    reply = es.bulk(operations=[
+        {"index": {"_index": "winlog"}}, {"@timestamp": now, "@customer": "globex", "EventID": 4625,
+                                          "IpAddress": "198.51.100.66", "tag": "bulkrule"},
+        {"index": {"_index": "winlog"}}, {"@timestamp": now, "@customer": "initech", "EventID": 4624,
+                                          "IpAddress": "198.51.100.67", "tag": "bulkrule"},
+        {"index": {"_index": "winlog"}}, {"@timestamp": now, "@customer": "initech", "EventID": 4625,
+                                          "IpAddress": "198.51.100.68", "tag": "bulkrule"},
+    ]).body
+    assert [next(iter(i.values()))["status"] for i in reply["items"]] == [403, 201, 201]
+    kept = next(iter(reply["items"][2].values()))["_id"]
+    deadline = time.monotonic() + 10
+    while True:
+        found = srv.call("ds/fsm_behavior_search", {"options": {
+            "searchStr": "behaviorRule:bulk-failed-logon", "range_field": "timestamp", "range_from": now - 60_000,
+            "range_to": now + 60_000, "fetchLimit": 10}}, srv.token)["hits"]
+        if found["total"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert [(h["_source"]["key"], h["_source"]["eventId"]) for h in found["hits"]] == [("198.51.100.68", kept)]
 
 
 def test_shippers_handshake_and_browsers_still_get_the_web_interface(srv):

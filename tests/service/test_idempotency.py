@@ -103,12 +103,12 @@ def test_a_key_in_flight_is_refused_and_the_retry_stores_nothing(rig):
     seen: list[Exception] = []
     real_append = rig.ingestion._append
 
-    def append_while_retried(items, key=None, parsed=None):
+    def append_while_retried(items, key=None, prepared=None):
         try:
             rig.load()  # the retry arrives while the first is being stored
         except Conflict as e:
             seen.append(e)
-        return real_append(items, key=key, parsed=parsed)
+        return real_append(items, key=key, prepared=prepared)
 
     rig.ingestion._append = append_while_retried
     rig.load()
@@ -119,7 +119,7 @@ def test_a_key_in_flight_is_refused_and_the_retry_stores_nothing(rig):
 
 
 def test_a_failed_append_leaves_the_key_unused(rig, monkeypatch):
-    def broken(items, key=None, parsed=None):
+    def broken(items, key=None, prepared=None):
         raise OSError("disk full")
 
     monkeypatch.setattr(rig.ingestion, "_append", broken)

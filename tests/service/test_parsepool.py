@@ -22,6 +22,7 @@ from seclake.detect.ruleset import RuleSet
 from seclake.errors import PayloadTooLarge, Unavailable, ValidationFailed
 from seclake.ingest.parser import iter_numbered
 from seclake.ingest.reader import IngestCounts, iter_lines
+from seclake.service.bulk import read_bulk
 from seclake.service.idempotency import RequestDigest
 from seclake.service.parsepool import ParsePool
 from tests.ingest.test_golden import PARAMS, RECEIVED_MS, _lines
@@ -58,7 +59,7 @@ def test_a_worker_reads_every_source_as_the_request_thread_does(pool, name):
     parsed = pool.parse(body, compressed=None, max_bytes=MAX_BYTES, target=target, received_ms=RECEIVED_MS, keyed=True)
     assert parsed.numbers == [number for number, _ in numbered]
     # The records as the log stores and replays them.
-    assert [orjson.loads(b) for b in parsed.bodies] == [orjson.loads(orjson.dumps(r)) for _, r in numbered]
+    assert [orjson.loads(b) for b in parsed.prepared.bodies] == [orjson.loads(orjson.dumps(r)) for _, r in numbered]
     assert parsed.counts == counts and parsed.digest == digest
     assert parsed.numbers  # every fixture has records
 
@@ -74,9 +75,38 @@ def test_a_worker_finds_the_rules_each_record_matches_as_the_detector_would(pool
         parsed = pool.parse(_lines(name), compressed=None, max_bytes=MAX_BYTES, target=target,
                             received_ms=RECEIVED_MS, keyed=False, rules=ruleset)
         expected = {i: m for i, (_, record) in enumerate(numbered) if (m := ruleset.matching(target["dataset"], record))}
-        assert parsed.matched == (7, expected), name
+        assert parsed.prepared.matched == (7, expected), name
         found += len(expected)
     assert found >= 30  # the starter rules match lines of the fixtures (failed logins, denied traffic...)
+
+
+def test_a_worker_reads_a_bulk_body_as_the_request_thread_does(pool):
+    rules, _ = read_rule_files(starter_pack())
+    ruleset = RuleSet(rules, version=3)
+    actions = [
+        b'{"index":{"_index":"winlog","_id":"a"}}', b'{"EventID":4625,"IpAddress":"198.51.100.9","message":"m"}',
+        b'{"delete":{"_index":"winlog","_id":"a"}}',
+        b'{"index":{"_index":"bad name!"}}', b'{"message":"x"}',
+        b'{"create":{}}', b'{"@fields":"not an object"}',
+        b'{"index":{"_index":"flows-zeek"}}', b'{"sip":"10.0.0.1","dip":"10.0.0.2","dp":443}',
+        b'{"index":{}}', b'not json at all',
+    ]
+    body = b"\n".join(actions) + b"\n"
+    expected = list(read_bulk(body, "fallback", compressed=False, max_bytes=MAX_BYTES, received_ms=RECEIVED_MS))
+    parsed = pool.parse_bulk(body, "fallback", compressed=False, max_bytes=MAX_BYTES, received_ms=RECEIVED_MS,
+                             rules=ruleset)
+    bodies = parsed.prepared.bodies
+    got = [e if e.error is not None else e._replace(record=orjson.loads(bodies[e.record])) for e in parsed.entries]
+    assert got == [e if e.error is not None else e._replace(record=orjson.loads(orjson.dumps(e.record)))
+                   for e in expected]
+    assert [e.error["type"] if e.error else e.dataset for e in got] == [
+        "event", "illegal_argument_exception", "document_parsing_exception", "document_parsing_exception", "flow", "event"]
+    records = [e for e in expected if e.error is None]
+    assert parsed.prepared.matched == (3, {i: m for i, e in enumerate(records)
+                                           if (m := ruleset.matching(e.dataset, e.record))})
+    # An error of the body as a whole (an action line that is not JSON) reaches the caller as itself.
+    with pytest.raises(ValidationFailed, match="line 1: expected an action"):
+        pool.parse_bulk(b"nope\n", None, compressed=False, max_bytes=MAX_BYTES, received_ms=RECEIVED_MS)
 
 
 def test_gzip_truncation_reasons_and_no_digest_unless_keyed(pool):
@@ -87,7 +117,7 @@ def test_gzip_truncation_reasons_and_no_digest_unless_keyed(pool):
     parsed = pool.parse(body, compressed=True, max_bytes=MAX_BYTES, target=target, received_ms=RECEIVED_MS, keyed=False)
     assert parsed.counts == counts and parsed.digest is None
     assert counts.rejected == 1 and counts.reasons[0].startswith("line 3001: ") and counts.truncated == 1
-    assert parsed.numbers[-1] == 3003 and orjson.loads(parsed.bodies[-1])["@customer"] == "acme"
+    assert parsed.numbers[-1] == 3003 and orjson.loads(parsed.prepared.bodies[-1])["@customer"] == "acme"
 
 
 def test_reader_errors_reach_the_caller_with_their_type_and_message(pool):
