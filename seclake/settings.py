@@ -89,8 +89,8 @@ class Settings(BaseSettings):
         None,
         ge=0,
         le=64,
-        description="Worker processes that parse large HTTP import bodies and match the behavior rules on their "
-        "records, leaving the server's own process admission, the rules' state and the log (past about three cores "
+        description="Worker processes that parse large HTTP import and Elasticsearch bulk bodies and match the "
+        "behavior rules on their records, leaving the server's own process admission, the rules' state and the log (past about three cores "
         "its CPU bounds the ingest); 0: in the request thread; unset: with four cores or more, the cores beyond two "
         "(at most four), else 0.",
     )
