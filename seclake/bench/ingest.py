@@ -126,24 +126,41 @@ def sample(data: DataSet, max_lines: int | None) -> tuple[list, int]:
 PARSE_WORKERS = 2
 
 
+def _fresh_http(part: DataSet, directory: Path, *, clients: int, cores: int | None = None,
+                env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The HTTP ingest of ``part`` on a fresh server of its own, removed after."""
+    server = Server(directory, directory.parent / "server.log", cores=cores, env=env)
+    server.start()
+    try:
+        return http_ingest(server, part, clients=clients)
+    finally:
+        server.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _part(data: DataSet, max_lines: int | None) -> DataSet:
+    chosen, lines = sample(data, max_lines)
+    return dataclasses.replace(data, batches=chosen, lines=lines)
+
+
 def scaling_ingest(data: DataSet, directory: Path, max_lines: int, *, clients: int = 3) -> dict[Any, dict[str, Any]]:
     """The HTTP ingest of a sample on a fresh server pinned to 1 core, then to 2 (taskset); then on
     2 cores with ``PARSE_WORKERS`` parse workers (key ``parse_workers``): the server process's CPU
     per line with and without them, side by side."""
-    chosen, lines = sample(data, max_lines)
-    part = dataclasses.replace(data, batches=chosen, lines=lines)
+    part = _part(data, max_lines)
     out: dict[Any, dict[str, Any]] = {}
     runs = ((1, 1, {}), (2, 2, {}), ("parse_workers", 2, {"SECLAKE_PARSE_WORKERS": str(PARSE_WORKERS)}))
     for key, cores, env in runs:
-        server = Server(directory / f"{key}-cores", directory / "server.log", cores=cores, env=env)
-        server.start()
-        try:
-            out[key] = http_ingest(server, part, clients=clients)
-        finally:
-            server.stop()
-            shutil.rmtree(directory / f"{key}-cores", ignore_errors=True)
+        out[key] = _fresh_http(part, directory / f"{key}-cores", clients=clients, cores=cores, env=env)
     out["parse_workers"]["parse_workers"] = PARSE_WORKERS
     return out
+
+
+def sample_http_ingest(data: DataSet, directory: Path, max_lines: int | None, *, clients: int = 3) -> dict[str, Any]:
+    """The HTTP ingest of the ``seclake import`` stage's sample on a fresh server, run right after
+    it: the command against HTTP on the same lines, side by side in time (the full HTTP ingest
+    comes minutes later, and on a shared machine minutes apart are not side by side)."""
+    return _fresh_http(_part(data, max_lines), directory / "server", clients=clients)
 
 
 def cli_ingest(data: DataSet, data_dir: Path, log_path: Path, max_lines: int | None = None) -> dict[str, Any]:

@@ -26,3 +26,14 @@ def test_the_import_stage_is_one_command_that_indexes_every_line_of_every_source
     stored = sum(e.num_records for e in entries if e.dataset in ("event", "flow"))
     assert stored == data.lines  # every line indexed before the command exited
     assert {"event", "flow"} <= {e.dataset for e in entries}
+
+
+def test_the_http_ingest_of_the_import_sample_runs_on_a_fresh_server_of_its_own(tmp_path):
+    from seclake.bench.ingest import sample_http_ingest
+
+    data = write_batches(tmp_path / "batches", events=3000, days=2, batch_lines=200)
+    r = sample_http_ingest(data, tmp_path / "http-sample", 1000, clients=2)
+    # The first batches up to 1,000 lines, as the import stage's sample: every one stored.
+    assert 1000 <= r["lines"] < 1000 + 200 and sum(r["stored"].values()) == r["lines"]
+    assert r["searchable_events_per_second"] > 0
+    assert not (tmp_path / "http-sample" / "server").exists()  # its lake is removed after
