@@ -41,7 +41,7 @@ class SeclakeError(Exception):
     def __reduce__(self):
         # Pickled as what it is, not re-made from ``args``: most subclasses
         # take other arguments than their message (``ValidationFailed(field,
-        # problem)``), and an error raised in a worker process (``ingest/pool.py``)
+        # problem)``), and an error raised in a worker process (``service/parsepool.py``)
         # must reach the caller with its type, message and fields.
         return _rebuilt, (type(self), self.args, self.__dict__)
 

@@ -338,22 +338,9 @@ def _kv(
     )
 
 
-def iter_records(
-    lines: Iterable[Line],
-    *,
-    vendor: str,
-    dataset: str,
-    fmt: str = "auto",
-    received_ms: int,
-    customer: str | None = None,
-    counts: IngestCounts,
-) -> Iterator[dict[str, Any]]:
-    """Records of numbered lines (from ``iter_lines``), counting each outcome in ``counts``.
-
-    Rejected lines yield nothing; their reason and line number go to ``counts``.
-    """
-    for _number, record in iter_numbered(lines, vendor=vendor, dataset=dataset, fmt=fmt, received_ms=received_ms,
-                                         customer=customer, counts=counts):
+def iter_records(lines: Iterable[Line], **params: Any) -> Iterator[dict[str, Any]]:
+    """The records of ``iter_numbered`` (same parameters), without their line numbers."""
+    for _number, record in iter_numbered(lines, **params):
         yield record
 
 
@@ -367,7 +354,9 @@ def iter_numbered(
     customer: str | None = None,
     counts: IngestCounts,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) of each record, as ``iter_records``: the number names the line in a refusal."""
+    """(line number, record) of numbered lines (from ``iter_lines``), counting each outcome in
+    ``counts``; the number names the line in a refusal. Rejected lines yield nothing; their
+    reason and line number go to ``counts``."""
     for number, text, truncated in lines:
         try:
             result = parse_line(

@@ -21,12 +21,12 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from seclake.ingest.parser import FORMATS, iter_numbered, iter_records
+from seclake.ingest.parser import FORMATS, iter_records
 from seclake.ingest.reader import IngestCounts, Line, iter_lines, measure
 from seclake.detect.behavior import MAX_CUSTOMER
 from seclake.errors import Conflict, Forbidden, PayloadTooLarge, ValidationFailed
 from seclake.service.idempotency import Idempotency, RequestDigest, Stored, attempt
-from seclake.service.parsepool import ParsePool, Prepared
+from seclake.service.parsepool import BodyReader, ParsePool, Prepared
 from seclake.storage.lake import Lake
 
 DATASETS = ("event", "flow")
@@ -158,14 +158,9 @@ class Ingestion:
             numbered = zip(parsed.numbers, map(orjson.loads, prepared.bodies))
             digest = lambda: parsed.digest  # noqa: E731
         else:
-            counts = IngestCounts()
-            lines: Iterable[Line] = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
-            hashed = RequestDigest(**target)
-            if key is not None:
-                lines = hashed.lines(lines)
-            numbered = iter_numbered(lines, received_ms=received_ms, counts=counts, **target)
-            digest = hashed.take
-            prepared = None
+            reader = BodyReader(body, compressed=compressed, max_bytes=max_bytes, target=target,
+                                received_ms=received_ms, keyed=key is not None)
+            counts, numbered, digest, prepared = reader.counts, reader.numbered, reader.digest, None
         if admit is not None:
             numbered = admit.check(numbered)
         items = [(dataset, r) for _, r in numbered]

@@ -85,6 +85,25 @@ class ParsedBulk:
     prepared: Prepared
 
 
+class BodyReader:
+    """The numbered records of an import body, its counts and the digest of its lines: how the
+    request thread and a parse worker both read a body (``Ingestion.import_body``, ``parse_body``)."""
+
+    def __init__(self, body: bytes, *, compressed: bool | None, max_bytes: int, target: dict[str, Any],
+                 received_ms: int, keyed: bool):
+        self.counts = IngestCounts()
+        lines = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
+        self._digest = RequestDigest(**target) if keyed else None
+        if self._digest is not None:
+            lines = self._digest.lines(lines)
+        # (line number, record) pairs, read as they are taken.
+        self.numbered = iter_numbered(lines, received_ms=received_ms, counts=self.counts, **target)
+
+    def digest(self) -> str | None:
+        """The digest of the lines read (``idempotency.RequestDigest``), once ``numbered`` is read through."""
+        return self._digest.take() if self._digest is not None else None
+
+
 class _Records:
     """Records as a worker sends them back: their JSON, and the rules each one matches."""
 
@@ -115,16 +134,13 @@ def parse_body(body: bytes, compressed: bool | None, max_bytes: int, target: dic
     """
     records = _Records(rules)
     dataset = target["dataset"]
-    counts = IngestCounts()
-    lines = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
-    digest = RequestDigest(**target) if keyed else None
-    if digest is not None:
-        lines = digest.lines(lines)
+    reader = BodyReader(body, compressed=compressed, max_bytes=max_bytes, target=target, received_ms=received_ms,
+                        keyed=keyed)
     numbers: list[int] = []
-    for number, record in iter_numbered(lines, received_ms=received_ms, counts=counts, **target):
+    for number, record in reader.numbered:
         numbers.append(number)
         records.add(dataset, record)
-    return Parsed(numbers, counts, digest.take() if digest is not None else None, records.prepared())
+    return Parsed(numbers, reader.counts, reader.digest(), records.prepared())
 
 
 def parse_bulk(body: bytes, default_index: str | None, compressed: bool, max_bytes: int, received_ms: int,

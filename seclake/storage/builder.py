@@ -125,7 +125,7 @@ def split_files(dataset: str, payload: list[tuple[int, bytes]], split_id: str, s
     try:
         with tempfile.TemporaryDirectory(prefix="seclake-index-", dir=scratch) as tmp:
             dest = Path(tmp) / split_id
-            meta = _job(_build, dataset, payload, str(dest), split_id)
+            meta = workers.job(_build, dataset, payload, str(dest), split_id)
             return meta, {p.name: p.read_bytes() for p in dest.iterdir() if p.is_file()}
     finally:
         if enabled:
@@ -161,16 +161,14 @@ def _worker_start(parent: int, niceness: int = 0, stop=None) -> None:
         _merges_stopped = lambda: stop.value  # noqa: E731
 
 
-_job = workers.job
 BUILD, MERGE = "build", "merge"
-_CONTEXT = workers.CONTEXT
 
 
 def _stop_flag():
     """A flag in shared memory the merge workers get at their start. Not an
     Event: its semaphores outlived a server stopped by a signal, and the
     resource tracker wrote a warning about them into the server's log."""
-    return _CONTEXT.RawValue(ctypes.c_bool, False)
+    return workers.CONTEXT.RawValue(ctypes.c_bool, False)
 
 
 class Building:
@@ -231,14 +229,14 @@ class SplitBuilder:
         with self._lock:
             pool = self._pool(kind)
             try:
-                future = pool.submit(_job, fn, *args)
+                future = pool.submit(workers.job, fn, *args)
             except BrokenProcessPool:
                 # A worker died while idle (the OOM killer's pick, an operator's
                 # kill): the pool takes no more work, and every build after it
                 # failed until a restart. Start new workers.
                 self._drop(kind, pool)
                 pool = self._pool(kind)
-                future = pool.submit(_job, fn, *args)
+                future = pool.submit(workers.job, fn, *args)
         return kind, pool, future
 
     def warm(self) -> None:
@@ -251,9 +249,9 @@ class SplitBuilder:
     def _pool(self, kind: str) -> ProcessPoolExecutor:
         pool = self._pools.get(kind)
         if pool is None:
-            workers, niceness = self._shape[kind]
+            processes, niceness = self._shape[kind]
             pool = self._pools[kind] = ProcessPoolExecutor(
-                workers, mp_context=_CONTEXT, initializer=_worker_start,
+                processes, mp_context=workers.CONTEXT, initializer=_worker_start,
                 initargs=(os.getpid(), niceness, self._merge_stop if kind == MERGE else None),
             )
         return pool
