@@ -30,7 +30,7 @@ import orjson
 import tantivy
 
 from seclake.bench.data import DataSet
-from seclake.bench.ingest import du_bytes, sample
+from seclake.bench.ingest import du_bytes, sample, written_back
 from seclake.ingest.parser import parse_line
 from seclake.storage import allocator
 
@@ -72,6 +72,7 @@ def _measure(data: DataSet, directory: Path, max_lines: int | None = None) -> di
     threads = os.cpu_count() or 1
     writer = index.writer(HEAP_BYTES, threads)
     from_dict, add = tantivy.Document.from_dict, writer.add_document
+    written_back()
     started = time.perf_counter()
     for body in records:
         record = orjson.loads(body)

@@ -24,7 +24,7 @@ from typing import Any
 from seclake.bench import data as bench_data
 from seclake.bench.agree import Agreement
 from seclake.bench.classes import CLASSES, QueryClass
-from seclake.bench.ingest import cli_ingest, du_bytes, http_ingest, sample_http_ingest, scaling_ingest, wait_quiet
+from seclake.bench.ingest import cli_against_http, du_bytes, http_ingest, scaling_ingest, wait_quiet
 from seclake.bench.rawingest import raw_ingest
 
 # Back-to-back pairs (HTTP bundle, then the same bundle in the engine layer) per class.
@@ -167,12 +167,9 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
         sr["data"] = data.to_json()
 
         if full and opts.cli_ingest:
-            with log.stage(f"{scale}x: ingest with seclake import (CLI)"):
-                sr["ingest_cli"] = cli_ingest(data, sdir / "cli-lake", sdir / "cli.log", opts.cli_events)
-            shutil.rmtree(sdir / "cli-lake", ignore_errors=True)
-            with log.stage(f"{scale}x: ingest over HTTP, the same sample, right after"):
-                sr["ingest_http_sample"] = sample_http_ingest(data, sdir / "http-sample", opts.cli_events,
-                                                              clients=opts.ingest_clients)
+            with log.stage(f"{scale}x: ingest with seclake import (CLI) and over HTTP, the same sample, in turns"):
+                sr["ingest_cli"], sr["ingest_http_sample"] = cli_against_http(
+                    data, sdir / "cli-against-http", sdir / "cli.log", opts.cli_events, clients=opts.ingest_clients)
         if full:
             with log.stage(f"{scale}x: ingest floor: the same records into tantivy alone"):
                 sr["ingest_raw"] = raw_ingest(data, sdir / "raw-index", opts.cli_events)

@@ -28,12 +28,16 @@ def test_the_import_stage_is_one_command_that_indexes_every_line_of_every_source
     assert {"event", "flow"} <= {e.dataset for e in entries}
 
 
-def test_the_http_ingest_of_the_import_sample_runs_on_a_fresh_server_of_its_own(tmp_path):
-    from seclake.bench.ingest import sample_http_ingest
+def test_the_command_and_http_run_the_same_sample_in_turns_each_on_a_fresh_data_dir(tmp_path):
+    from seclake.bench.ingest import TURNS, cli_against_http
 
     data = write_batches(tmp_path / "batches", events=3000, days=2, batch_lines=200)
-    r = sample_http_ingest(data, tmp_path / "http-sample", 1000, clients=2)
-    # The first batches up to 1,000 lines, as the import stage's sample: every one stored.
-    assert 1000 <= r["lines"] < 1000 + 200 and sum(r["stored"].values()) == r["lines"]
-    assert r["searchable_events_per_second"] > 0
-    assert not (tmp_path / "http-sample" / "server").exists()  # its lake is removed after
+    cli, http = cli_against_http(data, tmp_path / "turns", tmp_path / "cli.log", 1000, clients=2)
+    # The first batches up to 1,000 lines, as the import stage's sample: every one stored, both ways.
+    assert 1000 <= http["lines"] < 1000 + 200 and sum(http["stored"].values()) == http["lines"]
+    assert cli["lines"] == http["lines"]
+    # Each path ran as often as TURNS says, and its row is the mean of its runs.
+    assert len(cli["turns"]) == TURNS.count("cli") and len(http["turns"]) == TURNS.count("http")
+    assert cli["seconds"] == sum(t["seconds"] for t in cli["turns"]) / len(cli["turns"])
+    assert http["searchable_events_per_second"] == http["lines"] / (http["seconds"] + http["seconds_to_searchable"])
+    assert not any((tmp_path / "turns").glob("*/lake"))  # every run's lake is removed after it
