@@ -118,9 +118,10 @@ class Services:
             self.rules, self.db, bands=settings.score_bands, summaries=self.summaries, ids=lambda: self.record_ids,
             made=self.metrics.behaviors,
         )
-        # Large import bodies are parsed in worker processes (service/parsepool.py), if any.
+        # Large import bodies, and the files of `seclake import`, are parsed in worker
+        # processes (service/parsepool.py), if any; they start at the first body that needs one.
         workers = settings.effective_parse_workers
-        self.parsers = ParsePool(workers) if workers and not one_shot else None
+        self.parsers = ParsePool(workers) if workers else None
         self.metrics.watch(LakeCollector(self.lake, self.detector if settings.ingest else None, self.readiness.ready,
                                          self.parsers))
         # Syslog listeners (service/listeners.py): started last, once imports can be stored.

@@ -254,6 +254,14 @@ class IngestCounts:
         if len(self.reasons) < self.max_reasons:
             self.reasons.append(f"line {line}: {reason}")
 
+    def add(self, other: IngestCounts) -> None:
+        """Count ``other``'s lines too (a part of the same import counted apart), reasons in order."""
+        self.accepted += other.accepted
+        self.raw += other.raw
+        self.rejected += other.rejected
+        self.truncated += other.truncated
+        self.reasons.extend(other.reasons[: max(0, self.max_reasons - len(self.reasons))])
+
     def as_dict(self) -> dict[str, object]:
         return {
             "accepted": self.accepted,

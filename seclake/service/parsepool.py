@@ -1,4 +1,5 @@
-"""Parsing HTTP import bodies and bulk bodies, and matching the rules on their records, in worker processes.
+"""Parsing HTTP import bodies, bulk bodies and the files of ``seclake import``, and matching the rules on
+their records, in worker processes.
 
 The server's process runs on one interpreter: past about three cores its
 CPU per line bounds the ingest whatever the machine has (~40 µs per line,
@@ -16,7 +17,8 @@ processes together use ~10% more (docs/architecture.md, "Ways in"). A bulk
 body of the Elasticsearch API (``service/bulk.py``) goes the same way: the
 worker reads its actions and documents, the server decides per document
 with the sender's data policies and keeps the matches of the records it
-keeps (``api/elastic.py``).
+keeps (``api/elastic.py``). ``seclake import`` reads a file's lines itself
+and sends them in parts (``parse_parts``), stored in order as they come back.
 
 What the request thread did stays the same from the caller's side: the
 counts and their reasons, the idempotency digest of the lines as read, and
@@ -34,7 +36,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, TypeVar
@@ -43,7 +47,7 @@ from seclake import workers
 from seclake.detect.ruleset import RuleSet, received
 from seclake.errors import Unavailable
 from seclake.ingest.parser import iter_numbered
-from seclake.ingest.reader import IngestCounts, iter_lines
+from seclake.ingest.reader import IngestCounts, Line, iter_lines
 from seclake.service.bulk import Entry, read_bulk
 from seclake.service.idempotency import RequestDigest
 from seclake.storage.wal import encoded
@@ -54,6 +58,10 @@ T = TypeVar("T")
 # Bodies smaller than this are parsed in the request thread: a round trip to a
 # worker costs about a millisecond, ~100 lines' parsing.
 MIN_BYTES = 32 * 1024
+
+
+_DIED_TWICE = ("parsing the import failed twice: its worker process died each time (killed, or out of memory?); "
+               "nothing was stored")
 
 
 class Prepared(NamedTuple):
@@ -143,6 +151,20 @@ def parse_body(body: bytes, compressed: bool | None, max_bytes: int, target: dic
     return Parsed(numbers, reader.counts, reader.digest(), records.prepared())
 
 
+def parse_lines(lines: list[Line], target: dict[str, Any], received_ms: int,
+                rules: tuple[Any, bytes] | None = None) -> Parsed:
+    """In a worker: a part of a file's lines as read by ``iter_lines`` in the importing process
+    (``Ingestion.import_stream``), parsed as ``iter_numbered`` would; no digest (unkeyed imports)."""
+    records = _Records(rules)
+    dataset = target["dataset"]
+    counts = IngestCounts()
+    numbers: list[int] = []
+    for number, record in iter_numbered(lines, received_ms=received_ms, counts=counts, **target):
+        numbers.append(number)
+        records.add(dataset, record)
+    return Parsed(numbers, counts, None, records.prepared())
+
+
 def parse_bulk(body: bytes, default_index: str | None, compressed: bool, max_bytes: int, received_ms: int,
                rules: tuple[Any, bytes] | None = None) -> ParsedBulk:
     """In a worker: ``bulk.read_bulk`` of ``body``, each record replaced by its position in the answer's records."""
@@ -181,6 +203,43 @@ class ParsePool:
         """A bulk body read in a worker (``bulk.read_bulk``), with each record's matching rules."""
         return self._run(parse_bulk, body, default_index, compressed, max_bytes, received_ms, _shipped(rules))
 
+    def parse_parts(self, parts: Iterable[list[Line]], *, target: dict[str, Any], received_ms: int,
+                    rules: Callable[[], RuleSet | None]) -> Iterator[Parsed]:
+        """Parts of a file's lines parsed in the workers, each as ``parse_lines``, yielded in order.
+
+        Two parts per worker are in flight, so the workers parse while the
+        caller stores what came back (and memory stays bounded by the parts in
+        flight). ``rules``: the rule set as a part is sent (the detector uses
+        its matches only if its rules are still of that generation). A part
+        whose worker died is sent again, once, to new workers, with every
+        part behind it; a second death raises ``Unavailable``.
+        """
+        ahead: deque[tuple[list[Line], ProcessPoolExecutor, Future, int]] = deque()
+        source = iter(parts)
+
+        def send(part: list[Line], attempt: int) -> tuple[list[Line], ProcessPoolExecutor, Future, int]:
+            pool = self._started()
+            return part, pool, pool.submit(workers.job, parse_lines, part, target, received_ms, _shipped(rules())), attempt
+
+        while True:
+            while len(ahead) < 2 * self.workers and (part := next(source, None)) is not None:
+                ahead.append(send(part, 1))
+            if not ahead:
+                return
+            part, pool, future, attempt = ahead.popleft()
+            try:
+                parsed = future.result()
+            except BrokenProcessPool:
+                self._drop(pool)
+                if attempt == 2:
+                    raise Unavailable(_DIED_TWICE) from None
+                # The parts behind it in the same pool are lost with it.
+                ahead = deque([send(part, 2)] + [send(p, a) if q is pool else (p, q, f, a) for p, q, f, a in ahead])
+                continue
+            with self._lock:
+                self.parsed += 1
+            yield parsed
+
     def _run(self, fn: Callable[..., T], *args: Any) -> T:
         for _attempt in (1, 2):
             pool = self._started()
@@ -192,10 +251,7 @@ class ParsePool:
             with self._lock:
                 self.parsed += 1
             return done
-        raise Unavailable(
-            "parsing the import failed twice: its worker process died each time (killed, or out of memory?); "
-            "nothing was stored"
-        )
+        raise Unavailable(_DIED_TWICE)
 
     def _started(self) -> ProcessPoolExecutor:
         with self._lock:

@@ -13,6 +13,7 @@ import threading
 import time
 
 import httpx
+import pytest
 
 from seclake.db.database import Database
 from seclake.storage.lake import Lake
@@ -32,7 +33,26 @@ def _records(data_dir) -> list[dict]:
         db.dispose()
 
 
-def test_import_counts_lines_and_reads_gzip(tmp_path):
+@pytest.fixture(params=["0", "2"], ids=["parsed-in-the-command", "parsed-in-workers"])
+def parse_workers(request, monkeypatch):
+    """An import test runs twice: its files parsed in the command's process, and in parse workers
+    (the default from four cores: ``Settings.effective_parse_workers``)."""
+    monkeypatch.setenv("SECLAKE_PARSE_WORKERS", request.param)
+    return int(request.param)
+
+
+def _behaviors(data_dir) -> list[dict]:
+    db = Database(f"sqlite:///{data_dir / 'seclake.db'}")
+    lake = Lake(data_dir, db)
+    lake.start(background=False)
+    try:
+        return [r.source for s in lake.splits("behavior") for r in s.all_records()]
+    finally:
+        lake.stop()
+        db.dispose()
+
+
+def test_import_counts_lines_and_reads_gzip(tmp_path, parse_workers):
     plain = tmp_path / "auth.log"
     plain.write_text(
         "<38>Nov 21 10:00:01 bastion sshd[411]: Failed password for invalid user admin from 203.0.113.7 port 51234 ssh2\n"
@@ -62,7 +82,7 @@ def test_import_of_flows_and_a_bad_type(tmp_path):
     assert bad.exit_code == 2 and "type: must be event or flow, not 'alert'" in bad.output, bad.output
 
 
-def test_one_import_takes_a_manifest_of_sources_each_with_its_vendor_type_and_customer(tmp_path):
+def test_one_import_takes_a_manifest_of_sources_each_with_its_vendor_type_and_customer(tmp_path, parse_workers):
     archive = tmp_path / "archive"
     (archive / "fw").mkdir(parents=True)
     (archive / "fw" / "edge.log.gz").write_bytes(gzip.compress(b"srcip=10.0.0.1 dstip=10.0.0.2 action=deny\n" * 3))
@@ -102,7 +122,7 @@ def test_import_on_a_node_that_does_not_ingest_says_where_to_send_it(tmp_path):
     assert "error: this API node does not ingest (setting ingest = false)" in result.output
 
 
-def test_import_with_a_run_key_stores_each_batch_once(tmp_path, monkeypatch):
+def test_import_with_a_run_key_stores_each_batch_once(tmp_path, monkeypatch, parse_workers):
     from seclake.service import ingestion
 
     monkeypatch.setattr(ingestion, "BATCH", 3)
@@ -121,6 +141,27 @@ def test_import_with_a_run_key_stores_each_batch_once(tmp_path, monkeypatch):
     assert sorted(r["@fields"]["n"] for r in _records(data)) == [*range(7), 100]
     bad = run("import", str(a), "--idempotency-key", "no spaces", "--data-dir", str(data))
     assert bad.exit_code == 2 and "--idempotency-key: must be 1 to 255 characters" in bad.output
+
+
+def test_an_import_runs_the_rules_on_its_records_whoever_parses_them(tmp_path, parse_workers, monkeypatch):
+    from seclake.service import ingestion
+
+    # Parts of 40 lines: the file goes to the workers in several parts, stored in order.
+    monkeypatch.setattr(ingestion, "BATCH", 40)
+    log = tmp_path / "auth.log"
+    # 12 failed logins from one address within a minute, then noise: brute-force-source (10 in 5 minutes).
+    lines = [f"<38>Nov 21 10:00:{n:02d} bastion sshd[411]: Failed password for u{n} from 203.0.113.7 port 1 ssh2"
+             for n in range(12)]
+    lines += [f"<38>Nov 21 10:01:{n % 60:02d} bastion sshd[411]: Accepted password for ops from 198.51.100.{n % 250} "
+              f"port 2 ssh2" for n in range(200)]
+    log.write_text("\n".join(lines) + "\n")
+    data = tmp_path / "data"
+    result = run("import", str(log), "--vendor", "linux", "--data-dir", str(data))
+    assert result.exit_code == 0 and "accepted 212, kept raw 0, rejected 0" in result.output, result.output
+    behaviors = [b for b in _behaviors(data) if b["behaviorRule"] == "brute-force-source"]
+    # One, from the tenth failure (its user), whose count crossed the threshold in the log's order.
+    assert [(b["key"], {a["key"]: a["value"] for a in b["attributes"]}["user.name"]) for b in behaviors] == [
+        ("203.0.113.7", "u9")]
 
 
 def test_demo_then_retention(tmp_path):

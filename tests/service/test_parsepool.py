@@ -207,3 +207,47 @@ def test_small_bodies_and_streams_stay_in_the_request_thread():
     assert not pool.takes(b"x" * (pool.min_bytes - 1)) and pool.takes(b"x" * pool.min_bytes)
     assert not pool.takes(open(os.devnull, "rb"))
     pool.close()
+
+
+def _parts(body: bytes, size: int) -> list[list]:
+    lines = list(iter_lines(body, max_bytes=MAX_BYTES))
+    return [lines[i : i + size] for i in range(0, len(lines), size)]
+
+
+def test_parts_of_a_file_come_back_in_order_as_one_parse_of_the_whole_would_read_them(pool):
+    # Every golden fixture joined into one file, cut into parts of 7 lines: more parts than the pool
+    # keeps in flight, so they are sent as earlier ones come back.
+    target = {"vendor": "mixed", "dataset": "event", "fmt": "auto", "customer": "acme"}
+    body = b"".join(_lines(name) for name in sorted(PARAMS) if PARAMS[name]["dataset"] == "event")
+    body += b'{"@tags": 5}\n' + b"x" * 300_000 + b"\n"  # a rejected line and a truncated one, at the end
+    numbered, counts, _ = _in_thread(body, target)
+    parts = list(pool.parse_parts(_parts(body, 7), target=target, received_ms=RECEIVED_MS, rules=lambda: None))
+    assert len(parts) > 4 * pool.workers
+    assert [n for p in parts for n in p.numbers] == [number for number, _ in numbered]
+    assert [orjson.loads(b) for p in parts for b in p.prepared.bodies] == [orjson.loads(orjson.dumps(r)) for _, r in numbered]
+    total = IngestCounts()
+    for p in parts:
+        total.add(p.counts)
+    assert total == counts and counts.truncated == 1
+    assert counts.reasons[-1] == f"line {numbered[-1][0] - 1}: @tags: expected an array of strings, got number"
+
+
+def test_a_part_whose_worker_died_is_sent_again_with_the_parts_behind_it():
+    others = set(_workers())
+    pool = ParsePool(1, min_bytes=0)
+    try:
+        parts = _parts(BIG, 50_000)
+        stop = threading.Event()
+        killed = _killer(stop, 1, others, delay=0.3)
+        parsed = list(pool.parse_parts(parts, target=SSHD, received_ms=RECEIVED_MS, rules=lambda: None))
+        stop.set()
+        assert len(killed) == 1 and pool.lost == 1
+        assert [n for p in parsed for n in p.numbers] == list(range(1, 200_001))
+        stop = threading.Event()
+        killed = _killer(stop, 2, others)  # the live worker, then the one that takes the part again
+        with pytest.raises(Unavailable, match="died each time"):
+            list(pool.parse_parts(parts, target=SSHD, received_ms=RECEIVED_MS, rules=lambda: None))
+        stop.set()
+        assert len(killed) == 2
+    finally:
+        pool.close()
