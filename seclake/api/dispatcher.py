@@ -13,7 +13,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -22,6 +21,7 @@ from seclake.api.body import check_json_media_type, parse_kargs, read_capped
 from seclake.api.calls.unsupported import unsupported_reason
 from seclake.api.envelope import exception, failure, ok, status_sent
 from seclake.api.registry import REGISTRY, Call, CallContext
+from seclake.api.threads import in_thread
 from seclake.errors import (
     Forbidden, InsufficientStorage, MethodNotAllowed, NotFound, SeclakeError, ValidationFailed, disk_full,
 )
@@ -44,7 +44,7 @@ async def dispatch(request: Request) -> Response:
         route, params = matched
 
         async def raw(ctx: CallContext, authorize: Callable[[], None]) -> Any:
-            await run_in_threadpool(authorize)
+            await in_thread(authorize)
             return await route.handler(ctx, **params)
 
         return await guarded(request, name, route.permission, raw)
@@ -195,4 +195,4 @@ async def _json_call(call: Call, ctx: CallContext, authorize: Callable[[], None]
                 raise
             raise ValidationFailed(f"kargs.{e.field}", e.message.removeprefix(f"{e.field}: ")) from None
 
-    return await run_in_threadpool(run)
+    return await in_thread(run)

@@ -40,7 +40,6 @@ import time
 from typing import Any
 
 import orjson
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -48,6 +47,7 @@ from starlette.routing import Route
 from seclake.api.authentication import token_from
 from seclake.api.body import read_capped
 from seclake.api.request import LoginRequest
+from seclake.api.threads import in_thread
 from seclake.errors import Forbidden, SeclakeError, Unauthorized, disk_full
 from seclake.ingest.reader import GZIP_MAGIC
 from seclake.model import validated
@@ -245,13 +245,13 @@ async def bulk(request: Request) -> Response:
     started = time.perf_counter()
     outcome, username = "ERROR", None
     try:
-        caller = await run_in_threadpool(_caller, request)
+        caller = await in_thread(_caller, request)
         username = caller.username
         body = await read_capped(request, services.settings.max_import_bytes)
         encoding = request.headers.get("content-encoding", "").strip().lower()
         compressed = encoding in ("gzip", "x-gzip") or body[:2] == GZIP_MAGIC
         index = request.path_params.get("index")
-        reply = await run_in_threadpool(store_bulk, services, caller, body, index, compressed)
+        reply = await in_thread(store_bulk, services, caller, body, index, compressed)
         outcome = "OK"
         return ElasticResponse(reply)
     except SeclakeError as e:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import hmac
 import ipaddress
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from seclake.api.envelope import JSONResponse
+from seclake.api.threads import in_thread
 from seclake.service.metrics import CONTENT_TYPE
 
 
@@ -30,7 +30,7 @@ async def healthz(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     readiness = request.app.state.services.readiness
-    checks = await run_in_threadpool(readiness.checks)
+    checks = await in_thread(readiness.checks)
     ready = all(c.ok for c in checks)
     return JSONResponse(
         {"status": "ready" if ready else "not ready", "checks": [c.to_dict() for c in checks]},
@@ -43,7 +43,7 @@ async def metrics(request: Request) -> Response:
     refusal = _refusal(request, services.settings.metrics_token)
     if refusal is not None:
         return refusal
-    body = await run_in_threadpool(services.metrics.text)
+    body = await in_thread(services.metrics.text)
     return Response(body, media_type=CONTENT_TYPE)
 
 

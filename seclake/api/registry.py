@@ -13,7 +13,7 @@ call gets typed arguments or never runs:
 
 A raw route answers a body that is not a JSON envelope (log import). Its
 handler is async and reads ``ctx.request`` itself; blocking work inside it
-must go through ``run_in_threadpool``. Path parameters come as keywords:
+must go through ``threads.in_thread``. Path parameters come as keywords:
 
     @raw_route("import/{vendor}", permission="ingest")
     async def import_logs(ctx: CallContext, vendor: str) -> object: ...

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
-
 from seclake.api.body import read_capped
 from seclake.api.registry import CallContext, raw_route
 from seclake.api.reply import ImportReport
+from seclake.api.threads import in_thread
 from seclake.errors import ValidationFailed
 from seclake.ingest.reader import GZIP_MAGIC
 from seclake.ingest.vendor import validate_vendor
@@ -78,7 +77,7 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
             max_memory=settings.max_import_memory_mb << 20,
         )
 
-    report = await run_in_threadpool(store)
+    report = await in_thread(store)
     if isinstance(report, Replayed):
         ctx.response_headers[REPLAYED_HEADER] = "true"
     else:
