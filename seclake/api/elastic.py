@@ -53,6 +53,7 @@ from seclake.ingest.reader import GZIP_MAGIC
 from seclake.model import validated
 from seclake.query.matcher import compile_matcher
 from seclake.record.dataset import DATASETS
+from seclake.record.identity import record_id
 from seclake.service.bulk import problem, read_bulk
 from seclake.service.caller import Caller
 from seclake.service.ingestion import MemoryBudget
@@ -216,8 +217,8 @@ def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | 
         if error is not None:
             out.append(_item(action, index, doc_id, 403 if error["type"] == "security_exception" else 400, error))
         else:
-            seq = first + position
-            out.append(_item(action, index, doc_id if doc_id is not None else ids.text(seq), 201, seq=ids.number(seq)))
+            number = ids.number(first + position)  # a keyed permutation, ~3 µs: once per item
+            out.append(_item(action, index, doc_id if doc_id is not None else record_id(number), 201, seq=number))
     rejected = len(answers) - len(items)
     for dataset in DATASETS:
         if dataset in ("event", "flow"):

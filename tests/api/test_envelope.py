@@ -190,3 +190,12 @@ def test_the_audit_keeps_the_status_an_error_stands_for(server, admin_token) -> 
     server.post("ds/get_index_zoom_histogram_lv3", {"partition": "nope"}, admin_token)
     mine = [e for e in server.services.audit.recent(20) if e["call"] == "ds/get_index_zoom_histogram_lv3"]
     assert mine[0]["outcome"] == "ERROR" and mine[0]["status"] == 400
+
+
+def test_a_reply_is_exact_json_whatever_its_keys() -> None:
+    from seclake.api.envelope import JSONResponse
+
+    big = 2**53 + 1  # epoch-scale integers stay integers, exactly
+    assert orjson.loads(JSONResponse({"n": big, "s": "é"}).body) == {"n": big, "s": "é"}
+    # A reply whose keys are not all strings is written with them as strings, not refused.
+    assert orjson.loads(JSONResponse({"buckets": {7: "a", "x": 1}}).body) == {"buckets": {"7": "a", "x": 1}}

@@ -13,6 +13,7 @@ from seclake.api.request import CatalogOptions, EventSearchRequest, SearchOption
 from seclake.errors import ValidationFailed
 from seclake.query.echo import highlight_terms, to_dict
 from seclake.record.dataset import DATASETS
+from seclake.record.identity import record_id
 
 def data_type_of(outer: str | None, options: SearchOptions | CatalogOptions) -> str:
     """``dataType`` beside the options or inside them (clients send either); event by default."""
@@ -57,7 +58,7 @@ def event_search(ctx: CallContext, args: EventSearchRequest) -> dict[str, Any]:
     # The echo shows the caller's own query, never the data policy AND-ed into the plan.
     shown = search_query(options, dataset, ctx.settings, now_ms=now_ms)
     result = search(plan)
-    ids = ctx.services.record_ids
+    shown_id = ctx.services.record_ids.number  # ~3 µs each (a keyed permutation): once per hit
     response: dict[str, Any] = {
         "took": result.took_ms,
         "hits": {
@@ -67,13 +68,14 @@ def event_search(ctx: CallContext, args: EventSearchRequest) -> dict[str, Any]:
                 {
                     "_index": h.split_id,
                     "_type": data_type,
-                    "_id": ids.text(h.docid),
-                    "docId": ids.number(h.docid),
+                    "_id": record_id(number),
+                    "docId": number,
                     "_source": _flow_source(h.source) if data_type == "flow" else h.source,
                     "_sort": h.sort_value if not isinstance(h.sort_value, float) or not h.sort_value.is_integer() else int(h.sort_value),
                     "token": False,
                 }
                 for h in result.hits
+                for number in (shown_id(h.docid),)
             ],
         },
         "query": to_dict(shown, dataset),
