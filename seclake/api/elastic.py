@@ -238,7 +238,8 @@ def _kept(prepared: Prepared | None, kept: list[int]) -> Prepared | None:
     if matched is not None:
         version, found = matched
         matched = (version, {i: found[n] for i, n in enumerate(kept) if n in found})
-    return Prepared([prepared.bodies[n] for n in kept], matched)
+    placed = prepared.placed.taken(kept) if prepared.placed is not None else None
+    return Prepared([prepared.bodies[n] for n in kept], matched, placed)
 
 
 async def bulk(request: Request) -> Response:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import orjson
 from sqlalchemy import delete, insert, select, tuple_
 
 from seclake.db.database import Database
@@ -86,13 +87,16 @@ class Detector:
 
     # -- detection ------------------------------------------------------
 
-    def process(self, items: Sequence[tuple[str, dict[str, Any]]], first_seq: int,
-                matched: tuple[Any, dict[int, list[int]]] | None = None) -> list[dict[str, Any]]:
+    def process(self, items: Sequence[tuple[str, dict[str, Any] | None]], first_seq: int,
+                matched: tuple[Any, dict[int, list[int]]] | None = None,
+                bodies: Sequence[bytes] | None = None) -> list[dict[str, Any]]:
         """Behaviors of records numbered ``first_seq``, ``first_seq + 1``, ... in the log.
 
         ``matched``: (rule generation, item index -> numbers of its matching
         rules), found elsewhere (a parse worker, ``RuleSet.matching``); used
-        only if the rules are still of that generation.
+        only if the rules are still of that generation. A record given as
+        None (no rule matched it there) is decoded from ``bodies`` if the
+        rules changed since and it must be matched again.
         """
         out: list[dict[str, Any]] = []
         with self.lock:
@@ -106,7 +110,13 @@ class Detector:
                 rules = ruleset.rules(dataset)
                 if not rules:
                     continue
-                for n in (found.get(i, ()) if found is not None else ruleset.matching(dataset, record)):
+                if found is not None:
+                    numbers = found.get(i, ())
+                else:
+                    if record is None:
+                        record = orjson.loads(bodies[i])  # type: ignore[index]
+                    numbers = ruleset.matching(dataset, record)
+                for n in numbers:
                     behavior = self._apply(rules[n][0], record, first_seq + i)
                     if behavior is not None:
                         out.append(behavior)

@@ -7,6 +7,7 @@ into the record path it means (query-semantics.md, "Fields").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,17 @@ AUDIT = Dataset(
 )
 
 DATASETS: dict[str, Dataset] = {d.name: d for d in (EVENTS, FLOWS, BEHAVIORS, SUMMARIES, AUDIT)}
+
+
+def time_of(source: dict[str, Any], dataset: Dataset) -> int:
+    """A record's time for the index's ``ts`` (a 64-bit integer): 0 where it
+    is not a number that fits (NaN, infinite, past 2**63), as where it is
+    missing; a record the index cannot take would fail its whole split.
+    Here, not with the splits: the parse workers place records by day too."""
+    value = source.get(dataset.time_field)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -_I64 <= value < _I64:
+        return 0
+    return int(value)
+
+
+_I64 = 2**63

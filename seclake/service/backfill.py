@@ -13,10 +13,9 @@ from typing import Any
 
 from seclake.detect.detector import SOURCE_DATASETS, Detector
 from seclake.record.identity import RecordIds
-from seclake.record.dataset import DATASETS
+from seclake.record.dataset import DATASETS, time_of
 from seclake.service.ingestion import Ingestion
 from seclake.storage.lake import Lake
-from seclake.storage.split import time_of
 
 
 def stored_records(lake: Lake, time_from: int | None, time_to: int | None):

@@ -155,16 +155,18 @@ class Ingestion:
                                         received_ms=received_ms, keyed=key is not None,
                                         rules=self.detector.ruleset() if self.detector is not None else None)
             counts, prepared = parsed.counts, parsed.prepared
-            # The records as the log will replay them: decoded from the JSON it stores.
-            numbered = zip(parsed.numbers, map(orjson.loads, prepared.bodies))
             digest = lambda: parsed.digest  # noqa: E731
+            if admit is None:
+                items = self._prepared_items(dataset, prepared)
+            else:
+                # Every record is read by the sender's data policies: as the log will replay it.
+                items = [(dataset, r) for _, r in admit.check(zip(parsed.numbers, map(orjson.loads, prepared.bodies)))]
         else:
             reader = BodyReader(body, compressed=compressed, max_bytes=max_bytes, target=target,
                                 received_ms=received_ms, keyed=key is not None)
-            counts, numbered, digest, prepared = reader.counts, reader.numbered, reader.digest, None
-        if admit is not None:
-            numbered = admit.check(numbered)
-        items = [(dataset, r) for _, r in numbered]
+            counts, digest, prepared = reader.counts, reader.digest, None
+            numbered = reader.numbered if admit is None else admit.check(reader.numbered)
+            items = [(dataset, r) for _, r in numbered]
         if key is None:
             first, last = self._append(items, prepared=prepared)
             return self._report(counts, first, last)
@@ -247,14 +249,26 @@ class Ingestion:
         for parsed in self.parsers.parse_parts(parts, target=target, received_ms=int(time.time() * 1000),
                                                rules=rules):
             counts.add(parsed.counts)
-            # The records as the log will replay them: decoded from the JSON it stores.
-            items = [(dataset, record) for record in map(orjson.loads, parsed.prepared.bodies)]
+            items = self._prepared_items(dataset, parsed.prepared)
             f, last_stored = self._append(items, prepared=parsed.prepared)
             first = f if first is None else first
             last = last_stored if last_stored is not None else last
             if progress:
                 progress(len(items))
         return self._report(counts, first, last)
+
+    def _prepared_items(self, dataset: str, prepared: Prepared) -> list[tuple[str, dict[str, Any] | None]]:
+        """The items of records a parse worker prepared, for ``_append``: a record the detector
+        reads (one a rule matched) decoded from the JSON the log stores, as a replay gives it;
+        every other one None (3-4 µs each not spent: the log takes its JSON as it came, the
+        flusher its day and partition from the worker, ``Prepared.placed``, and the detector
+        decodes any it needs if the rules changed meanwhile). A node that hands records on
+        (``RemoteIngestion``, no lake of its own) sends them all, decoded."""
+        loads = orjson.loads
+        if self.lake is None or prepared.placed is None:
+            return [(dataset, loads(b)) for b in prepared.bodies]
+        found = prepared.matched[1] if prepared.matched is not None else {}
+        return [(dataset, loads(b) if i in found else None) for i, b in enumerate(prepared.bodies)]
 
     def append_records(self, items: list[tuple[str, dict[str, Any]]],
                        prepared: Prepared | None = None) -> tuple[int | None, int | None]:
@@ -297,20 +311,21 @@ class Ingestion:
             return None, None
         detector = self.detector
         bodies = prepared.bodies if prepared is not None else None
+        placed = prepared.placed if prepared is not None else None
         if detector is None:
-            return self.lake.append(items, key=key, bodies=bodies)
+            return self.lake.append(items, key=key, bodies=bodies, placed=placed)
         # The lake numbers the records, then the detector runs on them (its
         # behaviors name the records by number) and its behaviors go in the
         # same write; under the detector's lock, its state follows the log's order.
         made: list[dict[str, Any]] = []
 
         def behaviors(first: int) -> list[tuple[str, dict[str, Any]]]:
-            made.extend(detector.process(items, first, prepared.matched if prepared is not None else None))
+            made.extend(detector.process(items, first, prepared.matched if prepared is not None else None, bodies))
             return [("behavior", b) for b in made]
 
         with detector.lock:
             try:
-                first, last = self.lake.append(items, key=key, derive=behaviors, bodies=bodies)
+                first, last = self.lake.append(items, key=key, derive=behaviors, bodies=bodies, placed=placed)
             except BaseException:
                 detector.resync(self.lake)
                 raise

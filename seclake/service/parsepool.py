@@ -7,13 +7,16 @@ CPU per line bounds the ingest whatever the machine has (~40 µs per line,
 the bench's sample, FortiGate 25) and rule matching (~8) were most of it.
 A worker parses a whole body, finds which rules each record matches
 (``detect/ruleset.py``), and sends back each record as the JSON the log
-stores (``wal.encoded``) with its line number and its matches. The server
-decodes the records (3.2 µs per line: they are those the log replays after
-a restart), logs the JSON as it came, and keeps what must happen in one
-place: admission by the sender's data policies, the rules' state
-(windows, history, in log order), the log's sequence and its fsync.
-Measured side by side on two cores: the server's CPU per line halves, all
-processes together use ~10% more (docs/architecture.md, "Ways in"). A bulk
+stores (``wal.encoded``) with its line number, its matches and where the
+flusher puts it (its day and partition, ``Placed``). The server decodes
+only the records something there must read (3-4 µs each), as the log
+replays them after a restart: those a rule matched (the detector applies
+the match) and, for a sender with data policies, every one; it logs the
+JSON as it came, and keeps what must happen in one place: admission by the
+sender's data policies, the rules' state (windows, history, in log order),
+the log's sequence and its fsync. Measured side by side on two cores: the
+server's CPU per line 36 -> 13 µs, all processes together ~10% more
+(docs/architecture.md, "Ways in"). A bulk
 body of the Elasticsearch API (``service/bulk.py``) goes the same way: the
 worker reads its actions and documents, the server decides per document
 with the sender's data policies and keeps the matches of the records it
@@ -48,8 +51,11 @@ from seclake.detect.ruleset import RuleSet, received
 from seclake.errors import Unavailable
 from seclake.ingest.parser import iter_numbered
 from seclake.ingest.reader import IngestCounts, Line, iter_lines
+from seclake.ingest.timestamp import DAY_MS
+from seclake.record.dataset import DATASETS, time_of
 from seclake.service.bulk import Entry, read_bulk
 from seclake.service.idempotency import RequestDigest
+from seclake.storage import partition
 from seclake.storage.wal import encoded
 
 log = logging.getLogger("seclake.ingest")
@@ -66,11 +72,27 @@ _DIED_TWICE = ("parsing the import failed twice: its worker process died each ti
 
 class Prepared(NamedTuple):
     """What a parse worker made of records about to be logged, item by item: each
-    one's JSON (``wal.encoded``), and (with rules) which rules each matches, as
-    (rule generation, item index -> rule numbers) for ``Detector.process``."""
+    one's JSON (``wal.encoded``), (with rules) which rules each matches, as
+    (rule generation, item index -> rule numbers) for ``Detector.process``, and
+    where the flusher puts each one (``Placed``), so that the server decodes
+    only the records something must read."""
 
     bodies: list[bytes]
     matched: tuple[Any, dict[int, list[int]]] | None
+    placed: Placed | None = None
+
+
+class Placed(NamedTuple):
+    """Where the flusher puts records, item by item: the UTC day of each one's time (``time_of``),
+    and its partition under the lake's limit (``partition.keyer``; None: partitioning off)."""
+
+    days: list[int]
+    keys: list[str] | None
+
+    def taken(self, positions: list[int]) -> Placed:
+        """The places of the records at ``positions``, in that order."""
+        return Placed([self.days[n] for n in positions],
+                      [self.keys[n] for n in positions] if self.keys is not None else None)
 
 
 @dataclass
@@ -113,13 +135,17 @@ class BodyReader:
 
 
 class _Records:
-    """Records as a worker sends them back: their JSON, and the rules each one matches."""
+    """Records as a worker sends them back: their JSON, the rules each one matches, and where the
+    flusher puts it."""
 
-    def __init__(self, rules: tuple[Any, bytes] | None):
+    def __init__(self, rules: tuple[Any, bytes] | None, partitions: int = partition.OFF):
         # (generation, ``RuleSet.shipped``), kept by the worker between bodies.
         self.ruleset = received(rules[1], rules[0]) if rules is not None else None
         self.bodies: list[bytes] = []
         self.found: dict[int, list[int]] = {}
+        self.days: list[int] = []
+        self.keys: list[str] | None = [] if partitions > partition.OFF else None
+        self.key_of = partition.keyer(partitions)
 
     def add(self, dataset: str, record: dict[str, Any]) -> int:
         """Take a record; its position."""
@@ -127,20 +153,26 @@ class _Records:
         if self.ruleset is not None and (matching := self.ruleset.matching(dataset, record)):
             self.found[n] = matching
         self.bodies.append(encoded(record))
+        self.days.append(time_of(record, DATASETS[dataset]) // DAY_MS)
+        if self.keys is not None:
+            self.keys.append(self.key_of(record))
         return n
 
     def prepared(self) -> Prepared:
-        return Prepared(self.bodies, (self.ruleset.version, self.found) if self.ruleset is not None else None)
+        return Prepared(self.bodies, (self.ruleset.version, self.found) if self.ruleset is not None else None,
+                        Placed(self.days, self.keys))
 
 
 def parse_body(body: bytes, compressed: bool | None, max_bytes: int, target: dict[str, Any],
-               received_ms: int, keyed: bool, rules: tuple[Any, bytes] | None = None) -> Parsed:
+               received_ms: int, keyed: bool, rules: tuple[Any, bytes] | None = None,
+               partitions: int = partition.OFF) -> Parsed:
     """In a worker: what ``Ingestion.import_body`` would read of ``body``.
 
     ``target``: vendor, dataset, fmt and customer, the parameters the digest starts with.
     ``rules``: (generation, ``RuleSet.shipped``): which rules each record matches is found here too.
+    ``partitions``: the lake's partition limit (``Placed``).
     """
-    records = _Records(rules)
+    records = _Records(rules, partitions)
     dataset = target["dataset"]
     reader = BodyReader(body, compressed=compressed, max_bytes=max_bytes, target=target, received_ms=received_ms,
                         keyed=keyed)
@@ -152,10 +184,10 @@ def parse_body(body: bytes, compressed: bool | None, max_bytes: int, target: dic
 
 
 def parse_lines(lines: list[Line], target: dict[str, Any], received_ms: int,
-                rules: tuple[Any, bytes] | None = None) -> Parsed:
+                rules: tuple[Any, bytes] | None = None, partitions: int = partition.OFF) -> Parsed:
     """In a worker: a part of a file's lines as read by ``iter_lines`` in the importing process
     (``Ingestion.import_stream``), parsed as ``iter_numbered`` would; no digest (unkeyed imports)."""
-    records = _Records(rules)
+    records = _Records(rules, partitions)
     dataset = target["dataset"]
     counts = IngestCounts()
     numbers: list[int] = []
@@ -166,9 +198,9 @@ def parse_lines(lines: list[Line], target: dict[str, Any], received_ms: int,
 
 
 def parse_bulk(body: bytes, default_index: str | None, compressed: bool, max_bytes: int, received_ms: int,
-               rules: tuple[Any, bytes] | None = None) -> ParsedBulk:
+               rules: tuple[Any, bytes] | None = None, partitions: int = partition.OFF) -> ParsedBulk:
     """In a worker: ``bulk.read_bulk`` of ``body``, each record replaced by its position in the answer's records."""
-    records = _Records(rules)
+    records = _Records(rules, partitions)
     entries = [
         entry if entry.error is not None else entry._replace(record=records.add(entry.dataset, entry.record))
         for entry in read_bulk(body, default_index, compressed=compressed, max_bytes=max_bytes, received_ms=received_ms)
@@ -179,8 +211,10 @@ def parse_bulk(body: bytes, default_index: str | None, compressed: bool, max_byt
 class ParsePool:
     """``workers`` spawned processes that parse import bodies, started at the first body that needs one."""
 
-    def __init__(self, workers: int, min_bytes: int = MIN_BYTES):
+    def __init__(self, workers: int, min_bytes: int = MIN_BYTES, partitions: int = partition.OFF):
         self.workers = workers
+        # The lake's partition limit (setting ``customer_partitions``): records are placed under it (``Placed``).
+        self.partitions = partitions
         # Bodies smaller than this are the request thread's (``takes``).
         self.min_bytes = min_bytes
         # Bodies parsed here, and worker processes that died under one (for /metrics).
@@ -196,12 +230,14 @@ class ParsePool:
     def parse(self, body: bytes, *, compressed: bool | None, max_bytes: int, target: dict[str, Any],
               received_ms: int, keyed: bool, rules: RuleSet | None = None) -> Parsed:
         """An import body parsed in a worker; with ``rules``, each record's matching rules found there too."""
-        return self._run(parse_body, body, compressed, max_bytes, target, received_ms, keyed, _shipped(rules))
+        return self._run(parse_body, body, compressed, max_bytes, target, received_ms, keyed, _shipped(rules),
+                         self.partitions)
 
     def parse_bulk(self, body: bytes, default_index: str | None, *, compressed: bool, max_bytes: int,
                    received_ms: int, rules: RuleSet | None = None) -> ParsedBulk:
         """A bulk body read in a worker (``bulk.read_bulk``), with each record's matching rules."""
-        return self._run(parse_bulk, body, default_index, compressed, max_bytes, received_ms, _shipped(rules))
+        return self._run(parse_bulk, body, default_index, compressed, max_bytes, received_ms, _shipped(rules),
+                         self.partitions)
 
     def parse_parts(self, parts: Iterable[list[Line]], *, target: dict[str, Any], received_ms: int,
                     rules: Callable[[], RuleSet | None]) -> Iterator[Parsed]:
@@ -219,7 +255,8 @@ class ParsePool:
 
         def send(part: list[Line], attempt: int) -> tuple[list[Line], ProcessPoolExecutor, Future, int]:
             pool = self._started()
-            return part, pool, pool.submit(workers.job, parse_lines, part, target, received_ms, _shipped(rules())), attempt
+            return part, pool, pool.submit(workers.job, parse_lines, part, target, received_ms, _shipped(rules()),
+                                           self.partitions), attempt
 
         while True:
             while len(ahead) < 2 * self.workers and (part := next(source, None)) is not None:

@@ -20,14 +20,14 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import Any
 
-from seclake.record.dataset import DATASETS
+from seclake.record.dataset import DATASETS, time_of
 from seclake.storage import partition
 from seclake.storage.builder import Building, SplitBuilder
 from seclake.storage.janitor import Janitor
 from seclake.storage.layout import Layout
 from seclake.storage.merge import DAY_MS, day_of
 from seclake.storage.shelf import Shelf
-from seclake.storage.split import Split, time_of
+from seclake.storage.split import Split
 from seclake.storage.wal import WriteAheadLog
 
 # Records waiting for the indexer; appends wait when this many, or this many
@@ -46,6 +46,8 @@ MIN_SIDE_BATCH = 4000
 POLL_SECONDS = 0.05
 
 Items = Sequence[tuple[str, dict[str, Any]]]
+# (UTC day, partition key or None for all MIXED) of records a parse worker placed (``parsepool.Placed``).
+Placement = tuple[Sequence[int], Sequence[str] | None]
 
 
 class Flusher:
@@ -82,7 +84,10 @@ class Flusher:
             self.cond.notify_all()
 
     def append(self, items: Items, key: dict[str, Any] | None = None,
-               derive: Callable[[int], Items] | None = None, bodies: Sequence[bytes] | None = None) -> tuple[int, int]:
+               derive: Callable[[int], Items] | None = None, bodies: Sequence[bytes] | None = None,
+               placed: Placement | None = None) -> tuple[int, int]:
+        """``placed``: (days, partition keys or None) of the first items, as a parse worker found them;
+        their records may then be None (the log takes ``bodies`` as they are)."""
         for dataset, _ in items:
             if dataset not in DATASETS:
                 raise ValueError(f"unknown dataset {dataset!r}")
@@ -90,13 +95,21 @@ class Flusher:
             # Back-pressure: imports wait while indexing is far behind.
             while (len(self._pending) > MAX_PENDING or self._pending_bytes > MAX_PENDING_BYTES) and not self.stopping:
                 self.cond.wait(0.5)
-        return self.wal.append(items, on_assigned=self.enqueue, key=key, derive=derive, bodies=bodies)
+        enqueue = self.enqueue if placed is None else lambda assigned: self.enqueue(assigned, placed)
+        return self.wal.append(items, on_assigned=enqueue, key=key, derive=derive, bodies=bodies)
 
-    def enqueue(self, assigned) -> None:
-        """Logged (seq, dataset, record, body) items, to be indexed."""
+    def enqueue(self, assigned, placed: Placement | None = None) -> None:
+        """Logged (seq, dataset, record, body) items, to be indexed; ``placed``: see ``append``."""
         key_of = partition.keyer(self.partitions)
-        rows = [
-            (seq, ds, day_of(time_of(rec, DATASETS[ds])), body, key_of(rec)) for seq, ds, rec, body in assigned
+        given = 0
+        rows = []
+        if placed is not None:
+            days, keys = placed
+            given = len(days)
+            rows = [(seq, ds, days[i], body, keys[i] if keys is not None else partition.MIXED)
+                    for i, (seq, ds, _rec, body) in enumerate(assigned[:given])]
+        rows += [
+            (seq, ds, day_of(time_of(rec, DATASETS[ds])), body, key_of(rec)) for seq, ds, rec, body in assigned[given:]
         ]
         with self.cond:
             self._pending.extend(rows)

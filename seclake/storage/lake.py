@@ -32,7 +32,7 @@ from seclake.record.moment import iso
 from seclake.storage import memory, partition
 from seclake.storage.builder import SplitBuilder
 from seclake.storage.catalog import PUBLISHED, Catalog
-from seclake.storage.flusher import Flusher, Items
+from seclake.storage.flusher import Flusher, Items, Placement
 from seclake.storage.janitor import Janitor
 from seclake.storage.layout import Layout
 from seclake.storage.merger import Merger
@@ -237,15 +237,18 @@ class Lake:
     # -- writing --------------------------------------------------------
 
     def append(self, items: Items, key: dict[str, Any] | None = None,
-               derive: Callable[[int], Items] | None = None, bodies: Sequence[bytes] | None = None) -> tuple[int, int]:
+               derive: Callable[[int], Items] | None = None, bodies: Sequence[bytes] | None = None,
+               placed: Placement | None = None) -> tuple[int, int]:
         """Durably append (dataset, record) items; return the first and last docId written.
 
         ``key``: the batch's idempotency key entry, logged in the same write (``storage/wal.py``).
         ``derive(first)``: more items, made once the log has numbered the
         first record ``first``, appended after them in the same write.
         ``bodies``: the items' records as JSON already (``wal.encoded``), from a parse worker.
+        ``placed``: their days and partitions, from the same worker (``Flusher.append``); a
+        record may then be None.
         """
-        return self.flusher.append(items, key=key, derive=derive, bodies=bodies)
+        return self.flusher.append(items, key=key, derive=derive, bodies=bodies, placed=placed)
 
     def replay_left(self) -> int:
         """Records of the log replayed at start that are not searchable yet."""

@@ -44,7 +44,7 @@ import orjson
 import tantivy
 
 from seclake.errors import Unavailable
-from seclake.record.dataset import Dataset
+from seclake.record.dataset import Dataset, time_of
 from seclake.storage.customers import CustomerSet, Customers, from_stored
 from seclake.storage.document import Documents
 from seclake.storage import recordstore
@@ -173,19 +173,6 @@ def build_schema(fields: FieldMap, version: int = FORMAT_VERSION) -> tantivy.Sch
     for name in fields.ips.values():
         sb.add_ip_addr_field(name, fast=True, indexed=indexed)
     return sb.build()
-
-
-def time_of(source: dict[str, Any], dataset: Dataset) -> int:
-    """A record's time for the index's ``ts`` (a 64-bit integer): 0 where it
-    is not a number that fits (NaN, infinite, past 2**63), as where it is
-    missing; a record the index cannot take would fail its whole split."""
-    value = source.get(dataset.time_field)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -_I64 <= value < _I64:
-        return 0
-    return int(value)
-
-
-_I64 = 2**63
 
 
 def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, split_id: str,

@@ -147,6 +147,13 @@ def test_matches_found_elsewhere_are_used_only_under_their_rule_generation(book:
     other.add(make("r2", keyField="EventID"))
     [made] = detector.process([("event", record)], 3, (ruleset.version, {0: [0]}))
     assert made["behaviorRule"] == "r2" and made["key"] == "4625"
+    # A record the worker found no rule for comes as None, with its JSON: matched again, it is read from that.
+    old = (ruleset.version, {})
+    [made] = detector.process([("event", None)], 4, old, [orjson.dumps(record)])
+    assert made["behaviorRule"] == "r2" and made["key"] == "4625"
+    # Under the worker's generation it is not read at all.
+    current = detector.ruleset()
+    assert detector.process([("event", None)], 5, (current.version, {}), [b"not read"]) == []
 
 
 def test_a_toggle_uses_the_stored_rule_not_a_stale_copy(book: RuleBook, node: Any) -> None:

@@ -36,6 +36,30 @@ def test_records_land_in_one_split_per_dataset_and_day(lake_factory):
     assert _docids(lake) == list(range(1, 31))
 
 
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_records_placed_by_a_parse_worker_land_where_their_own_fields_would_put_them(lake_factory, partitions):
+    from seclake.service.parsepool import _Records
+
+    # The worker sends each record's JSON, day and partition; the server hands the lake no record at all.
+    records = [{**_event(i, day=i % 3), "@customer": ["acme", "globex"][i % 2]} for i in range(12)]
+    worker = _Records(None, partitions)
+    for r in records:
+        worker.add("event", r)
+    prepared = worker.prepared()
+    lake = lake_factory(partitions=partitions)
+    lake.append([("event", None)] * len(records), bodies=prepared.bodies, placed=prepared.placed)
+    lake.flush()
+    splits = sorted((e.time_min // DAY_MS, tuple(e.customers or ()), e.num_records)
+                    for e in lake.catalog.entries(PUBLISHED))
+    days = sorted({r["@timestamp"] // DAY_MS for r in records})
+    if partitions == 1:  # partitioning off: one split per day, every customer in it
+        assert splits == [(d, ('["acme"]', '["globex"]'), 4) for d in days]
+    else:  # a split per day and customer (signatures: customers.py)
+        assert splits == sorted((d, (f'["{c}"]',), 2) for d in days for c in ("acme", "globex"))
+    assert sorted((r.docid, r.source) for s in lake.splits("event") for r in s.all_records()) == [
+        (n, orjson.loads(orjson.dumps(r))) for n, r in enumerate(records, 1)]
+
+
 def _appended_while_building(lake, first: int, count: int) -> threading.Thread:
     """A thread that appends ``count`` records once a build runs in a worker."""
 
