@@ -28,7 +28,7 @@ _RUN = textwrap.dedent(r"""
     from seclake.query.matcher import RecordView
     from seclake.record.dataset import DATASETS
     from seclake.storage.document import Documents
-    from seclake.storage.split import time_of
+    from seclake.record.dataset import time_of
 
     rules, problems = read_rule_files(starter_pack())
     assert rules and not problems, problems

@@ -17,13 +17,12 @@ from hypothesis import strategies as st
 
 from seclake.demo import generate
 from seclake.ingest.parser import parse_line
-from seclake.record.dataset import EVENTS, FLOWS, SUMMARIES, Dataset
+from seclake.record.dataset import EVENTS, FLOWS, SUMMARIES, Dataset, time_of
 from seclake.record.flatten import MAX_DEPTH, leaves
 from seclake.record.value import as_ip, as_number, keyword, keyword_terms, scalar_text, tokens
 from seclake.storage import document, shape
 from seclake.storage.document import Documents, _outside
 from seclake.storage.fieldmap import SEP, FieldMap, cut
-from seclake.storage.split import time_of
 
 
 def reference(sources: list[dict], dataset: Dataset, version: int = 3) -> tuple[FieldMap, list[dict]]:
