@@ -514,9 +514,10 @@ histogram buckets. Any difference fails the run with the list of differences.
 **Ratios.** HTTP / raw is seclake's cost over its own engine (target ≤ 1.25x); HTTP / best peer
 compares with the faster of DuckDB and SQLite (target < 1x: faster than every peer); HTTP / engine
 layer shows what the HTTP layer (JSON, the call envelope, uvicorn) costs, and the column after it
-the same in milliseconds per request (target ≤ 1 ms): first the median of 20 back-to-back pairs
+the same in milliseconds per request (target ≤ 1 ms): first the median of 40 back-to-back pairs
 (an HTTP bundle, then at once the same bundle in the engine layer; the difference of each pair,
-over the bundle's requests), then in parentheses the difference of the two engines' medians in
+over the bundle's requests; taken in rounds over the classes, so that a burst of the machine's
+other work falls on a few pairs of each class rather than on one class), then in parentheses the difference of the two engines' medians in
 the timed rounds. The target is judged on the pairs. In the rounds the server sits idle while
 the other engines run (DuckDB for up to a second), and a request after an idle moment costs
 more than one right after another: a bare uvicorn application answered in 0.3 ms after 200 ms
