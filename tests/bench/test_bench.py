@@ -12,7 +12,7 @@ from seclake.bench import data as bench_data
 from seclake.bench import formats
 from seclake.bench.agree import Agreement, differences
 from seclake.bench.classes import BY_NAME, CLASSES, Answer
-from seclake.bench.runner import BenchFailed, BenchOptions, run, stats
+from seclake.bench.runner import WIRE_PAIRS, BenchFailed, BenchOptions, run, stats
 
 
 def test_generator_is_deterministic(tmp_path):
@@ -147,7 +147,7 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     # back-to-back pairs; the difference of the rounds' medians beside it.
     q2 = next(line for line in text.splitlines() if line.startswith("| Q2 |"))
     pairs = one["queries"]["Q2"]["wire_pairs"]
-    assert pairs["n"] == 20
+    assert pairs["n"] == WIRE_PAIRS
     rounds = (one["queries"]["Q2"]["http"]["median"] - one["queries"]["Q2"]["engine"]["median"]) * 1000 / 2
     assert f"| {pairs['median'] * 1000 / 2:.2f} ({rounds:.2f}) |" in q2 and ", wire " in q2
     assert "floor: tantivy alone" in text and "x the tantivy floor" in text and "Disk at rest" in text
