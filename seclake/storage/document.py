@@ -30,7 +30,7 @@ from typing import Any
 
 from seclake.record.dataset import Dataset
 from seclake.record.flatten import MAX_DEPTH
-from seclake.record.value import as_ip, as_number, keyword, scalar_text
+from seclake.record.value import as_number, ip_text, keyword, scalar_text
 from seclake.storage.fieldmap import SEP, FieldMap, cut
 from seclake.storage.shape import Shapes
 
@@ -284,12 +284,12 @@ class Documents:
             name = self.fields.numbers.get(path)
             if name is not None:
                 typed.append((name, number))
-        ip = as_ip(value) if cls is not int else None
+        ip = ip_text(value) if cls is not int else None
         if ip is not None:
             self.fields.add_ip(path)
             name = self.fields.ips.get(path)
             if name is not None:
-                typed.append((name, str(ip)))
+                typed.append((name, ip))
         if self.version == 1:
             entry = (
                 tuple({facet_key, cut(prefix + lower)}),
