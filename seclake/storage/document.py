@@ -268,17 +268,22 @@ class Documents:
         # for the common classes it is spelled out, normalizing only once.
         if cls is int:
             spelling = norm = lower = str(value)  # an int's text, canonical number and keyword
+            number = as_number(value)
         elif cls is str:
             spelling = value
-            norm = keyword(value)
             lower = value.lower()
+            number = as_number(value)
+            # A string that is not a number (up to 64 characters, as_number's
+            # limit) is its own lowercased keyword: keyword() would try the
+            # number pattern twice more to find that out.
+            norm = lower if number is None and len(value) <= 64 else keyword(value)
         else:
             spelling = scalar_text(value)
             norm = keyword(value)
             lower = spelling.lower()
+            number = as_number(value)
         facet_key = cut(prefix + norm)
         typed = []
-        number = as_number(value)
         if number is not None:
             self.fields.add_number(path)
             name = self.fields.numbers.get(path)
