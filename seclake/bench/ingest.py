@@ -173,9 +173,7 @@ TURNS = ("cli", "http", "http", "cli")
 def cli_against_http(data: DataSet, directory: Path, log_path: Path, max_lines: int | None, *,
                      clients: int = 3) -> tuple[dict[str, Any], dict[str, Any]]:
     """``seclake import`` and the HTTP ingest of the same sample, each on a fresh data dir, in
-    ``TURNS``: one row for each path, its seconds the mean of its runs (each run's under ``turns``).
-
-    """
+    ``TURNS``: one row for each path, its seconds the mean of its runs (each run's under ``turns``)."""
     runs: dict[str, list[dict[str, Any]]] = {"cli": [], "http": []}
     for n, path in enumerate(TURNS):
         if path == "cli":

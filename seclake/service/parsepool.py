@@ -51,11 +51,11 @@ from seclake.detect.ruleset import RuleSet, received
 from seclake.errors import Unavailable
 from seclake.ingest.parser import iter_numbered
 from seclake.ingest.reader import IngestCounts, Line, iter_lines
-from seclake.ingest.timestamp import DAY_MS
 from seclake.record.dataset import DATASETS, time_of
 from seclake.service.bulk import Entry, read_bulk
 from seclake.service.idempotency import RequestDigest
 from seclake.storage import partition
+from seclake.storage.merge import day_of
 from seclake.storage.wal import encoded
 
 log = logging.getLogger("seclake.ingest")
@@ -64,10 +64,6 @@ T = TypeVar("T")
 # Bodies smaller than this are parsed in the request thread: a round trip to a
 # worker costs about a millisecond, ~100 lines' parsing.
 MIN_BYTES = 32 * 1024
-
-
-_DIED_TWICE = ("parsing the import failed twice: its worker process died each time (killed, or out of memory?); "
-               "nothing was stored")
 
 
 class Prepared(NamedTuple):
@@ -153,10 +149,18 @@ class _Records:
         if self.ruleset is not None and (matching := self.ruleset.matching(dataset, record)):
             self.found[n] = matching
         self.bodies.append(encoded(record))
-        self.days.append(time_of(record, DATASETS[dataset]) // DAY_MS)
+        self.days.append(day_of(time_of(record, DATASETS[dataset])))
         if self.keys is not None:
             self.keys.append(self.key_of(record))
         return n
+
+    def take(self, dataset: str, numbered: Iterable[tuple[int, dict[str, Any]]]) -> list[int]:
+        """Take every (line number, record) of ``numbered``; their line numbers."""
+        numbers: list[int] = []
+        for number, record in numbered:
+            numbers.append(number)
+            self.add(dataset, record)
+        return numbers
 
     def prepared(self) -> Prepared:
         return Prepared(self.bodies, (self.ruleset.version, self.found) if self.ruleset is not None else None,
@@ -173,13 +177,9 @@ def parse_body(body: bytes, compressed: bool | None, max_bytes: int, target: dic
     ``partitions``: the lake's partition limit (``Placed``).
     """
     records = _Records(rules, partitions)
-    dataset = target["dataset"]
     reader = BodyReader(body, compressed=compressed, max_bytes=max_bytes, target=target, received_ms=received_ms,
                         keyed=keyed)
-    numbers: list[int] = []
-    for number, record in reader.numbered:
-        numbers.append(number)
-        records.add(dataset, record)
+    numbers = records.take(target["dataset"], reader.numbered)
     return Parsed(numbers, reader.counts, reader.digest(), records.prepared())
 
 
@@ -188,12 +188,8 @@ def parse_lines(lines: list[Line], target: dict[str, Any], received_ms: int,
     """In a worker: a part of a file's lines as read by ``iter_lines`` in the importing process
     (``Ingestion.import_stream``), parsed as ``iter_numbered`` would; no digest (unkeyed imports)."""
     records = _Records(rules, partitions)
-    dataset = target["dataset"]
     counts = IngestCounts()
-    numbers: list[int] = []
-    for number, record in iter_numbered(lines, received_ms=received_ms, counts=counts, **target):
-        numbers.append(number)
-        records.add(dataset, record)
+    numbers = records.take(target["dataset"], iter_numbered(lines, received_ms=received_ms, counts=counts, **target))
     return Parsed(numbers, counts, None, records.prepared())
 
 
@@ -248,7 +244,8 @@ class ParsePool:
         flight). ``rules``: the rule set as a part is sent (the detector uses
         its matches only if its rules are still of that generation). A part
         whose worker died is sent again, once, to new workers, with every
-        part behind it; a second death raises ``Unavailable``.
+        part behind it; a second death raises ``Unavailable`` (the parts
+        yielded before it are the caller's, stored).
         """
         ahead: deque[tuple[list[Line], ProcessPoolExecutor, Future, int]] = deque()
         source = iter(parts)
@@ -269,7 +266,10 @@ class ParsePool:
             except BrokenProcessPool:
                 self._drop(pool)
                 if attempt == 2:
-                    raise Unavailable(_DIED_TWICE) from None
+                    raise Unavailable(
+                        "parsing a part of the file failed twice: its worker process died each time (killed, or "
+                        "out of memory?); the parts before it are stored, nothing after it"
+                    ) from None
                 # The parts behind it in the same pool are lost with it.
                 ahead = deque([send(part, 2)] + [send(p, a) if q is pool else (p, q, f, a) for p, q, f, a in ahead])
                 continue
@@ -288,7 +288,10 @@ class ParsePool:
             with self._lock:
                 self.parsed += 1
             return done
-        raise Unavailable(_DIED_TWICE)
+        raise Unavailable(
+            "parsing the import failed twice: its worker process died each time (killed, or out of memory?); "
+            "nothing was stored"
+        )
 
     def _started(self) -> ProcessPoolExecutor:
         with self._lock:
