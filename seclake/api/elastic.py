@@ -57,7 +57,6 @@ from seclake.record.identity import record_id
 from seclake.service.bulk import problem, read_bulk
 from seclake.service.caller import Caller
 from seclake.service.ingestion import MemoryBudget
-from seclake.service.parsepool import Prepared
 
 PRODUCT_HEADERS = {"X-Elastic-Product": "Elasticsearch"}
 # The version shippers see: they pick their request format by its major.
@@ -210,7 +209,7 @@ def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | 
             kept.append(entry.record)
     first = None
     if items:
-        first, _last = services.ingestion.append_records(items, _kept(prepared, kept))
+        first, _last = services.ingestion.append_records(items, prepared.taken(kept) if prepared is not None else None)
     ids = services.record_ids
     out = []
     for action, index, doc_id, position, error in answers:
@@ -228,18 +227,6 @@ def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | 
     if rejected:  # refused documents are counted under event: their dataset may be unknown
         services.metrics.records.labels("bulk", "event", "rejected").inc(rejected)
     return {"took": round((time.perf_counter() - started) * 1000), "errors": rejected > 0, "items": out}
-
-
-def _kept(prepared: Prepared | None, kept: list[int]) -> Prepared | None:
-    """What a worker made of the records kept (the sender's data policies refuse some), item by item."""
-    if prepared is None:
-        return None
-    matched = prepared.matched
-    if matched is not None:
-        version, found = matched
-        matched = (version, {i: found[n] for i, n in enumerate(kept) if n in found})
-    placed = prepared.placed.taken(kept) if prepared.placed is not None else None
-    return Prepared([prepared.bodies[n] for n in kept], matched, placed)
 
 
 async def bulk(request: Request) -> Response:

@@ -77,6 +77,19 @@ class Prepared(NamedTuple):
     matched: tuple[Any, dict[int, list[int]]] | None
     placed: Placed | None = None
 
+    def taken(self, positions: list[int]) -> Prepared:
+        """What the worker made of the records at ``positions``, in that order, item by item (a bulk
+        body's documents the sender's data policies kept)."""
+        matched = self.matched
+        if matched is not None:
+            version, found = matched
+            matched = (version, {i: found[n] for i, n in enumerate(positions) if n in found})
+        placed = self.placed
+        if placed is not None:
+            placed = Placed([placed.days[n] for n in positions],
+                            [placed.keys[n] for n in positions] if placed.keys is not None else None)
+        return Prepared([self.bodies[n] for n in positions], matched, placed)
+
 
 class Placed(NamedTuple):
     """Where the flusher puts records, item by item: the UTC day of each one's time (``time_of``),
@@ -84,11 +97,6 @@ class Placed(NamedTuple):
 
     days: list[int]
     keys: list[str] | None
-
-    def taken(self, positions: list[int]) -> Placed:
-        """The places of the records at ``positions``, in that order."""
-        return Placed([self.days[n] for n in positions],
-                      [self.keys[n] for n in positions] if self.keys is not None else None)
 
 
 @dataclass
