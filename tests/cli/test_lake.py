@@ -22,12 +22,12 @@ from tests.cli.command import run
 DAY = 86_400_000
 
 
-def _records(data_dir) -> list[dict]:
+def _records(data_dir, datasets=("event", "flow")) -> list[dict]:
     db = Database(f"sqlite:///{data_dir / 'seclake.db'}")
     lake = Lake(data_dir, db)
     lake.start(background=False)
     try:
-        return [r.source for ds in ("event", "flow") for s in lake.splits(ds) for r in s.all_records()]
+        return [r.source for ds in datasets for s in lake.splits(ds) for r in s.all_records()]
     finally:
         lake.stop()
         db.dispose()
@@ -39,17 +39,6 @@ def parse_workers(request, monkeypatch):
     (the default from four cores: ``Settings.effective_parse_workers``)."""
     monkeypatch.setenv("SECLAKE_PARSE_WORKERS", request.param)
     return int(request.param)
-
-
-def _behaviors(data_dir) -> list[dict]:
-    db = Database(f"sqlite:///{data_dir / 'seclake.db'}")
-    lake = Lake(data_dir, db)
-    lake.start(background=False)
-    try:
-        return [r.source for s in lake.splits("behavior") for r in s.all_records()]
-    finally:
-        lake.stop()
-        db.dispose()
 
 
 def test_import_counts_lines_and_reads_gzip(tmp_path, parse_workers):
@@ -158,7 +147,7 @@ def test_an_import_runs_the_rules_on_its_records_whoever_parses_them(tmp_path, p
     data = tmp_path / "data"
     result = run("import", str(log), "--vendor", "linux", "--data-dir", str(data))
     assert result.exit_code == 0 and "accepted 212, kept raw 0, rejected 0" in result.output, result.output
-    behaviors = [b for b in _behaviors(data) if b["behaviorRule"] == "brute-force-source"]
+    behaviors = [b for b in _records(data, ("behavior",)) if b["behaviorRule"] == "brute-force-source"]
     # One, from the tenth failure (its user), whose count crossed the threshold in the log's order.
     assert [(b["key"], {a["key"]: a["value"] for a in b["attributes"]}["user.name"]) for b in behaviors] == [
         ("203.0.113.7", "u9")]
