@@ -253,7 +253,8 @@ class ParsePool:
         its matches only if its rules are still of that generation). A part
         whose worker died is sent again, once, to new workers, with every
         part behind it; a second death raises ``Unavailable`` (the parts
-        yielded before it are the caller's, stored).
+        yielded before it are the caller's, stored). An error reading the
+        parts comes after every part read before it.
         """
         ahead: deque[tuple[list[Line], ProcessPoolExecutor, Future, int]] = deque()
         source = iter(parts)
@@ -263,10 +264,20 @@ class ParsePool:
             return part, pool, pool.submit(workers.job, parse_lines, part, target, received_ms, _shipped(rules()),
                                            self.partitions), attempt
 
+        failed: Exception | None = None  # reading the parts failed (a broken gzip stream, a read error)
         while True:
-            while len(ahead) < 2 * self.workers and (part := next(source, None)) is not None:
+            while failed is None and len(ahead) < 2 * self.workers:
+                try:
+                    part = next(source, None)
+                except Exception as e:  # raised once the parts read before it are the caller's, as in one thread
+                    failed = e
+                    break
+                if part is None:
+                    break
                 ahead.append(send(part, 1))
             if not ahead:
+                if failed is not None:
+                    raise failed
                 return
             part, pool, future, attempt = ahead.popleft()
             try:

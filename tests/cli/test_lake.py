@@ -60,6 +60,17 @@ def test_import_counts_lines_and_reads_gzip(tmp_path, parse_workers):
     assert {r["@source"] for r in records} == {"mixed"} and {r["@customer"] for r in records} == {"acme"}
 
 
+def test_a_gzip_file_cut_short_stores_the_batches_read_before_the_cut_and_says_where(tmp_path, parse_workers):
+    packed = gzip.compress(b"".join(b"srcip=10.0.0.%d dstip=10.0.0.2 action=deny\n" % (i % 250) for i in range(20_000)))
+    cut = tmp_path / "fw.log.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    data = tmp_path / "data"
+    result = run("import", str(cut), "--vendor", "fortigate", "--data-dir", str(data))
+    assert result.exit_code == 1 and "error: body: gzip data ends early, after " in result.output, result.output
+    # Whole batches of the lines before the cut (5,000 records each), whoever parsed them; not the part after.
+    assert len(_records(data)) == 5000
+
+
 def test_import_of_flows_and_a_bad_type(tmp_path):
     f = tmp_path / "flows.jsonl"
     f.write_text(json.dumps({"@timestamp": 1_700_000_000_000, "@type": "flow", "@fields": {"sip": "10.0.0.1", "dp": 22}}) + "\n")

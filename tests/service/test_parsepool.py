@@ -251,3 +251,15 @@ def test_a_part_whose_worker_died_is_sent_again_with_the_parts_behind_it():
         assert len(killed) == 2
     finally:
         pool.close()
+
+
+def test_an_error_reading_the_parts_comes_after_every_part_read_before_it(pool):
+    def parts():
+        yield from _parts(BIG[:200_000], 300)  # ~1,900 lines: more parts than the pool keeps in flight
+        raise ValidationFailed("body", "gzip data ends early, after 200000 decompressed bytes")
+
+    got = []
+    with pytest.raises(ValidationFailed, match="gzip data ends early"):
+        for parsed in pool.parse_parts(parts(), target=SSHD, received_ms=RECEIVED_MS, rules=lambda: None):
+            got.append(parsed)
+    assert [n for p in got for n in p.numbers] == [line.number for part in _parts(BIG[:200_000], 300) for line in part]
