@@ -130,6 +130,10 @@ class LakeCollector(Collector):
         yield _gauge("seclake_log_last_sequence", "Sequence of the last record written to the log.", last)
         yield _gauge("seclake_log_lag_records", "Records in the log not yet searchable.", max(0, last - indexed))
         yield _gauge("seclake_index_pending_records", "Records waiting for the indexer.", stats.get("pending", 0))
+        yield _gauge("seclake_indexer_busy_ratio", "Share of the last 10 s the indexer spent building splits.",
+                     stats.get("busy_share", 0.0))
+        yield _gauge("seclake_merges_waiting", "1 while merges other than those bounding a day's split count wait "
+                     "for a busy indexer (storage/merger.py).", int(stats.get("merges_waiting", False)))
         yield _gauge("seclake_log_damaged_entries", "Damaged log ranges skipped at the last start (see the log).",
                      len(getattr(wal, "damage", ()) or ()))
         if self.detector is not None:

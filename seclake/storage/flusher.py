@@ -41,6 +41,8 @@ MAX_FLIGHTS = 2
 # Records a batch started beside another waits for: a smaller split costs
 # more per record to build (its fixed costs) and makes more merges.
 MIN_SIDE_BATCH = 4000
+# Seconds over which ``busy_share`` is taken.
+BUSY_WINDOW = 10.0
 # How often a flush waiting for its builds looks whether a worker is free
 # for the records that came meanwhile, at most.
 POLL_SECONDS = 0.05
@@ -70,6 +72,10 @@ class Flusher:
         # idempotency keys not yet in the database): each returns the newest
         # sequence it no longer needs, and the log keeps everything after.
         self.holds: list[Callable[[], int]] = []
+        # The indexer's building periods (start, end) of the last
+        # ``BUSY_WINDOW`` seconds, and the start of the one under way (``busy_share``).
+        self._busy: deque[tuple[float, float]] = deque()
+        self._building_since: float | None = None
 
     def reset(self, checkpoint: int) -> None:
         with self.cond:
@@ -120,6 +126,28 @@ class Flusher:
         with self.cond:
             return len(self._pending)
 
+    def busy_share(self) -> float:
+        """The share of the last ``BUSY_WINDOW`` seconds the indexer spent
+        building (from a flush's first build until it had nothing left): near
+        1 when records come about as fast as the builds take them (the merger
+        reads it)."""
+        now = time.monotonic()
+        since = now - BUSY_WINDOW
+        with self.cond:
+            while self._busy and self._busy[0][1] <= since:
+                self._busy.popleft()
+            busy = sum(end - max(start, since) for start, end in self._busy)
+            if self._building_since is not None:
+                busy += now - max(self._building_since, since)
+        return min(1.0, busy / BUSY_WINDOW)
+
+    def _built(self) -> None:
+        """A flush's building period ends (``busy_share``)."""
+        with self.cond:
+            if self._building_since is not None:
+                self._busy.append((self._building_since, time.monotonic()))
+                self._building_since = None
+
     def wait_indexed(self, seq: int, timeout: float = 30.0) -> bool:
         deadline = time.monotonic() + timeout
         with self.cond:
@@ -155,6 +183,8 @@ class Flusher:
                     if more and (not flights or side):
                         with self.cond:
                             batch = self._pending[taken : taken + MAX_BATCH]
+                            if self._building_since is None:
+                                self._building_since = time.monotonic()
                         flights.append((batch, *self._start(batch)))
                         continue
                     if not flights:
@@ -169,6 +199,8 @@ class Flusher:
             except BaseException:
                 self._abandon(flights)
                 raise
+            finally:
+                self._built()
 
     def _start(self, batch: list[tuple[int, str, int, bytes, str]]) -> tuple[list[Path], Building]:
         """Start building the splits of a batch: one per dataset, UTC day and partition."""

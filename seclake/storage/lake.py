@@ -82,7 +82,7 @@ class Lake:
         # customer_partitions; partition.py); 1: one.
         self.flusher = Flusher(self.layout, self.wal, self.shelf, self.builder, self.janitor, partitions)
         self.merger = Merger(self.layout, self.catalog, self.shelf, self.builder, self.janitor, partitions,
-                             stopping=lambda: self.flusher.stopping)
+                             stopping=lambda: self.flusher.stopping, busy_share=self.flusher.busy_share)
         # The last sequence the log held at start: once it is indexed, every
         # record acknowledged before the restart is searchable again (readiness).
         self.replay_target = 0
@@ -122,7 +122,7 @@ class Lake:
         if background:
             self._threads = [
                 threading.Thread(target=self._run, args=(self.flush, self.commit_interval), name="seclake-indexer", daemon=True),
-                threading.Thread(target=self._run, args=(self.merge, MERGE_INTERVAL, self.merge_after),
+                threading.Thread(target=self._run, args=(self.merge, MERGE_INTERVAL, self.merge_after, False),
                                  name="seclake-merger", daemon=True),
             ]
             for t in self._threads:
@@ -257,16 +257,20 @@ class Lake:
     def wait_indexed(self, seq: int, timeout: float = 30.0) -> bool:
         return self.flusher.wait_indexed(seq, timeout)
 
-    def _run(self, work, interval: float, delay: float = 0.0) -> None:
+    def _run(self, work, interval: float, delay: float = 0.0, woken: bool = True) -> None:
+        """Run ``work`` every ``interval`` seconds, the first time after ``delay``.
+        ``woken``: an append starts it at once as well (the indexer); a merge
+        round, which reads the whole catalog, waits its interval out (an
+        ingest appends several times a second)."""
         cond = self.flusher.cond
-        # Every append wakes the threads waiting on the flusher's condition
-        # (the indexer flushes at once), so a delay is waited out in full.
         not_before = time.monotonic() + delay
         while True:
             with cond:
                 if self.flusher.stopping:
                     return
-                cond.wait(interval)
+                if woken:
+                    cond.wait(interval)
+                # A stop wakes every thread waiting on the condition.
                 while not self.flusher.stopping and (left := not_before - time.monotonic()) > 0:
                     cond.wait(left)
                 if self.flusher.stopping:
@@ -276,6 +280,8 @@ class Lake:
             except Exception:
                 log.exception("%s failed; will retry", work.__name__)
                 time.sleep(interval)
+            if not woken:
+                not_before = time.monotonic() + interval
 
     def flush(self) -> int:
         """Index everything pending now; return the number of records indexed."""
@@ -319,4 +325,5 @@ class Lake:
             d["splits"] += 1
             d["records"] += s.meta.num_records
             d["bytes"] += s.meta.size_bytes
-        return {"datasets": dict(by_ds), "pending": self.flusher.pending(), "indexed_seq": self.flusher.indexed_seq}
+        return {"datasets": dict(by_ds), "pending": self.flusher.pending(), "indexed_seq": self.flusher.indexed_seq,
+                "busy_share": self.flusher.busy_share(), "merges_waiting": self.merger.busy}

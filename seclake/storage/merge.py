@@ -28,6 +28,8 @@ from seclake.storage.partition import OFF, of_customers
 
 DAY_MS = 86_400_000
 MAX_MERGED_RECORDS = 10_000_000
+# Splits of one size tier that are merged into one.
+FACTOR = 8
 SETTLE_MS = 30_000
 
 
@@ -41,7 +43,7 @@ def tier(num_records: int) -> int:
 
 def merge_candidates(
     entries: Iterable[CatalogEntry],
-    factor: int = 8,
+    factor: int = FACTOR,
     now_ms: int | None = None,
     settle_ms: int | None = None,
     partitions: int = OFF,

@@ -89,6 +89,8 @@ def test_metrics_move_with_the_work(start_server):
     assert sample(after, "seclake_log_last_sequence") >= 4
     assert sample(after, "seclake_log_bytes") > 0
     assert sample(after, "seclake_log_lag_records") == 0
+    assert 0 < sample(after, "seclake_indexer_busy_ratio") < 1  # the import's split, built moments ago
+    assert sample(after, "seclake_merges_waiting") == 0
 
 
 def test_metrics_need_the_token_when_one_is_set(start_server):

@@ -231,6 +231,73 @@ def test_merges_keep_every_record_and_reduce_splits(lake_factory):
     assert len(list((lake.layout.splits / "event").iterdir())) == 1
 
 
+def test_the_indexer_s_busy_share_counts_the_time_its_flushes_build(lake_factory, monkeypatch):
+    monkeypatch.setattr(flusher, "BUSY_WINDOW", 1.0)
+    lake = lake_factory()
+    assert lake.flusher.busy_share() == 0.0
+    start = lake.builder.start
+    seen: list[float] = []
+
+    def slow(jobs):  # a build that takes 0.4 s: the share is read while it runs
+        building = start(jobs)
+        time.sleep(0.4)
+        seen.append(lake.flusher.busy_share())
+        return building
+
+    monkeypatch.setattr(lake.builder, "start", slow)
+    lake.append([("event", _event(i)) for i in range(10)])
+    assert lake.flush() == 10
+    assert 0.3 <= seen[0] <= 0.6  # under way: counted up to now
+    assert 0.3 <= lake.flusher.busy_share() <= 0.7  # ended: its period stays in the window
+    time.sleep(1.1)
+    assert lake.flusher.busy_share() == 0.0  # out of the window
+
+
+def test_merges_wait_while_the_indexer_is_busy_except_to_bound_a_day_s_splits(lake_factory, monkeypatch, caplog):
+    from seclake.storage import merger
+
+    lake = lake_factory()
+    for batch in range(9):  # nine splits of one tier, and a quiet day of two
+        lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
+        lake.flush()
+    for i in range(2):
+        lake.append([("event", _event(i, day=1))])
+        lake.flush()
+    monkeypatch.setattr(merge, "SETTLE_MS", 0)
+    share = [0.9]
+    monkeypatch.setattr(lake.merger, "busy_share", lambda: share[0])
+    with caplog.at_level("INFO", logger="seclake.lake"):
+        assert lake.merge() == 0
+    assert len(lake.splits("event")) == 11
+    assert "merges wait: the indexer built 90% of the last 10 s" in caplog.text
+    # Under a load that never ends, a tier still merges once it holds BUSY_FACTOR splits.
+    for batch in range(9, merger.BUSY_FACTOR):
+        lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
+        lake.flush()
+    assert lake.merge() == 1
+    assert len(lake.splits("event")) == 3  # the tier's splits in one; the quiet day still waits
+    share[0] = 0.5
+    with caplog.at_level("INFO", logger="seclake.lake"):
+        assert lake.merge() == 1  # the quiet day, as usual
+    assert "merges resume: the indexer built 50% of the last 10 s" in caplog.text
+    assert len(lake.splits("event")) == 2
+    assert _docids(lake) == list(range(1, merger.BUSY_FACTOR * 10 + 3))
+
+
+def test_appends_do_not_each_start_a_merge_round(lake_factory, monkeypatch):
+    # A round reads the whole catalog; an ingest appends several times a second.
+    from seclake.storage.lake import Lake
+
+    rounds: list[float] = []
+    monkeypatch.setattr(Lake, "merge", lambda self: rounds.append(time.monotonic()) or 0)
+    lake = lake_factory(background=True)
+    for i in range(20):
+        _, last = lake.append([("event", _event(i))])
+        assert lake.wait_indexed(last, timeout=10)
+        time.sleep(0.02)
+    assert len(rounds) == 1  # the first at start; the next after MERGE_INTERVAL (5 s)
+
+
 def test_a_stopping_lake_ends_its_merge_round_after_the_merge_under_way(lake_factory, monkeypatch):
     # A stop (a server's, an import command's end) waited for every merge the
     # policy asked for, each of a whole day's records.
@@ -285,11 +352,11 @@ def test_a_lake_told_to_merge_later_leaves_its_splits_until_then(lake_factory):
     for batch in range(9):
         _, last = lake.append([("event", _event(batch * 10 + i)) for i in range(10)])
         assert lake.wait_indexed(last, timeout=10)
-    time.sleep(1.0)  # every append woke the merger; the tiered policy asks for a merge
+    time.sleep(1.0)  # the tiered policy asks for a merge, which waits for its 60 s
     assert lake.merges_done == 0 and len(lake.splits("event")) == 9
     lake.stop()
     again = lake_factory(background=True)  # no delay: the server's lake
-    _, last = again.append([("event", _event(90))])  # wakes its merger
+    _, last = again.append([("event", _event(90))])  # its merger's first round is at its start
     deadline = time.monotonic() + 30
     while again.merges_done == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
