@@ -5,7 +5,8 @@ Workers are spawned, not forked: the server process has threads (tantivy's
 too), and a fork copies their locks in whatever state they are. Each worker
 runs short jobs that make millions of short-lived containers and no
 reference cycles, so its cyclic collector is off and runs once after each
-job; and each ends once the server that started it is gone.
+job that left more than it freed; and each ends once the server that
+started it is gone.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ CONTEXT = multiprocessing.get_context("spawn")
 PARENT_POLL_SECONDS = 1.0
 
 T = TypeVar("T")
+
+# Tracked objects jobs may leave beyond what they freed before ``job`` collects.
+COLLECT_AFTER = 50_000
 
 
 def start(parent: int, niceness: int = 0, name: str = "") -> None:
@@ -60,8 +64,17 @@ def watch_parent(parent: int) -> None:
 
 
 def job(fn: Callable[..., T], *args: Any) -> T:
-    """Run one job in a worker, then collect what it left (the collector is off)."""
+    """Run one job in a worker, then collect what it left (the collector is off),
+    once its jobs have left ``COLLECT_AFTER`` more tracked objects than they freed.
+
+    A collection walks every tracked object, ~70k in a worker (~13 ms): a
+    listener's read of 170 FortiGate lines parsed in a parse worker paid it
+    every time (80 µs of the worker's CPU per line instead of ~35). Jobs free
+    what they make as they end (no cycles), so the count stays low and only
+    garbage that would grow gets collected.
+    """
     try:
         return fn(*args)
     finally:
-        gc.collect()
+        if gc.get_count()[0] >= COLLECT_AFTER:
+            gc.collect()

@@ -319,6 +319,12 @@ class ParsePool:
                                                  initializer=workers.start, initargs=(os.getpid(), 0, "seclake-parse"))
             return self._pool
 
+    def pids(self) -> list[int]:
+        """The process ids of the pool's workers now (none before the first body)."""
+        with self._lock:
+            pool = self._pool
+        return list(getattr(pool, "_processes", None) or ()) if pool is not None else []
+
     def _drop(self, pool: ProcessPoolExecutor) -> None:
         """Forget a pool one of whose workers died, once (every request waiting on it sees it broken)."""
         with self._lock:

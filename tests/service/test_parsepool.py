@@ -134,7 +134,8 @@ def test_reader_errors_reach_the_caller_with_their_type_and_message(pool):
 
 
 def _workers() -> list[int]:
-    """This process's parse workers (they name themselves)."""
+    """This process's live parse workers (they name themselves); not one killed but not yet
+    reaped (a zombie: killing it again would be no death at all)."""
     out = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -143,20 +144,21 @@ def _workers() -> list[int]:
                     stat = f.read()
             except OSError:
                 continue
-            if "(seclake-parse)" in stat and int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+            state, parent = stat.rsplit(")", 1)[1].split()[:2]
+            if "(seclake-parse)" in stat and int(parent) == os.getpid() and state != "Z":
                 out.append(int(entry))
     return out
 
 
-def _killer(stop: threading.Event, limit: int, others: set[int], delay: float = 0.0) -> list[int]:
-    """Kill up to ``limit`` parse workers as they appear, after ``delay``, but
-    not ``others`` (another pool's); the pids killed."""
+def _killer(stop: threading.Event, limit: int, pool: ParsePool, delay: float = 0.0) -> list[int]:
+    """Kill up to ``limit`` of ``pool``'s workers as they start, after ``delay``; the pids killed.
+    (Not every process named a parse worker: another pool's may start or end meanwhile.)"""
     killed: list[int] = []
 
     def run() -> None:
         time.sleep(delay)
         while not stop.is_set() and len(killed) < limit:
-            for pid in set(_workers()) - others:
+            for pid in set(pool.pids()) & set(_workers()):  # started: it has named itself
                 if pid not in killed and len(killed) < limit:
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
@@ -177,7 +179,7 @@ def test_a_worker_killed_under_a_body_is_replaced_and_the_body_parsed_again():
     try:
         pool.parse(b"warm\n", compressed=None, max_bytes=MAX_BYTES, target=SSHD, received_ms=RECEIVED_MS, keyed=False)
         stop = threading.Event()
-        killed = _killer(stop, 1, others, delay=0.2)  # the one worker, busy with the body (seconds of work)
+        killed = _killer(stop, 1, pool, delay=0.2)  # the one worker, busy with the body (seconds of work)
         parsed = pool.parse(BIG, compressed=False, max_bytes=MAX_BYTES, target=SSHD, received_ms=RECEIVED_MS, keyed=False)
         stop.set()
         assert len(killed) == 1 and pool.lost == 1
@@ -191,7 +193,7 @@ def test_a_body_whose_workers_die_twice_is_refused_and_the_pool_recovers():
     pool = ParsePool(1, min_bytes=0)
     try:
         stop = threading.Event()
-        killed = _killer(stop, 2, set(_workers()))
+        killed = _killer(stop, 2, pool)
         with pytest.raises(Unavailable, match="died each time.*nothing was stored"):
             pool.parse(BIG, compressed=False, max_bytes=MAX_BYTES, target=SSHD, received_ms=RECEIVED_MS, keyed=False)
         stop.set()
@@ -233,18 +235,17 @@ def test_parts_of_a_file_come_back_in_order_as_one_parse_of_the_whole_would_read
 
 
 def test_a_part_whose_worker_died_is_sent_again_with_the_parts_behind_it():
-    others = set(_workers())
     pool = ParsePool(1, min_bytes=0)
     try:
         parts = _parts(BIG, 50_000)
         stop = threading.Event()
-        killed = _killer(stop, 1, others, delay=0.3)
+        killed = _killer(stop, 1, pool, delay=0.3)
         parsed = list(pool.parse_parts(parts, target=SSHD, received_ms=RECEIVED_MS, rules=lambda: None))
         stop.set()
         assert len(killed) == 1 and pool.lost == 1
         assert [n for p in parsed for n in p.numbers] == list(range(1, 200_001))
         stop = threading.Event()
-        killed = _killer(stop, 2, others)  # the live worker, then the one that takes the part again
+        killed = _killer(stop, 2, pool)  # the live worker, then the one that takes the part again
         with pytest.raises(Unavailable, match="died each time.*the parts before it are stored"):
             list(pool.parse_parts(parts, target=SSHD, received_ms=RECEIVED_MS, rules=lambda: None))
         stop.set()
