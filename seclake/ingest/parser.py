@@ -59,6 +59,7 @@ from seclake.ingest.record import (
     mark_truncated,
     new_record,
     sender_from_fields,
+    sent_from,
     time_from_fields,
 )
 from seclake.ingest.timestamp import parse_time
@@ -353,10 +354,12 @@ def iter_numbered(
     received_ms: int,
     customer: str | None = None,
     counts: IngestCounts,
+    address: str | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) of numbered lines (from ``iter_lines``), counting each outcome in
     ``counts``; the number names the line in a refusal. Rejected lines yield nothing; their
-    reason and line number go to ``counts``."""
+    reason and line number go to ``counts``. ``address``: the sender a listener received the
+    lines from, kept in each record (``record.sent_from``)."""
     for number, text, truncated in lines:
         try:
             result = parse_line(
@@ -375,4 +378,6 @@ def iter_numbered(
             continue
         record, understood = result
         counts.count(understood, truncated=truncated or len(text) > MAX_LINE_CHARS)
+        if address is not None:
+            sent_from(record, address)
         yield number, record

@@ -52,6 +52,14 @@ SENDER_KEYS = ("devname", "host", "hostname", "dvchost", "sender")  # devname fi
 FLOW_NUMBER_KEYS = ("sp", "dp", "prot", "rxB", "txB", "totalB", "rxP", "txP", "dur", "time_ms")
 
 
+def sent_from(record: dict[str, Any], address: str) -> None:
+    """Keep the address a listener received ``record`` from in ``@fields.log.source.address``
+    (ECS ``log.source.address``), unless the record's own ``log``/``log.source`` is not an object."""
+    where = record["@fields"].setdefault("log", {})
+    if isinstance(where, dict) and isinstance(where.setdefault("source", {}), dict):
+        where["source"]["address"] = address
+
+
 class LineRejected(ValidationFailed):
     """A line that parsed but cannot become a record; ``field`` names what in the line.
 

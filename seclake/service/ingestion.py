@@ -257,6 +257,23 @@ class Ingestion:
                 progress(len(items))
         return self._report(counts, first, last)
 
+    def import_messages(self, lines: list[Line], *, vendor: str, dataset: str, customer: str | None, address: str,
+                        size: int) -> IngestCounts:
+        """Parse and store what a listener received from one sender at ``address`` (kept in each
+        record), ``size`` bytes: in the parse workers from ``ParsePool.min_bytes`` on, as an import
+        body of that size (a TCP read of a busy sender), else in this thread (a datagram or a few
+        lines: a worker's round trip costs more than their parsing). Durable when it returns."""
+        target = {"vendor": vendor, "dataset": dataset, "customer": customer, "address": address}
+        received_ms = int(time.time() * 1000)
+        if self.parsers is not None and size >= self.parsers.min_bytes:
+            rules = self.detector.ruleset if self.detector is not None else lambda: None
+            (parsed,) = self.parsers.parse_parts([lines], target=target, received_ms=received_ms, rules=rules)
+            self._append(self._prepared_items(dataset, parsed.prepared), prepared=parsed.prepared)
+            return parsed.counts
+        counts = IngestCounts()
+        self._append([(dataset, r) for r in iter_records(lines, received_ms=received_ms, counts=counts, **target)])
+        return counts
+
     def _prepared_items(self, dataset: str, prepared: Prepared) -> list[tuple[str, dict[str, Any] | None]]:
         """The items of records a parse worker prepared, for ``_append``: a record the detector
         reads (one a rule matched) decoded from the JSON the log stores, as a replay gives it;

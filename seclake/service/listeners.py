@@ -16,7 +16,9 @@ with ``vendor=`` (default ``syslog``, ``netflow``), ``customer=`` and ``type=eve
 query parameters, as an import's URL has. Messages go the way imports go:
 parsed (RFC 3164 and 5424, with key=value, CEF or JSON inside; anything else
 kept raw), behavior rules, the write-ahead log; the sending address is kept
-in ``@fields.log.source.address``.
+in ``@fields.log.source.address``. A batch of 32 KiB and more (a busy TCP
+sender's read) is parsed in the parse workers where the node has them
+(setting ``parse_workers``), as an import body of that size is.
 
 What each transport can lose, and how it is seen:
 
@@ -55,8 +57,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from seclake.ingest.netflow import HOLD_SECONDS, NetflowError, Templates
 from seclake.ingest.netflow import decode as decode_netflow
-from seclake.ingest.parser import parse_line
-from seclake.ingest.record import LineRejected, new_record
+from seclake.ingest.reader import Line
+from seclake.ingest.record import new_record
 from seclake.ingest.vendor import validate_vendor
 from seclake.errors import SeclakeError, ValidationFailed
 from seclake.service.ingestion import check_customer
@@ -263,11 +265,11 @@ class Listeners:
 
     # -- accounting -------------------------------------------------------
 
-    def _fault(self, spec: ListenerSpec, kind: str, detail: str) -> None:
+    def _fault(self, spec: ListenerSpec, kind: str, detail: str, n: int = 1) -> None:
         with self._lock:
             counts = self.faults[spec.name]
-            counts[kind] = counts.get(kind, 0) + 1
-            first = counts[kind] == 1
+            first = kind not in counts
+            counts[kind] = counts.get(kind, 0) + n
         (log.warning if first else log.debug)("listener %s: %s: %s", spec.name, kind, detail)
 
     def sources(self) -> dict[str, list[dict[str, Any]]]:
@@ -294,34 +296,19 @@ class Listeners:
         return stats
 
     def store(self, spec: ListenerSpec, address: str, messages: list[tuple[str, bool]], size: int) -> None:
-        """Parse and log messages of one sender (in a worker thread); durable when it returns."""
-        received_ms = int(time.time() * 1000)
-        items = []
-        rejected = raw = 0
-        for text, truncated in messages:
-            try:
-                parsed = parse_line(text, vendor=spec.vendor, dataset=spec.dataset, received_ms=received_ms,
-                                    customer=spec.customer, truncated=truncated)
-            except LineRejected as e:
-                rejected += 1
-                self._fault(spec, "rejected", f"from {address}: {e.message}")
-                continue
-            if parsed is None:
-                continue
-            record, understood = parsed
-            raw += 0 if understood else 1
-            fields = record["@fields"]
-            where = fields.setdefault("log", {})
-            if isinstance(where, dict) and isinstance(where.setdefault("source", {}), dict):
-                where["source"]["address"] = address
-            items.append((spec.dataset, record))
-        if items:
-            self.ingestion.append_records(items)
+        """Parse and log messages of one sender (in a worker thread); durable when it returns.
+        A large batch is parsed in the parse workers, if the node has them (``Ingestion.import_messages``)."""
+        lines = [Line(n, text, truncated) for n, (text, truncated) in enumerate(messages, 1)]
+        counts = self.ingestion.import_messages(lines, vendor=spec.vendor, dataset=spec.dataset,
+                                                customer=spec.customer, address=address, size=size)
+        if counts.rejected:
+            # The reasons name a message by its place in the batch (``line N``).
+            self._fault(spec, "rejected", f"from {address}: {counts.reasons[0]}", counts.rejected)
         with self._lock:
-            self._stats(spec, address).saw(len(items), size, rejected)
+            self._stats(spec, address).saw(counts.accepted + counts.raw, size, counts.rejected)
         if self.metrics is not None:
             counter = self.metrics.records
-            for outcome, n in (("accepted", len(items) - raw), ("raw", raw), ("rejected", rejected)):
+            for outcome, n in (("accepted", counts.accepted), ("raw", counts.raw), ("rejected", counts.rejected)):
                 if n:
                     counter.labels(spec.name, spec.dataset, outcome).inc(n)
 

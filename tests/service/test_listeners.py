@@ -98,6 +98,41 @@ def test_logger_over_udp_and_tcp_reaches_search_with_customer_source_and_sender(
     assert f'seclake_records_total{{dataset="event",outcome="accepted",path="syslog+udp://127.0.0.1:{ports["udp"]}"}} 5.0' in metrics
 
 
+ROOT_LOGIN = "<38>Nov 21 10:00:{s:02d} bastion sshd[411]: Accepted password for root from 198.51.100.4 port 40022 ssh2 n={n}"
+
+
+@pytest.mark.parametrize("parse_workers", [0, 1])
+def test_a_busy_tcp_sender_s_reads_are_parsed_in_the_parse_workers_as_in_the_listener(start_server, parse_workers):
+    # ~170 KiB, read in one or a few reads: from 32 KiB on, a node with parse workers parses one there; the
+    # records, the sender's address, the rules' behaviors and the rejected line come out the same.
+    port = _free_port()
+    srv = start_server(parse_workers=parse_workers, listeners=[f"syslog+tcp://127.0.0.1:{port}?vendor=linux&customer=acme"])
+    token = srv.login()
+    lines = [ROOT_LOGIN.format(s=n % 60, n=n) + " " + "x" * 100 for n in range(800)]
+    lines.insert(150, '{"@message": "not an object", "@fields": 3}')  # rejected: @fields must be an object
+    payload = ("\n".join(lines) + "\n").encode()
+    assert 160 * 1024 < len(payload) < listeners_module.READ_BYTES
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(payload)
+    found = _wait(srv, token, "@source:linux", 800, timeout=30)
+    assert found["hits"]["total"] == 800
+    assert all(h["_source"]["@fields"]["log"]["source"]["address"] == "127.0.0.1"
+               and h["_source"]["@customer"] == "acme" for h in found["hits"]["hits"])
+    options = {"searchStr": "behaviorRule:ssh-privileged-password-login", "range_field": "timestamp",
+               "range_from": 0, "range_to": int(time.time() * 1000) + 86_400_000, "fetchLimit": 1}
+    deadline = time.monotonic() + 10
+    while (behaviors := srv.call("ds/fsm_behavior_search", {"options": options}, token)["hits"]["total"]) < 800:
+        assert time.monotonic() < deadline, behaviors
+        time.sleep(0.1)
+    assert behaviors == 800  # the starter rule, once per login
+    listed = srv.call("ds/collector_list", {}, token)
+    (row,) = listed["sources"]
+    assert row["records"] == 800 and row["rejected"] == 1
+    assert listed["listeners"][0]["faults"] == {"rejected": 1}
+    bodies = srv.services.parsers.parsed if srv.services.parsers is not None else 0
+    assert (bodies >= 1) == (parse_workers > 0)
+
+
 def test_tls_delivers_and_a_failed_handshake_is_counted(syslog_server, certs):
     srv, port = syslog_server, syslog_server.ports["tls"]
     context = ssl.create_default_context(cafile=str(certs[0]))
