@@ -15,6 +15,7 @@ key, so running it again after a crash stores only the batches not stored.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
@@ -25,10 +26,12 @@ import orjson
 from seclake.ingest.parser import FORMATS, iter_records
 from seclake.ingest.reader import IngestCounts, Line, iter_lines, measure
 from seclake.detect.behavior import MAX_CUSTOMER
-from seclake.errors import Conflict, Forbidden, PayloadTooLarge, ValidationFailed
+from seclake.errors import Conflict, Forbidden, PayloadTooLarge, Unavailable, ValidationFailed
 from seclake.service.idempotency import Idempotency, RequestDigest, Stored, attempt
 from seclake.service.parsepool import BodyReader, ParsePool, Prepared
 from seclake.storage.lake import Lake
+
+log = logging.getLogger("seclake.ingest")
 
 DATASETS = ("event", "flow")
 BATCH = 5000
@@ -267,9 +270,16 @@ class Ingestion:
         received_ms = int(time.time() * 1000)
         if self.parsers is not None and size >= self.parsers.min_bytes:
             rules = self.detector.ruleset if self.detector is not None else lambda: None
-            (parsed,) = self.parsers.parse_parts([lines], target=target, received_ms=received_ms, rules=rules)
-            self._append(self._prepared_items(dataset, parsed.prepared), prepared=parsed.prepared)
-            return parsed.counts
+            try:
+                (parsed,) = self.parsers.parse_parts([lines], target=target, received_ms=received_ms, rules=rules)
+            except Unavailable:
+                # Its workers died twice under it: a sender cannot be asked to send
+                # again (an import's client can), so this thread parses it.
+                log.warning("parse workers failed on %d messages from %s; parsed in the listener's thread",
+                            len(lines), address)
+            else:
+                self._append(self._prepared_items(dataset, parsed.prepared), prepared=parsed.prepared)
+                return parsed.counts
         counts = IngestCounts()
         self._append([(dataset, r) for r in iter_records(lines, received_ms=received_ms, counts=counts, **target)])
         return counts

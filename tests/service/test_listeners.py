@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import ssl
 import subprocess
+import threading
 import time
 
 import pytest
@@ -131,6 +132,24 @@ def test_a_busy_tcp_sender_s_reads_are_parsed_in_the_parse_workers_as_in_the_lis
     assert listed["listeners"][0]["faults"] == {"rejected": 1}
     bodies = srv.services.parsers.parsed if srv.services.parsers is not None else 0
     assert (bodies >= 1) == (parse_workers > 0)
+
+
+def test_a_read_whose_parse_workers_die_twice_is_parsed_in_the_listener_s_thread(start_server, caplog):
+    # An import's client is told to send again (Unavailable); a syslog sender cannot be.
+    from tests.service.test_parsepool import _killer
+
+    port = _free_port()
+    srv = start_server(parse_workers=1, listeners=[f"syslog+tcp://127.0.0.1:{port}?vendor=linux"])
+    token = srv.login()
+    stop = threading.Event()
+    killed = _killer(stop, 2, srv.services.parsers)  # each worker as it starts: the first, then the one sent again
+    payload = "".join(ROOT_LOGIN.format(s=n % 60, n=n) + " " + "x" * 100 + "\n" for n in range(800)).encode()
+    with caplog.at_level("WARNING", logger="seclake.ingest"), socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(payload)
+        assert _wait(srv, token, "@source:linux", 800, timeout=60)["hits"]["total"] == 800
+    stop.set()
+    assert len(killed) == 2 and srv.services.parsers.lost == 2
+    assert "parsed in the listener's thread" in caplog.text
 
 
 def test_tls_delivers_and_a_failed_handshake_is_counted(syslog_server, certs):
