@@ -252,11 +252,16 @@ def wait_quiet(data_dir: Path, timeout: float = 900.0) -> float:
 
     Queries are timed over a lake at rest, and the read-only views of the
     engine layer and of raw tantivy open the same splits the server has.
+    A day not yet quiet (``merge.SETTLE_MS`` since its newest split) counts
+    as one to merge: merges that waited for a busy indexer leave days of
+    several splits of different tiers, which only the quiet-day merge joins,
+    and a lake with none to merge *now* was taken as at rest with up to 8
+    splits a day (50 event splits where 30 were to come).
     """
     from seclake.db.database import Database
     from seclake.settings import load_settings
     from seclake.storage.catalog import PUBLISHED, Catalog
-    from seclake.storage.merge import merge_candidates
+    from seclake.storage.merge import SETTLE_MS, merge_candidates
 
     settings = load_settings(data_dir=data_dir)
     db = Database(settings.effective_database_url)
@@ -268,7 +273,8 @@ def wait_quiet(data_dir: Path, timeout: float = 900.0) -> float:
         while True:
             entries = catalog.entries(PUBLISHED)
             ids = {e.split_id for e in entries}
-            stable = stable + 1 if ids == last and not merge_candidates(entries, now_ms=int(time.time() * 1000)) else 0
+            settled = not merge_candidates(entries, now_ms=int(time.time() * 1000) + SETTLE_MS)
+            stable = stable + 1 if ids == last and settled else 0
             last = ids
             if stable >= 3:
                 return time.perf_counter() - started
