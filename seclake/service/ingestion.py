@@ -28,7 +28,7 @@ from seclake.ingest.reader import IngestCounts, Line, iter_lines, measure
 from seclake.detect.behavior import MAX_CUSTOMER
 from seclake.errors import Conflict, Forbidden, PayloadTooLarge, Unavailable, ValidationFailed
 from seclake.service.idempotency import Idempotency, RequestDigest, Stored, attempt
-from seclake.service.parsepool import BodyReader, ParsePool, Prepared
+from seclake.service.parsepool import BodyReader, Parsed, ParsePool, Prepared
 from seclake.storage.lake import Lake
 
 log = logging.getLogger("seclake.ingest")
@@ -247,18 +247,23 @@ class Ingestion:
         target = {"vendor": vendor, "dataset": dataset, "fmt": fmt, "customer": customer}
         read = iter(lines)
         parts = iter(lambda: list(islice(read, BATCH)), [])
-        rules = self.detector.ruleset if self.detector is not None else lambda: None
         first = last = None
-        for parsed in self.parsers.parse_parts(parts, target=target, received_ms=int(time.time() * 1000),
-                                               rules=rules):
+        for parsed, f, last_stored in self._parsed_parts(parts, dataset, target, int(time.time() * 1000)):
             counts.add(parsed.counts)
-            items = self._prepared_items(dataset, parsed.prepared)
-            f, last_stored = self._append(items, prepared=parsed.prepared)
             first = f if first is None else first
             last = last_stored if last_stored is not None else last
             if progress:
-                progress(len(items))
+                progress(len(parsed.prepared.bodies))
         return self._report(counts, first, last)
+
+    def _parsed_parts(self, parts: Iterable[list[Line]], dataset: str, target: dict[str, Any],
+                      received_ms: int) -> Iterator[tuple[Parsed, int | None, int | None]]:
+        """Parts of lines parsed in the parse workers, each stored as it comes back, in order:
+        (what the worker made of it, its first and last docId)."""
+        assert self.parsers is not None
+        rules = self.detector.ruleset if self.detector is not None else lambda: None
+        for parsed in self.parsers.parse_parts(parts, target=target, received_ms=received_ms, rules=rules):
+            yield (parsed, *self._append(self._prepared_items(dataset, parsed.prepared), prepared=parsed.prepared))
 
     def import_messages(self, lines: list[Line], *, vendor: str, dataset: str, customer: str | None, address: str,
                         size: int) -> IngestCounts:
@@ -269,17 +274,14 @@ class Ingestion:
         target = {"vendor": vendor, "dataset": dataset, "customer": customer, "address": address}
         received_ms = int(time.time() * 1000)
         if self.parsers is not None and size >= self.parsers.min_bytes:
-            rules = self.detector.ruleset if self.detector is not None else lambda: None
             try:
-                (parsed,) = self.parsers.parse_parts([lines], target=target, received_ms=received_ms, rules=rules)
+                ((parsed, _first, _last),) = self._parsed_parts([lines], dataset, target, received_ms)
+                return parsed.counts
             except Unavailable:
-                # Its workers died twice under it: a sender cannot be asked to send
-                # again (an import's client can), so this thread parses it.
+                # Its workers died twice under it (nothing stored): a sender cannot be asked
+                # to send again (an import's client can), so this thread parses it.
                 log.warning("parse workers failed on %d messages from %s; parsed in the listener's thread",
                             len(lines), address)
-            else:
-                self._append(self._prepared_items(dataset, parsed.prepared), prepared=parsed.prepared)
-                return parsed.counts
         counts = IngestCounts()
         self._append([(dataset, r) for r in iter_records(lines, received_ms=received_ms, counts=counts, **target)])
         return counts
