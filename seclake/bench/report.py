@@ -467,7 +467,9 @@ Peak memory is the server's `VmHWM`. Retention is off (the data has a fixed date
 and once with the mapping switched off (`seclake.bench.parsing.without_common_names`), side by
 side; the share is what the mapping costs on that format. One core, no I/O.
 
-**Engines**, timed side by side in one run, interleaved class by class and round by round:
+**Engines**, timed side by side in one run, interleaved class by class and round by round, each
+engine going first for a class in turn (the first pays for the CPU caches the previous class's
+DuckDB or SQLite run swept; the next find the same split files warm):
 
 - *seclake HTTP*: `ds/get_index_zoom_histogram_lv3` (and the timeline and summary calls) over
   one keep-alive connection of the standard library's `http.client`, JSON parsed (httpx, which

@@ -12,7 +12,7 @@ from seclake.bench import data as bench_data
 from seclake.bench import formats
 from seclake.bench.agree import Agreement, differences
 from seclake.bench.classes import BY_NAME, CLASSES, Answer
-from seclake.bench.runner import WIRE_PAIRS, BenchFailed, BenchOptions, run, stats
+from seclake.bench.runner import WIRE_PAIRS, BenchFailed, BenchOptions, _turns, run, stats
 
 
 def test_generator_is_deterministic(tmp_path):
@@ -182,3 +182,11 @@ def test_both_split_formats_answer_every_bench_class_the_same(capsys, tmp_path, 
     out = capsys.readouterr().out
     assert "answers: the same in every format" in out and "| Q6 |" in out
     assert list(tmp_path.iterdir()) == []  # its splits are gone (each run left 7 MB in /tmp)
+
+
+def test_each_engine_goes_first_in_turn_over_the_warm_rounds():
+    names = ["http", "engine", "raw", "duckdb", "sqlite"]
+    orders = [_turns(names, r) for r in range(5)]
+    assert sorted(o[0] for o in orders) == sorted(names)
+    assert all(sorted(o) == sorted(names) for o in orders)
+    assert _turns(["engine"], 3) == ["engine"] and _turns([], 2) == []
