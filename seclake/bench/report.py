@@ -517,14 +517,17 @@ histogram buckets. Any difference fails the run with the list of differences.
 compares with the faster of DuckDB and SQLite (target < 1x: faster than every peer); HTTP / engine
 layer shows what the HTTP layer (JSON, the call envelope, uvicorn) costs, and the column after it
 the same in milliseconds per request (target ≤ 1 ms): first the median of 40 back-to-back pairs
-(an HTTP bundle, then at once the same bundle in the engine layer; the difference of each pair,
-over the bundle's requests; taken in rounds over the classes, so that a burst of the machine's
-other work falls on a few pairs of each class rather than on one class), then in parentheses the difference of the two engines' medians in
-the timed rounds. The target is judged on the pairs. In the rounds the server sits idle while
-the other engines run (DuckDB for up to a second), and a request after an idle moment costs
-more than one right after another: a bare uvicorn application answered in 0.3 ms after 200 ms
-idle against 0.04 ms back to back here. The engine layer, which runs in the busy benchmark
-process, never pays that wake-up, so the rounds' figure charges the HTTP layer for the machine. The peers run in the
+(an HTTP bundle and at once the same bundle in the engine layer, the two going first in turn,
+since the second of a pair finds the CPU caches warm from the same query; the difference of
+each pair, over the bundle's requests; taken in rounds over the classes, so that a burst of the
+machine's other work falls on a few pairs of each class rather than on one class), then in
+parentheses the difference of the two engines' medians in the timed rounds. The target is
+judged on the pairs. In the rounds the server sits idle while the other engines run (DuckDB
+for up to a second), and a request after an idle moment costs more than one right after
+another: a bare uvicorn application answered in 0.3 ms after 200 ms idle against 0.04 ms back
+to back here, and the engine layer alone took 20.8 ms for Q7 after a 0.2 s pause against 17.1
+back to back (CPU caches). The engine layer, which runs in the busy benchmark process, pays
+less of that, so the rounds' figure charges the HTTP layer for the machine. The peers run in the
 benchmark process with no HTTP at all, so a needle that SQLite answers in half a millisecond is
 out of reach of any HTTP service: the HTTP / engine layer column says how much of each class is the
 wire. Cold figures keep the OS page cache warm (nothing is dropped on a shared machine): they
