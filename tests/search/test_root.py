@@ -130,3 +130,36 @@ def test_sort_on_a_field_some_records_lack_puts_them_last(lake_factory):
     present = [v for v in values if v is not None]
     assert present == sorted(present, reverse=True)
     assert values[len(present):] == [None] * 5
+
+
+def test_a_search_answers_while_the_leaf_pool_is_busy_with_others(lake):
+    """The calling thread searches the splits itself: a search does not queue behind other
+    searches' leaves on a busy pool (nor wait for its own helpers that never started)."""
+    import threading
+
+    with ThreadPoolExecutor(1) as pool:
+        release = threading.Event()
+        pool.submit(release.wait)  # the pool's one thread, taken by another search
+        try:
+            res = Root(lake.splits, pool).search(SearchPlan(dataset="event", query=ast.MatchAll(), limit=3))
+            assert res.total == 120 and len(res.hits) == 3
+        finally:
+            release.set()
+
+
+def test_a_leaf_that_fails_fails_the_search_after_the_others_finished(lake, monkeypatch):
+    import seclake.search.root as root_module
+
+    real = root_module.run_leaf
+    calls = []
+
+    def flaky(split, task):
+        calls.append(split)
+        if len(calls) == 2:
+            raise OSError("split unreadable")
+        return real(split, task)
+
+    monkeypatch.setattr(root_module, "run_leaf", flaky)
+    with ThreadPoolExecutor(2) as pool, pytest.raises(OSError, match="split unreadable"):
+        Root(lake.splits, pool).search(SearchPlan(dataset="event", query=ast.MatchAll(), limit=3))
+    assert len(calls) == 3
