@@ -46,3 +46,27 @@ def test_calls_run_side_by_side():
         return await asyncio.gather(in_thread(barrier.wait), in_thread(barrier.wait))
 
     assert sorted(asyncio.run(main())) == [0, 1]
+
+
+def test_a_call_whose_request_went_away_still_ends_and_its_thread_serves_the_next():
+    started, release, ended = threading.Event(), threading.Event(), threading.Event()
+
+    def slow() -> str:
+        started.set()
+        release.wait(10)
+        ended.set()
+        return "late"
+
+    async def main():
+        task = asyncio.ensure_future(in_thread(slow))
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()  # the client disconnected
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        release.set()
+        while not ended.is_set():
+            await asyncio.sleep(0.01)
+        return await asyncio.gather(*(in_thread(str, n) for n in range(5)))
+
+    assert asyncio.run(main()) == ["0", "1", "2", "3", "4"]
