@@ -286,6 +286,51 @@ action(type="omfwd" target="127.0.0.1" port="{ports['tls']}" protocol="tcp" Stre
     assert all(h["_source"]["@customer"] == "globex" for h in tcp["hits"]["hits"])
 
 
+def test_rsyslog_relaying_a_file_burst_is_parsed_in_the_parse_workers(start_server, tmp_path):
+    """A relay with a backlog (Debian's rsyslog reading a file of 4,000 sshd lines with imfile,
+    forwarding them over one TCP connection, octet-counted RFC 5424) sends faster than one
+    interpreter parses: reads of 32 KiB and more go to the server's parse worker, and every
+    line, its sender's address and the starter rule's behavior come out as from the thread."""
+    rsyslogd = _needs("rsyslogd")
+    port = _free_port()
+    srv = start_server(parse_workers=1, listeners=[f"syslog+tcp://127.0.0.1:{port}?vendor=linux&customer=acme"])
+    token = srv.login()
+    work = tmp_path / "rsyslog"
+    work.mkdir()
+    source = work / "auth.log"
+    n = 4000
+    # imfile sends each line as the message of an RFC 5424 frame whose app-name is the tag.
+    source.write_text("".join(ROOT_LOGIN.split(": ", 1)[1].format(n=i) + " " + "x" * 120 + "\n" for i in range(n)))
+    conf = work / "rsyslog.conf"
+    conf.write_text(f"""
+global(workDirectory="{work}" maxMessageSize="8k")
+module(load="imfile" mode="polling" PollingInterval="1")
+input(type="imfile" File="{source}" Tag="sshd[411]:" Severity="info" Facility="auth")
+action(type="omfwd" target="127.0.0.1" port="{port}" protocol="tcp" TCP_Framing="octet-counted"
+       template="RSYSLOG_SyslogProtocol23Format")
+""")
+    proc = subprocess.Popen([rsyslogd, "-n", "-f", str(conf), "-i", str(work / "pid")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        found = _wait(srv, token, "@source:linux AND root", n, timeout=60)
+    finally:
+        proc.terminate()
+        output = proc.communicate(timeout=20)[0]
+    assert found["hits"]["total"] == n, output
+    assert all(h["_source"]["@fields"]["log"]["source"]["address"] == "127.0.0.1"
+               and h["_source"]["@customer"] == "acme" for h in found["hits"]["hits"])
+    options = {"searchStr": "behaviorRule:ssh-privileged-password-login", "range_field": "timestamp",
+               "range_from": 0, "range_to": int(time.time() * 1000) + 86_400_000, "fetchLimit": 1}
+    deadline = time.monotonic() + 10
+    while (behaviors := srv.call("ds/fsm_behavior_search", {"options": options}, token)["hits"]["total"]) < n:
+        assert time.monotonic() < deadline, behaviors
+        time.sleep(0.1)
+    assert behaviors == n
+    (row,) = srv.call("ds/collector_list", {}, token)["sources"]
+    assert row["records"] == n and row["rejected"] == 0
+    assert srv.services.parsers.parsed >= 1  # at least one read went to the parse worker
+
+
 # -- NetFlow / IPFIX from softflowd ------------------------------------------------------------
 
 
