@@ -160,7 +160,8 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
     cpu = http.get("cpu") or {}
     if cpu.get("us_per_line"):
         add("")
-        add(_cpu_line(cpu, floor, r["machine"].get("cpus") or 1))
+        add(_cpu_line(cpu, floor, r["machine"].get("cpus") or 1, raw.get("cpu_us_per_record"),
+                      raw.get("python_us_per_record")))
     scaling = one.get("ingest_scaling") or {}
     if scaling:
         one_core, two = scaling.get("1") or scaling.get(1), scaling.get("2") or scaling.get(2)
@@ -572,7 +573,8 @@ def _parse_workers_line(plain: dict[str, Any], parsing: dict[str, Any]) -> str:
     )
 
 
-def _cpu_line(cpu: dict[str, Any], floor: float | None, cpus: int) -> str:
+def _cpu_line(cpu: dict[str, Any], floor: float | None, cpus: int, floor_cpu: float | None = None,
+              floor_python: float | None = None) -> str:
     """Where the HTTP ingest's CPU went, per line, against what the target leaves per event."""
     per = cpu["us_per_line"]
     parse = per.get(PARSE) or 0.0
@@ -590,5 +592,14 @@ def _cpu_line(cpu: dict[str, Any], floor: float | None, cpus: int) -> str:
         line += (f" At the target ({TARGET_INGEST_OVER_RAW}x the floor, {_n(TARGET_INGEST_OVER_RAW * floor)} "
                  f"events/s) the {cpus} cores leave {budget:.0f} µs of CPU per event for all of it; the server's "
                  f"process alone caps the rate at about {_n(1e6 / per[SERVER])} events/s however many cores.")
+        if floor_cpu:
+            rest = budget - floor_cpu
+            split = (f": {floor_python:.1f} building documents in Python, {floor_cpu - floor_python:.1f} in "
+                     "tantivy's writer threads" if floor_python else "")
+            line += (f" The floor itself spent **{floor_cpu:.1f} µs** of CPU per record (indexing and nothing "
+                     f"else{split}); the split build workers {per[BUILD]:.1f} "
+                     f"({per[BUILD] / floor_cpu:.2f}x it). With builds exactly as cheap as the floor's indexing, "
+                     f"the target would leave {rest:.0f} µs per event for parsing, the rules, the log and HTTP, "
+                     f"which took {cpu['total_us_per_line'] - per[BUILD] - per[MERGE]:.1f} here.")
     return line
 
