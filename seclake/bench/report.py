@@ -478,7 +478,9 @@ DuckDB or SQLite run swept; the next find the same split files warm):
   moment on this machine: the client's cost, not the server's).
 - *engine layer*: the same options through `build_plan` and `Root.search` in the benchmark
   process (`Services` built from the same settings, the server's published splits opened
-  read-only); no HTTP, no JSON.
+  read-only); no HTTP, no JSON. From the cold runs on, the benchmark process collects garbage as
+  the server does (`cli/collector.py`): with Python's defaults a full collection (32-45 ms here)
+  followed every ~10 searches of the engine layer, stalls the server never has.
 - *raw tantivy*: the same split directories opened with tantivy-py, one hand-built query per class
   from the split's field map (`kw` terms `<path>\\0<keyword>`, `all` and the text fields for words
   and phrases, a regex over `kw` for the wildcard, `n<i>`/`ip<i>` ranges), time-pruned splits, 4

@@ -26,6 +26,7 @@ from seclake.bench.agree import Agreement
 from seclake.bench.classes import CLASSES, QueryClass
 from seclake.bench.ingest import cli_against_http, du_bytes, http_ingest, scaling_ingest, wait_quiet
 from seclake.bench.rawingest import raw_ingest
+from seclake.cli.collector import quiet_collector
 
 # Back-to-back pairs (HTTP bundle, then the same bundle in the engine layer) per class, in
 # rounds over the classes: a burst of the shared machine's other work then lands on a few
@@ -254,6 +255,14 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
                 else:  # the 10x data is other data: engines agree with each other there
                     agreement.add(f"{qc.name}@{scale}x", engine, answer)
 
+            # The engines in this process collect garbage as the server does
+            # (``seclake serve``: young collections after 100,000 objects, what
+            # exists now frozen out of the passes). With Python's defaults a
+            # search's objects were promoted mid-search and a full collection
+            # (32-45 ms over an engine layer on a 2M-event lake, ~120 with the
+            # peers' 3M objects) followed every ~10 searches: 45-60 ms stalls
+            # on the engine layer's and raw tantivy's runs the server never had.
+            quiet_collector()
             # Cold: the first run of a class right after its engine opened the data (OS page cache not dropped).
             with log.stage(f"{scale}x: cold runs"):
                 for qc in classes:
