@@ -40,7 +40,8 @@ def _stat(pid: int) -> tuple[str, int, int, float] | None:
     return head.split("(", 1)[-1], int(fields[1]), int(fields[16]), (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def _own() -> float:
+def own_cpu() -> float:
+    """CPU seconds this process has used, every thread of it."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
@@ -52,7 +53,7 @@ class CpuMeter:
         self.server_pid = server_pid
         self._wall = time.monotonic()
         self._before = self._tree()
-        self._own = _own()
+        self._own = own_cpu()
 
     def _tree(self) -> dict[int, tuple[str, float]]:
         tree: dict[int, tuple[str, float]] = {}
@@ -75,7 +76,7 @@ class CpuMeter:
         out = dict.fromkeys(ROLES, 0.0)
         for pid, (role, seconds) in self._tree().items():
             out[role] += seconds - self._before.get(pid, (role, 0.0))[1]
-        out[CLIENT] = _own() - self._own
+        out[CLIENT] = own_cpu() - self._own
         return out
 
     def per_line(self, lines: int) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import resource
 import shutil
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from typing import Any
 import orjson
 import tantivy
 
+from seclake.bench.cpu import own_cpu
 from seclake.bench.data import DataSet
 from seclake.bench.ingest import du_bytes, sample, written_back
 from seclake.ingest.parser import parse_line
@@ -74,7 +74,7 @@ def _measure(data: DataSet, directory: Path, max_lines: int | None = None) -> di
     writer = index.writer(HEAP_BYTES, threads)
     from_dict, add = tantivy.Document.from_dict, writer.add_document
     written_back()
-    started, cpu_started, own_started = time.perf_counter(), _cpu(), time.thread_time()
+    started, cpu_started, own_started = time.perf_counter(), own_cpu(), time.thread_time()
     for body in records:
         record = orjson.loads(body)
         add(from_dict({"message": record.get("@message") or "", "fields": record,
@@ -83,7 +83,7 @@ def _measure(data: DataSet, directory: Path, max_lines: int | None = None) -> di
     writer.commit()
     writer.wait_merging_threads()
     seconds = time.perf_counter() - started
-    cpu = _cpu() - cpu_started
+    cpu = own_cpu() - cpu_started
     disk = du_bytes(directory)
     shutil.rmtree(directory, ignore_errors=True)
     return {
@@ -104,11 +104,6 @@ def _measure(data: DataSet, directory: Path, max_lines: int | None = None) -> di
         "lake_bytes": disk,
         "bytes_per_event": disk / len(records) if records else None,
     }
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":

@@ -260,7 +260,7 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
             # exists now frozen out of the passes). With Python's defaults a
             # search's objects were promoted mid-search and a full collection
             # (32-45 ms over an engine layer on a 2M-event lake, ~120 with the
-            # peers' 3M objects) followed every ~10 searches: 45-60 ms stalls
+            # peers' 3M objects) followed every ~10 searches: 45-80 ms stalls
             # on the engine layer's and raw tantivy's runs the server never had.
             quiet_collector()
             # Cold: the first run of a class right after its engine opened the data (OS page cache not dropped).
