@@ -46,6 +46,21 @@ def own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def loop_seconds(rounds: int = 5) -> float:
+    """Seconds one core takes for a fixed loop of plain Python (2M additions), best of ``rounds``:
+    how fast this machine ran when the run started. The same code's figures moved 2-3x between
+    sessions of this shared machine; absolute figures of two runs (ms per request, a run's
+    minutes) compare only as far as theirs do."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        total = 0
+        for i in range(2_000_000):
+            total += i
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
 class CpuMeter:
     """CPU seconds by role of the process tree of ``server_pid`` and of this process, from now on."""
 

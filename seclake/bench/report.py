@@ -101,6 +101,8 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         + (f", seclake at commit `{r['code']['commit'][:12]}`" if (r.get("code") or {}).get("commit") else "")
         + (" with uncommitted changes" if (r.get("code") or {}).get("dirty") else "")
         + _native_note((r.get("code") or {}).get("native")) + _allocator_note((r.get("code") or {}).get("allocator"))
+        + (f"; a fixed loop of plain Python (`bench/cpu.loop_seconds`) took {m['loop_seconds'] * 1000:.0f} ms at the "
+           "start, to compare this machine's speed with another run's" if m.get("loop_seconds") else "")
         + ".")
     add("")
     if r["failures"]:
@@ -279,6 +281,8 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         for line in a["mismatches"][:40]:
             add(f"- {line}")
     add("")
+    for line in _baseline_section(r.get("baseline"), one.get("baseline"), r["classes"]):
+        add(line)
 
     # -- scale -------------------------------------------------------------------
     add("## Scale: 1x against 10x data (warm medians, ms)")
@@ -354,6 +358,43 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _baseline_section(extracted: dict | None, timed: dict | None, classes: dict) -> list[str]:
+    """The no-regression target, judged side by side (bench/baseline.py)."""
+    from seclake.bench.baseline import MAX_RATIO
+
+    out = ["## No search regression: this code against the committed figures' code, side by side", ""]
+    if not extracted or extracted.get("skipped") or not timed:
+        why = (timed or {}).get("skipped") or (extracted or {}).get("skipped") or "not run (--baseline none)"
+        return out + [f"Not measured: {why}.", ""]
+    if timed.get("skipped"):
+        return out + [f"Not measured: {timed['skipped']}.", ""]
+    built = f"{timed['reused']} of its compiled modules this build's (the same source), {timed['compiled']} compiled for it"
+    if timed["interpreted"]:
+        built += f", **{len(timed['interpreted'])} run from source** ({', '.join(timed['interpreted'][:5])})"
+    why = "whose figures are committed" if extracted.get("named") == "committed" else "named with `--baseline`"
+    out += [f"The lake served twice: by commit `{timed['commit'][:12]}` ({why}) and by this "
+            f"code, each its own server on its own copy; every class over HTTP in {timed['pairs']} pairs, the order "
+            f"alternating, medians in ms. Figures of two runs do not compare on a shared machine (the same code's "
+            f"medians moved 2-3x between days); two servers timed in turns do. The baseline: {built}; it loaded "
+            f"them from {', '.join(f'`{p}`' for p in timed.get('loaded_from') or ['?'])}.", "",
+            f"| class | baseline | this code | this / baseline | target ≤ {MAX_RATIO:.2f}x |", "|---|---:|---:|---:|---|"]
+    notes = []
+    for name in classes:
+        row = timed["classes"].get(name)
+        if row is None:
+            continue
+        if "error" in row:
+            out.append(f"| {name} | – | – | – | not comparable: {row['error'][:120]} |")
+            continue
+        out.append(f"| {name} | {ms(row['baseline'])} | {ms(row['current'])} | {row['ratio']:.2f}x | "
+                   f"{verdict(row['ratio'] <= MAX_RATIO)} |")
+        if row.get("differences"):
+            notes.append(f"- {name}: the baseline answers otherwise: {'; '.join(row['differences'][:3])}")
+    if notes:
+        out += ["", "Answers that changed since the baseline (not a failure of this run):", *notes]
+    return out + [""]
+
+
 def _resident(figures: dict, anon_key: str, file_key: str, when: str) -> str:
     """Resident memory split into anonymous memory and mapped split files, if measured."""
     anon, mapped = figures.get(anon_key), figures.get(file_key)
@@ -413,11 +454,11 @@ def _estimate(r: dict) -> float:
 
 STATIC = """## How it works
 
-`make bench` installs `.[bench]` (DuckDB) and runs `seclake bench`; options: `--events N` (default
+`make bench` installs `.[bench]` (DuckDB; Cython for the baseline) and runs `seclake bench`; options: `--events N` (default
 2,000,000), `--days 30`, `--scale 1` or `1,10`, `--reps 5`, `--load-seconds 60`, `--clients 16`,
 `--out docs/benchmarks.md`, `--data-dir bench-data` (git-ignored; the lakes, peer databases and
 logs of a run stay there), `--cluster` (cluster mode beside embedded on the 1x lake; needs the cluster
-extra, off by default). It exits non-zero when engines disagree or the load test has errors.
+extra, off by default), `--baseline` (below). It exits non-zero when engines disagree or the load test has errors.
 
 **Data.** The seeded demo generator (`seclake.demo`, seed 7, window ending 2026-11-01T00:00Z):
 FortiGate, BIND, Squid, sshd, Windows logons, Okta sign-ins, Suricata CEF, EDR and NetFlow from three tenants;
@@ -515,6 +556,17 @@ against the raw floor only and SUMM (a database-backed search) against the engin
 HTTP answer: the total, the docIds of both pages (`@timestamp` desc, then docId desc), the facet
 buckets in order (keys compared as normalized keywords: the spelling shown may differ), the
 histogram buckets. Any difference fails the run with the list of differences.
+
+**No search regression.** The target (every class within 10% of the committed figures) compares two
+commits, and figures from two runs do not compare on a shared machine: the same code's medians
+moved 2-3x between sessions. So after the rounds the server is stopped, its data directory copied,
+and the commit of the committed figures (`code.commit` of `bench-results/<name>.json` at HEAD;
+`--baseline <commit>` names another, `--baseline none` skips it) is extracted beside this code
+(`seclake/bench/baseline.py`: `git archive`, its compiled modules this build's where their source
+is the same, compiled with Cython otherwise) and serves the copy while this code serves the lake;
+every class runs over HTTP on both, in pairs whose order alternates, and the ratio of medians is
+judged. The baseline's answers are compared with this code's; a difference (a fix since) is listed,
+not failed. The report names the directory the baseline's server loaded its modules from.
 
 **Ratios.** HTTP / raw is seclake's cost over its own engine (target ≤ 1.25x); HTTP / best peer
 compares with the faster of DuckDB and SQLite (target < 1x: faster than every peer); HTTP / engine

@@ -24,6 +24,7 @@ from typing import Any
 from seclake.bench import data as bench_data
 from seclake.bench.agree import Agreement
 from seclake.bench.classes import CLASSES, QueryClass
+from seclake.bench.cpu import loop_seconds
 from seclake.bench.ingest import cli_against_http, du_bytes, http_ingest, scaling_ingest, wait_quiet
 from seclake.bench.rawingest import raw_ingest
 from seclake.cli.collector import quiet_collector
@@ -69,6 +70,9 @@ class BenchOptions:
     peers: bool = True
     keep_data: bool = False
     cluster: bool = False  # also serve the 1x lake in cluster mode (seclake/bench/cluster.py; needs Ray)
+    # The code the 1x lake is also served by, side by side (bench/baseline.py): a commit,
+    # "committed" (the commit of the committed figures of this run's name), or None.
+    baseline: str | None = "committed"
     parse_lines: int = 10_000  # lines per format of the parse-rate stage (0: skip it)
     classes: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in CLASSES))
 
@@ -148,7 +152,8 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
         "name": opts.run_name(),
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(opts).items()},
-        "machine": {"cpus": _cpus(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": {"cpus": _cpus(), "python": platform.python_version(), "platform": platform.platform(),
+                    "loop_seconds": loop_seconds()},
         "code": _code(),
         "classes": {c.name: {"title": c.title, "lucene": c.lucene, "days": c.days, "kind": c.kind,
                              "needle": c.needle, "engines": list(c.engines), "requests": len(requests_of(c))}
@@ -158,6 +163,7 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
     }
     agreement = Agreement()
     failures: list[str] = []
+    tree = _baseline(opts, root, results, log) if 1 in opts.scales else None
 
     if opts.parse_lines:
         from seclake.bench.parsing import STAGE, parse_rates
@@ -336,6 +342,16 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
                 sr["server_rss_anon_kb_after_queries"] = server.status_kb("RssAnon")
                 sr["server_rss_file_kb_after_queries"] = server.status_kb("RssFile")
 
+            if full and tree is not None:
+                from seclake.bench.baseline import PAIRS, BaselineUnavailable, side_by_side
+
+                peak_rss.append(server.peak_rss_kb() or 0)  # the server restarts (its peak with it)
+                with log.stage(f"{scale}x: HTTP side by side with {tree.commit[:12]}, {PAIRS} pairs per class"):
+                    try:
+                        sr["baseline"] = side_by_side(server, engines["http"], tree, sdir, classes)
+                    except BaselineUnavailable as e:
+                        sr["baseline"] = {**tree.to_json(), "skipped": str(e)}
+
             if full and opts.load_seconds > 0:
                 rate = sr["ingest_http"]["events_per_second"] or 5000
                 load_lines = int(min(max(rate * opts.load_seconds * 1.5, 20_000), opts.events * 2))
@@ -358,6 +374,9 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
         if not opts.keep_data:
             shutil.rmtree(sdir / "batches", ignore_errors=True)
             shutil.rmtree(sdir / "load-batches", ignore_errors=True)
+
+    if tree is not None and not opts.keep_data:
+        shutil.rmtree(tree.path, ignore_errors=True)
 
     if opts.cluster and 1 in opts.scales:
         from seclake.bench.cluster import available, run_cluster
@@ -386,6 +405,28 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
             echo("MISMATCH " + line)
         raise BenchFailed("; ".join(failures))
     return results
+
+
+def _baseline(opts: BenchOptions, root: Path, results: dict[str, Any], log: Log):
+    """The baseline's code, extracted and built, or None (why: ``results["baseline"]``)."""
+    from seclake.bench.baseline import BaselineUnavailable, committed_commit, extract
+
+    ref = opts.baseline
+    if ref == "committed":
+        ref = committed_commit(opts.run_name())
+        if ref is None:
+            results["baseline"] = {"skipped": f"no committed figures named {opts.run_name()} (bench-results/)"}
+            return None
+    if not ref:
+        return None
+    with log.stage(f"extract and build the baseline {ref[:12]}"):
+        try:
+            tree = extract(ref, root / "baseline-code")
+        except (BaselineUnavailable, OSError) as e:
+            results["baseline"] = {"skipped": f"{ref}: {e}"}
+            return None
+    results["baseline"] = {**tree.to_json(), "named": opts.baseline}
+    return tree
 
 
 def _cpus() -> int:

@@ -25,6 +25,7 @@ def bench(
     peers: Annotated[bool, typer.Option(help="Load and time DuckDB and SQLite FTS5.")] = True,
     keep_data: Annotated[bool, typer.Option(help="Keep the generated batch files.")] = False,
     cluster: Annotated[bool, typer.Option(help="Also serve the 1x lake in cluster mode (local Ray head, 1 then 2 searchers) beside embedded; needs the cluster extra.")] = False,
+    baseline: Annotated[str, typer.Option(help="Commit served beside this code on the 1x lake, its HTTP timed in turns (the no-regression target): 'committed' is the commit of the committed figures (bench-results/<name>.json at HEAD), 'none' skips it.")] = "committed",
     parse_lines: Annotated[int, typer.Option(min=0, help="Lines per format of the parse-rate stage (0 skips it).")] = 10_000,
     only: Annotated[str | None, typer.Option(help="Comma-separated classes to run (default: all).", show_default=False)] = None,
     report_only: Annotated[Path | None, typer.Option(help="Rewrite --out from this results JSON; run nothing.", exists=True, dir_okay=False, show_default=False)] = None,
@@ -67,7 +68,8 @@ def bench(
     opts = BenchOptions(events=events, days=days, scales=scales, reps=reps, reps_scaled=reps_scaled,
                         load_seconds=load_seconds, clients=clients, out=out, results=results, data_dir=data_dir,
                         name=name, cli_ingest=cli_ingest, cli_events=cli_events or None, peers=peers, keep_data=keep_data, classes=chosen,
-                        cluster=cluster, parse_lines=parse_lines)
+                        cluster=cluster, parse_lines=parse_lines,
+                        baseline=None if baseline == "none" else baseline)
     try:
         run(opts, echo=lambda s: typer.echo(s, err=True))
     except BenchFailed as e:

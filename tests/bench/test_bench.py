@@ -12,6 +12,7 @@ from seclake.bench import data as bench_data
 from seclake.bench import formats
 from seclake.bench.agree import Agreement, differences
 from seclake.bench.classes import BY_NAME, CLASSES, Answer
+from seclake.bench.report import ms
 from seclake.bench.runner import WIRE_PAIRS, BenchFailed, BenchOptions, _turns, run, stats
 
 
@@ -109,7 +110,7 @@ def test_every_class_has_a_peer_query_and_a_window():
 def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     out, results = tmp_path / "benchmarks.md", tmp_path / "tiny.json"
     opts = BenchOptions(events=20_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
-                        data_dir=tmp_path / "data", cli_ingest=False, parse_lines=200)
+                        data_dir=tmp_path / "data", cli_ingest=False, parse_lines=200, baseline="HEAD")
     try:
         r = run(opts, echo=lambda s: None)
     except BenchFailed as e:  # a disagreement is a failure of seclake or of the harness: show it
@@ -158,6 +159,8 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
         assert parsed["parse workers"] > 0 and scaling[2]["cpu"]["us_per_line"]["parse workers"] == 0
         assert "Parse workers (the same sample on 2 cores again" in text
     assert json.loads(results.read_text())["name"] == r["name"]
+    # How fast the machine ran, for comparing absolute figures with another run's.
+    assert f"took {r['machine']['loop_seconds'] * 1000:.0f} ms at the start" in text
     # The report says whether the compiled per-record path was measured.
     from seclake import native
 
@@ -172,6 +175,20 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     assert {"Zeek conn", "Okta", "Cisco ASA", "FortiGate (kv)", "raw (unparsed)"} <= set(parsing)
     assert all(p["lines_per_second"] > 0 and p["own_fields_lines_per_second"] > 0 for p in parsing.values())
     assert "## Parsing, one core" in text and "| Zeek conn |" in text
+    # The no-regression target, side by side: HEAD's code served a copy of the lake from a
+    # directory of its own, gave every class the same answers, and each got a ratio.
+    base = one["baseline"]
+    assert base["loaded_from"] == [str((tmp_path / "data" / r["name"] / "baseline-code").resolve())]
+    timed = {name: row for name, row in base["classes"].items()}
+    assert set(timed) == {qc.name for qc in CLASSES if "http" in qc.engines}
+    for name, row in timed.items():
+        assert row["differences"] == [], name
+        assert row["ratio"] == pytest.approx(row["current"] / row["baseline"]) and row["ratio"] > 0
+    section = text.split("## No search regression")[1].split("## ")[0]
+    assert f"by commit `{base['commit'][:12]}`" in section and f"{base['pairs']} pairs" in section
+    q2 = timed["Q2"]
+    assert f"| Q2 | {ms(q2['baseline'])} | {ms(q2['current'])} | {q2['ratio']:.2f}x |" in section
+    assert not (tmp_path / "data" / r["name"] / "baseline-code").exists()  # removed with the data
 
 
 def test_both_split_formats_answer_every_bench_class_the_same(capsys, tmp_path, monkeypatch):
