@@ -217,9 +217,10 @@ def side_by_side(server: Any, http: Any, tree: Tree, workdir: Path, classes: lis
             row: dict[str, Any] = {}
             try:
                 for _ in range(2):  # warm both, and compare their answers
-                    mine, theirs = http.run(qc), old.run(qc)
-            except RuntimeError as e:  # the baseline cannot answer it (a call or a syntax it lacks)
-                out["classes"][qc.name] = {"error": str(e)[:300]}
+                    mine = http.run(qc)
+                    theirs = old.run(qc)
+            except Exception as e:  # noqa: BLE001 - the baseline cannot answer it (a call, a syntax it lacks)
+                out["classes"][qc.name] = {"error": f"{type(e).__name__}: {e}"[:300]}
                 continue
             row["differences"] = differences(mine, theirs)
             took: dict[str, list[float]] = {"current": [], "baseline": []}

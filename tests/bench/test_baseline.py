@@ -52,3 +52,21 @@ def _changed_sources() -> list[str]:
     """Listed modules the working tree changed since HEAD (they are compiled or interpreted, not reused)."""
     changed = set(_git("diff", "--name-only", "HEAD").split())
     return [n for n in native.MODULES if str(native.source_of(n).relative_to(repository())) in changed]
+
+
+def test_a_changed_module_without_a_compiler_runs_from_its_source_and_says_so(tmp_path, monkeypatch):
+    import importlib.util
+
+    from seclake.bench import baseline
+
+    # As if the commit's search/root.py differed from this checkout's, on a machine without Cython.
+    monkeypatch.setattr(baseline, "_unchanged", lambda root, commit, source: source != "seclake/search/root.py")
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "Cython" else real_find_spec(name, *a))
+    tree = extract("HEAD", tmp_path / "base")
+    assert tree.interpreted == ["seclake.search.root"] and "seclake.search.root" not in tree.reused
+    assert tree.to_json()["interpreted"] == ["seclake.search.root"]
+    probe = "import seclake.search.root as r; print(r.__file__)"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=repository(), capture_output=True, text=True,
+                          env={**os.environ, **tree.env()}, check=True)
+    assert done.stdout.strip() == str((tmp_path / "base" / "seclake" / "search" / "root.py").resolve())
