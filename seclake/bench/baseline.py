@@ -213,8 +213,8 @@ def side_by_side(server: Any, http: Any, tree: Tree, workdir: Path, classes: lis
     out: dict[str, Any] = {**tree.to_json(), "pairs": pairs, "classes": {}, "loaded_from": loaded_from(base.proc.pid)}
     try:
         old = HttpEngine(base.url, base.token or "", http.ids)
+        timed = []
         for qc in [c for c in classes if "http" in c.engines]:
-            row: dict[str, Any] = {}
             try:
                 for _ in range(2):  # warm both, and compare their answers
                     mine = http.run(qc)
@@ -222,17 +222,25 @@ def side_by_side(server: Any, http: Any, tree: Tree, workdir: Path, classes: lis
             except Exception as e:  # noqa: BLE001 - the baseline cannot answer it (a call, a syntax it lacks)
                 out["classes"][qc.name] = {"error": f"{type(e).__name__}: {e}"[:300]}
                 continue
-            row["differences"] = differences(mine, theirs)
-            took: dict[str, list[float]] = {"current": [], "baseline": []}
-            order = [("current", http), ("baseline", old)]
-            for i in range(pairs):
+            out["classes"][qc.name] = {"differences": differences(mine, theirs)}
+            timed.append(qc)
+        # In rounds over the classes, as the wire pairs (runner.py): a burst of the machine's
+        # other work falls on a few pairs of each class, not on every pair of one.
+        took = {qc.name: {"current": [], "baseline": []} for qc in timed}
+        order = [("current", http), ("baseline", old)]
+        for i in range(pairs):
+            for qc in timed:
                 for name, engine in order if i % 2 else order[::-1]:
                     started = time.perf_counter()
                     engine.run(qc)
-                    took[name].append(time.perf_counter() - started)
-            row.update({name: statistics.median(s) for name, s in took.items()})
-            row["ratio"] = row["current"] / row["baseline"]
-            out["classes"][qc.name] = row
+                    took[qc.name][name].append(time.perf_counter() - started)
+        for name, t in took.items():
+            # Judged on the pairs' own ratios: the two of a pair ran back to back, so a drift
+            # of the machine's speed over the stage weighs on both (the same code on both sides,
+            # 2M events: pair ratios 0.94-1.07, ratios of the medians 0.97-1.13).
+            out["classes"][name].update(current=statistics.median(t["current"]),
+                                        baseline=statistics.median(t["baseline"]),
+                                        ratio=statistics.median([c / b for c, b in zip(t["current"], t["baseline"])]))
         old.close()
     finally:
         base.stop()
