@@ -9,6 +9,9 @@ locked" when another writer got there between its read and its write.
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,6 +63,14 @@ class Database:
             _configure_sqlite(self.engine)
         else:
             self.engine = create_engine(self.url, pool_pre_ping=True)
+        # Counter reads (``read_counter``) on a SQLite file: one connection per
+        # thread, dropped with it (the set holds them weakly, to close at dispose).
+        database = self.url.database
+        plain_file = self.is_sqlite and database and database != ":memory:" and not database.startswith("file:") \
+            and not self.url.query
+        self._reader_path: str | None = database if plain_file else None
+        self._readers = threading.local()
+        self._opened_readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._write_sessions = sessionmaker(
             self.engine.execution_options(**{_BEGIN: "BEGIN IMMEDIATE"}), expire_on_commit=False
@@ -75,10 +86,23 @@ class Database:
     def read_counter(self, table: str) -> int:
         """``value`` of row 1 of a change counter table (access_generation, rule_generation), as committed now.
 
-        Read on every call, so through the pooled DB-API connection directly:
-        the SQL layer's statement handling would cost eight times the read.
-        ``table`` is a constant of the caller, never input.
+        Read on every call, so never through the SQL layer (its statement
+        handling cost eight times the read). On a SQLite file, each thread
+        reads on a connection of its own, kept for the thread's life: the
+        pool's checkout and reset around a read through the engine cost ~7x
+        the read itself (112 against 15 µs per read, measured here), a tenth
+        of a search call's time outside the search. Autocommit: every read
+        sees what is committed at that moment (WAL mode: readers never wait
+        for the writer). ``table`` is a constant of the caller, never input.
         """
+        if self._reader_path is not None:
+            reader = getattr(self._readers, "reader", None)
+            if reader is None:
+                reader = self._readers.reader = _Reader(sqlite3.connect(
+                    self._reader_path, timeout=30, isolation_level=None, check_same_thread=False))
+                self._opened_readers.add(reader)
+            row = reader.connection.execute(f"SELECT value FROM {table} WHERE id = 1").fetchone()
+            return int(row[0]) if row else 0
         connection = self.engine.raw_connection()
         try:
             cursor = connection.cursor()
@@ -116,7 +140,19 @@ class Database:
             command.upgrade(config, revision)
 
     def dispose(self) -> None:
+        for reader in list(self._opened_readers):
+            reader.connection.close()
+        self._readers = threading.local()
         self.engine.dispose()
+
+
+class _Reader:
+    """A thread's counter-reading connection (a holder: sqlite3's connections take no weak references)."""
+
+    __slots__ = ("connection", "__weakref__")
+
+    def __init__(self, connection: sqlite3.Connection):
+        self.connection = connection
 
 
 def _configure_sqlite(engine: Engine) -> None:

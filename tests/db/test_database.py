@@ -110,3 +110,32 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path) -> None:
         assert c.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert c.execute(text("PRAGMA foreign_keys")).scalar() == 1
     db.dispose()
+
+
+def test_a_counter_change_is_read_at_once_by_every_thread_and_by_another_node(database_url: str) -> None:
+    # The token check reads the access generation on every call (one connection per
+    # thread on SQLite): a change committed through the engine, or by another process
+    # sharing the database, must be what the very next read returns, in any thread.
+    import threading
+
+    from sqlalchemy import update
+
+    from seclake.db.models import AccessGeneration
+
+    db, other = Database(database_url), Database(database_url)
+    db.migrate()
+    start = db.read_counter("access_generation")
+    seen: list[int] = []
+    reader = threading.Thread(target=lambda: seen.append(db.read_counter("access_generation")))
+    for n, writer in enumerate((db, other, db), start=1):
+        with writer.session(write=True) as s:
+            s.execute(update(AccessGeneration).where(AccessGeneration.id == 1).values(value=AccessGeneration.value + 1))
+        assert db.read_counter("access_generation") == start + n
+    reader.start()
+    reader.join()
+    assert seen == [start + 3]
+    db.dispose()
+    other.dispose()
+    # A disposed database reads again (a new connection), and sees the same.
+    assert db.read_counter("access_generation") == start + 3
+    db.dispose()
