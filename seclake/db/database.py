@@ -68,7 +68,8 @@ class Database:
         database = self.url.database
         plain_file = self.is_sqlite and database and database != ":memory:" and not database.startswith("file:") \
             and not self.url.query
-        self._reader_path: str | None = database if plain_file else None
+        # Resolved now, as the engine's first connection (the migration at start) resolves it.
+        self._reader_path: str | None = str(Path(database).resolve()) if plain_file else None
         self._readers = threading.local()
         self._opened_readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
