@@ -196,6 +196,7 @@ def side_by_side(server: Any, http: Any, tree: Tree, workdir: Path, classes: lis
     """
     from seclake.bench.agree import differences
     from seclake.bench.engines import HttpEngine
+    from seclake.bench.runner import _turns
     from seclake.bench.server import Server
 
     copy = workdir / "baseline-lake"
@@ -228,12 +229,12 @@ def side_by_side(server: Any, http: Any, tree: Tree, workdir: Path, classes: lis
         # In rounds over the classes, as the wire pairs (runner.py): a burst of the machine's
         # other work falls on a few pairs of each class, not on every pair of one.
         took = {qc.name: {"current": [], "baseline": []} for qc in timed}
-        order = [("current", http), ("baseline", old)]
+        engines = {"current": http, "baseline": old}
         for i in range(pairs):
             for qc in timed:
-                for name, engine in order if i % 2 else order[::-1]:
+                for name in _turns(list(engines), i):  # each first in turn, as in the wire pairs
                     started = time.perf_counter()
-                    engine.run(qc)
+                    engines[name].run(qc)
                     took[qc.name][name].append(time.perf_counter() - started)
         for name, t in took.items():
             # Judged on the pairs' own ratios: the two of a pair ran back to back, so a drift

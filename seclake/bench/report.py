@@ -363,11 +363,9 @@ def _baseline_section(extracted: dict | None, timed: dict | None, classes: dict)
     from seclake.bench.baseline import MAX_RATIO
 
     out = ["## No search regression: this code against the committed figures' code, side by side", ""]
-    if not extracted or extracted.get("skipped") or not timed:
-        why = (timed or {}).get("skipped") or (extracted or {}).get("skipped") or "not run (--baseline none)"
-        return out + [f"Not measured: {why}.", ""]
-    if timed.get("skipped"):
-        return out + [f"Not measured: {timed['skipped']}.", ""]
+    why = (extracted or {}).get("skipped") or (timed or {}).get("skipped")
+    if why or not extracted or not timed:
+        return out + [f"Not measured: {why or 'not run (--baseline none)'}.", ""]
     built = f"{timed['reused']} of its compiled modules this build's (the same source), {timed['compiled']} compiled for it"
     if timed["interpreted"]:
         built += f", **{len(timed['interpreted'])} run from source** ({', '.join(timed['interpreted'][:5])})"
