@@ -139,3 +139,40 @@ def test_a_counter_change_is_read_at_once_by_every_thread_and_by_another_node(da
     # A disposed database reads again (a new connection), and sees the same.
     assert db.read_counter("access_generation") == start + 3
     db.dispose()
+
+
+_READ_WHILE_DISPOSED = """
+import sys, threading
+from seclake.db.database import Database
+db = Database(sys.argv[1])
+db.migrate()
+expected = db.read_counter("access_generation")
+wrong, stop = [], threading.Event()
+def read():
+    while not stop.is_set():
+        value = db.read_counter("access_generation")
+        if value != expected:
+            wrong.append(value)
+readers = [threading.Thread(target=read) for _ in range(3)]
+for t in readers:
+    t.start()
+for _ in range(300):
+    db.dispose()
+stop.set()
+for t in readers:
+    t.join()
+print("wrong", wrong)
+"""
+
+
+def test_disposing_while_other_threads_read_the_counter_neither_crashes_nor_fails_a_read(tmp_path) -> None:
+    # A service stopping (dispose) while request threads still check tokens: the
+    # sqlite3 module crashes the process when a connection is closed under a
+    # running statement, so the crash is looked for in a process of its own.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _READ_WHILE_DISPOSED, f"sqlite:///{tmp_path / 'meta.db'}"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    assert done.stdout.strip() == "wrong []"
