@@ -9,13 +9,15 @@ PYTEST_ARGS ?=
 run: $(VENV)/.installed
 	$(BIN)/seclake up
 
+# PYTHONFAULTHANDLER: a crash (SIGSEGV in a C extension) prints every thread's
+# Python stack, also after pytest's own fault handler is gone at its exit.
 test: $(VENV)/.installed-test web-test-tools
-	./scripts/test-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+	PYTHONFAULTHANDLER=1 ./scripts/test-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Cluster mode's tests alone (a real Ray cluster on 127.0.0.1; installs the cluster extra).
 test-cluster: $(VENV)/.installed-test
 	$(BIN)/python -m pip install --quiet -e ".[cluster]"
-	./scripts/test-postgres.sh $(BIN)/python -m pytest tests/cluster $(PYTEST_ARGS)
+	PYTHONFAULTHANDLER=1 ./scripts/test-postgres.sh $(BIN)/python -m pytest tests/cluster $(PYTEST_ARGS)
 
 # Node test tools, each from its package-lock.json: tests/web (playwright-core;
 # the browser is the Debian chromium package) and tests/clients (the public
