@@ -10,7 +10,9 @@
   ``PayloadTooLarge`` is raised at once, so a gzip bomb costs at most
   ``max_bytes`` of work and one chunk of memory;
 - text is UTF-8 with invalid bytes replaced (U+FFFD): a line with one bad byte
-  is still worth keeping; a UTF-8 BOM at the start is dropped;
+  is still worth keeping; a UTF-8 BOM at the start is dropped; a body in another
+  encoding (an HTTP sender's declared charset, ``text_encoding``) is made UTF-8
+  first by ``transcode``;
 - lines end at ``\\n``; a ``\\r`` before it is dropped;
 - a line longer than ``max_line_bytes`` is cut to it (``truncated=True``),
   backed off so no UTF-8 character is split; the rest up to the next newline
@@ -24,6 +26,7 @@ when the problem is reached; lines before it have already been yielded.
 
 from __future__ import annotations
 
+import codecs
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -143,6 +146,35 @@ def measure(source: bytes | bytearray | memoryview, *, compressed: bool | None =
         size += len(chunk)
         last = chunk[-1:]
     return lines + (last != b"\n"), size
+
+
+def text_encoding(charset: str | None) -> str | None:
+    """The codec of a body sent in ``charset`` (a Content-Type's parameter), or
+    None when its bytes are read as they are: UTF-8, ASCII (a subset of it) or
+    none declared. ``ValidationFailed`` names a charset that is not a text
+    encoding (an unknown name, or a codec such as ``base64``)."""
+    if not charset:
+        return None
+    try:
+        name = codecs.lookup(charset).name
+        b"a".decode(name, "replace")  # LookupError for codecs that are not text encodings
+    except (LookupError, ValueError):
+        raise ValidationFailed("Content-Type", f"charset {charset[:80]!r} is not a text encoding") from None
+    return None if name in ("utf-8", "ascii") else name
+
+
+def transcode(source: bytes | bytearray | memoryview, encoding: str, *, compressed: bool | None, max_bytes: int) -> bytes:
+    """The body in UTF-8, read in ``encoding`` (gzip undone and ``max_bytes``
+    applied first, as ``iter_lines`` would); undecodable bytes become U+FFFD.
+
+    Java's HTTP clients send text as ISO-8859-1 unless told otherwise: read as
+    UTF-8, every accented letter of such a body would be lost."""
+    decoder = codecs.getincrementaldecoder(encoding)("replace")
+    out = bytearray()
+    for chunk in _decoded(source, compressed, max_bytes):
+        out += decoder.decode(chunk).encode("utf-8", "replace")  # "replace": a lone surrogate (UTF-7, UTF-16)
+    out += decoder.decode(b"", final=True).encode("utf-8", "replace")
+    return bytes(out)
 
 
 def _decoded(source: bytes | bytearray | memoryview | BinaryIO, compressed: bool | None, max_bytes: int) -> Iterator[bytes]:

@@ -144,10 +144,37 @@ def test_flows_in_both_layouts_land_in_the_flow_dataset(lake_server):
     assert _search(lake_server, token, "sip:10.0.0.5")["hits"]["total"] == 0
 
 
+def test_a_body_in_the_charset_its_content_type_names_keeps_its_letters(lake_server):
+    # Java's HTTP clients (the fluency_import_api client among them) send text
+    # as ISO-8859-1 and say so; read as UTF-8, every accented letter was lost.
+    token = lake_server.login()
+    line = "user=jos\u00e9 action=login city=M\u00fcnchen note=\u00bfqu\u00e9?"
+    latin = line.encode("iso-8859-1")
+    for vendor, body, encoding in (("latin1", latin, None), ("latin1gz", gzip.compress(latin), "gzip"),
+                                   ("cp1252", "user=\u20acuro".encode("cp1252"), None)):
+        charset = "windows-1252" if vendor == "cp1252" else "ISO-8859-1"
+        headers = {"Content-Type": f"text/plain; charset={charset}"}
+        if encoding:
+            headers["Content-Encoding"] = encoding
+        r = _import(lake_server, token, vendor, body, headers=headers)
+        assert r.status_code == 200 and r.json()["response"]["accepted"] == 1, r.text
+    hits = _wait_for(lake_server, token, "@source:latin1 OR @source:latin1gz OR @source:cp1252", 3)["hits"]["hits"]
+    messages = sorted(h["_source"]["@message"] for h in hits)
+    assert messages == sorted([line, line, "user=\u20acuro"])
+    assert _search(lake_server, token, 'user:"jos\u00e9"')["hits"]["total"] == 2
+    # Without a charset (or with UTF-8's), bytes are UTF-8 as before: the Latin-1 byte is replaced.
+    r = _import(lake_server, token, "plain", latin, headers={"Content-Type": "text/plain"})
+    assert r.json()["response"]["accepted"] == 1
+    plain = _wait_for(lake_server, token, "@source:plain", 1)["hits"]["hits"][0]["_source"]["@message"]
+    assert plain.startswith("user=jos\ufffd ")
+
+
 @pytest.mark.parametrize(
     ("vendor", "params", "headers", "needle"),
     [
         ("bad vendor!", {}, {}, "vendor"),
+        ("ok", {}, {"Content-Type": "text/plain; charset=no-such-charset"}, "Content-Type"),
+        ("ok", {}, {"Content-Type": "text/plain; charset=base64"}, "not a text encoding"),
         ("ok", {"type": "alert"}, {}, "type"),
         ("ok", {"format": "xml"}, {}, "format"),
         ("ok", {"customer": "x" * 500}, {}, "customer"),

@@ -165,3 +165,31 @@ def test_measure_counts_what_iter_lines_would_read(body: bytes) -> None:
 def test_measure_keeps_the_size_cap() -> None:
     with pytest.raises(PayloadTooLarge):
         measure(gzip.compress(b"a\n" * 100_000), max_bytes=1000)
+
+
+@pytest.mark.parametrize(("charset", "codec"), [
+    (None, None), ("", None), ("utf-8", None), ("UTF8", None), ("us-ascii", None),
+    ("iso-8859-1", "iso8859-1"), ("latin1", "iso8859-1"), ("windows-1252", "cp1252"), ("utf-16", "utf-16"),
+])
+def test_a_declared_charset_names_its_codec_and_utf8_needs_none(charset, codec) -> None:
+    assert reader.text_encoding(charset) == codec
+
+
+@pytest.mark.parametrize("charset", ["no-such-thing", "base64", "rot13", "zlib", "../../etc/passwd", "x" * 10_000])
+def test_a_charset_that_is_no_text_encoding_is_refused_naming_the_header(charset) -> None:
+    with pytest.raises(ValidationFailed) as e:
+        reader.text_encoding(charset)
+    assert e.value.field == "Content-Type" and len(str(e.value)) < 300
+
+
+def test_transcoding_reads_the_declared_encoding_across_chunks_and_gzip(monkeypatch) -> None:
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 3)  # a character cut between two chunks
+    text = "caf\u00e9 \u20ac1\nna\u00efve\n"
+    assert reader.transcode(text.encode("utf-16"), "utf-16", compressed=None, max_bytes=MB) == text.encode()
+    latin = "caf\u00e9\nna\u00efve\n".encode("iso-8859-1")
+    assert reader.transcode(gzip.compress(latin), "iso8859-1", compressed=None, max_bytes=MB) == "caf\u00e9\nna\u00efve\n".encode()
+    # Undecodable bytes are replaced, as in UTF-8 bodies; the size cap holds on the body as sent.
+    assert reader.transcode(b"a\x81b", "cp1252", compressed=False, max_bytes=MB) == "a\ufffdb".encode()
+    with pytest.raises(PayloadTooLarge):
+        reader.transcode(gzip.compress(b"x" * 5000), "iso8859-1", compressed=None, max_bytes=1000)
+

@@ -1,6 +1,8 @@
 """Raw log import: ``POST /api/import/{vendor}`` with a text body (plain or gzip).
 
-Query parameters: ``type`` (event or flow, default event), ``format``
+The body's text is UTF-8 unless its Content-Type names another charset
+(Java's HTTP clients send ``text/plain; charset=ISO-8859-1``): it is then
+read in that encoding. Query parameters: ``type`` (event or flow, default event), ``format``
 (auto, jsonl, syslog, cef, kv; default auto), ``customer`` (set as
 ``@customer`` on every record, over any customer a line names, so a line
 cannot file itself under another tenant). The reply comes after every
@@ -22,6 +24,7 @@ for another import 422, a key whose first import is still being stored 409.
 
 from __future__ import annotations
 
+from email.message import Message
 from typing import Any
 
 from seclake.api.body import read_capped
@@ -29,7 +32,7 @@ from seclake.api.registry import CallContext, raw_route
 from seclake.api.reply import ImportReport
 from seclake.api.threads import in_thread
 from seclake.errors import ValidationFailed
-from seclake.ingest.reader import GZIP_MAGIC
+from seclake.ingest.reader import GZIP_MAGIC, text_encoding, transcode
 from seclake.ingest.vendor import validate_vendor
 from seclake.service.idempotency import HEADER, REPLAYED_HEADER, parse_key, user_scope
 from seclake.query.matcher import compile_matcher
@@ -54,10 +57,15 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
     if encoding not in ("", "identity", "gzip", "x-gzip"):
         raise ValidationFailed("Content-Encoding", f"must be gzip or absent, not {encoding!r}"[:200])
     compressed = True if encoding in ("gzip", "x-gzip") else (body[:2] == GZIP_MAGIC)
+    text = text_encoding(_charset(request.headers.get("content-type", "")))
     key = parse_key(request.headers.getlist(HEADER))
 
     def store() -> dict[str, Any]:
         assert ctx.caller is not None
+        nonlocal body, compressed
+        if text is not None:  # made UTF-8 here, in the call's thread (the size cap applies to the body as sent)
+            body = transcode(body, text, compressed=compressed, max_bytes=settings.max_import_bytes)
+            compressed = False
         # Keys are the caller's own: another user's same key is another key.
         scoped = (user_scope(ctx.services.db, ctx.caller.username), key) if key is not None else None
         # A sender writes only what its data policies would show it.
@@ -71,7 +79,7 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
             fmt=fmt,
             customer=customer,
             compressed=compressed,
-            max_bytes=settings.max_import_bytes,
+            max_bytes=max(settings.max_import_bytes, len(body)),  # UTF-8 may take more bytes than the charset sent
             key=scoped,
             admit=admit,
             max_memory=settings.max_import_memory_mb << 20,
@@ -89,3 +97,10 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
         **report,
         **{k: ids.number(report[k]) for k in ("firstDocId", "lastDocId") if report.get(k) is not None},
     }
+
+
+def _charset(content_type: str) -> str | None:
+    """The ``charset`` parameter of a Content-Type header, lowercased (None when absent)."""
+    header = Message()
+    header["content-type"] = content_type
+    return header.get_content_charset()
