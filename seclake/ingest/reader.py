@@ -164,17 +164,20 @@ def text_encoding(charset: str | None) -> str | None:
 
 
 def transcode(source: bytes | bytearray | memoryview, encoding: str, *, compressed: bool | None, max_bytes: int) -> bytes:
-    """The body in UTF-8, read in ``encoding`` (gzip undone and ``max_bytes``
-    applied first, as ``iter_lines`` would); undecodable bytes become U+FFFD.
+    """The body in UTF-8, read in ``encoding`` (gzip undone first); undecodable
+    bytes become U+FFFD. ``max_bytes`` caps the body as sent and its UTF-8
+    form alike (``PayloadTooLarge``), so a body takes no more memory here
+    than the same text sent in UTF-8 would.
 
     Java's HTTP clients send text as ISO-8859-1 unless told otherwise: read as
     UTF-8, every accented letter of such a body would be lost."""
     decoder = codecs.getincrementaldecoder(encoding)("replace")
     out = bytearray()
-    for chunk in _decoded(source, compressed, max_bytes):
-        out += decoder.decode(chunk).encode("utf-8", "replace")  # "replace": a lone surrogate (UTF-7, UTF-16)
-    out += decoder.decode(b"", final=True).encode("utf-8", "replace")
-    return bytes(out)
+    for chunk in (*_decoded(source, compressed, max_bytes), b""):
+        out += decoder.decode(chunk, final=not chunk).encode("utf-8", "replace")  # "replace": lone surrogates (UTF-7)
+        if len(out) > max_bytes:
+            raise _too_large(max_bytes)
+    return bytes(out)  # bytes, as imports take them (the memory budget checks bytes)
 
 
 def _decoded(source: bytes | bytearray | memoryview | BinaryIO, compressed: bool | None, max_bytes: int) -> Iterator[bytes]:

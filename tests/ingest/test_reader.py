@@ -188,8 +188,12 @@ def test_transcoding_reads_the_declared_encoding_across_chunks_and_gzip(monkeypa
     assert reader.transcode(text.encode("utf-16"), "utf-16", compressed=None, max_bytes=MB) == text.encode()
     latin = "caf\u00e9\nna\u00efve\n".encode("iso-8859-1")
     assert reader.transcode(gzip.compress(latin), "iso8859-1", compressed=None, max_bytes=MB) == "caf\u00e9\nna\u00efve\n".encode()
-    # Undecodable bytes are replaced, as in UTF-8 bodies; the size cap holds on the body as sent.
+    # Undecodable bytes are replaced, as in UTF-8 bodies; the size cap holds on the body
+    # as sent and on its UTF-8 form (1,000 Latin-1 letters take 2,000 bytes in UTF-8).
     assert reader.transcode(b"a\x81b", "cp1252", compressed=False, max_bytes=MB) == "a\ufffdb".encode()
     with pytest.raises(PayloadTooLarge):
         reader.transcode(gzip.compress(b"x" * 5000), "iso8859-1", compressed=None, max_bytes=1000)
+    assert len(reader.transcode(b"\xe9" * 500, "iso8859-1", compressed=False, max_bytes=1000)) == 1000
+    with pytest.raises(PayloadTooLarge):
+        reader.transcode(b"\xe9" * 501, "iso8859-1", compressed=False, max_bytes=1000)
 

@@ -63,7 +63,7 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
     def store() -> dict[str, Any]:
         assert ctx.caller is not None
         nonlocal body, compressed
-        if text is not None:  # made UTF-8 here, in the call's thread (the size cap applies to the body as sent)
+        if text is not None:  # made UTF-8 here, in the call's thread (the size cap holds on both forms)
             body = transcode(body, text, compressed=compressed, max_bytes=settings.max_import_bytes)
             compressed = False
         # Keys are the caller's own: another user's same key is another key.
@@ -79,7 +79,7 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
             fmt=fmt,
             customer=customer,
             compressed=compressed,
-            max_bytes=max(settings.max_import_bytes, len(body)),  # UTF-8 may take more bytes than the charset sent
+            max_bytes=settings.max_import_bytes,
             key=scoped,
             admit=admit,
             max_memory=settings.max_import_memory_mb << 20,
