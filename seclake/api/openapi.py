@@ -59,8 +59,11 @@ def openapi_document() -> dict[str, Any]:
                 {"name": "customer", "in": "query", "schema": {"type": "string"}},
                 {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}},
             ],
-            "requestBody": {"required": True, "content": {"text/plain": {"schema": {"type": "string"}},
-                                                          "application/gzip": {"schema": {"type": "string"}}}},
+            "requestBody": {"required": True,
+                            "description": "lines of text in UTF-8, or in the charset the Content-Type names "
+                                           "(text/plain; charset=ISO-8859-1); gzip by Content-Encoding or its magic bytes",
+                            "content": {"text/plain": {"schema": {"type": "string"}},
+                                        "application/gzip": {"schema": {"type": "string"}}}},
             "responses": {"200": {
                 "description": "the import's report, or an ERROR",
                 "headers": status_header,
