@@ -154,9 +154,18 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
     assert "floor: tantivy alone" in text and "x the tantivy floor" in text and "Disk at rest" in text
     assert "Where the CPU went over the HTTP ingest" in text and f"**{cpu['server']:.1f} µs**" in text
     scaling = one.get("ingest_scaling")
-    if scaling:  # taskset is there: 1 core, 2 cores, 2 cores with parse workers, which did parse
+    if scaling:  # taskset is there: 1 core and 2 in turns, then 2 cores with parse workers, which did parse
+        from seclake.bench.ingest import CORE_TURNS
+
         parsed = scaling["parse_workers"]["cpu"]["us_per_line"]
         assert parsed["parse workers"] > 0 and scaling[2]["cpu"]["us_per_line"]["parse workers"] == 0
+        # Each pinning ran as often as CORE_TURNS says; its row's rate is from the mean of its runs.
+        for cores in (1, 2):
+            row = scaling[cores]
+            assert len(row["turns"]) == CORE_TURNS.count(cores)
+            mean = sum(t["seconds"] + t["seconds_to_searchable"] for t in row["turns"]) / len(row["turns"])
+            assert row["searchable_events_per_second"] == pytest.approx(row["lines"] / mean)
+        assert "pinned with taskset, in turns, 1 core " in text and "rates from the means" in text
         assert "Parse workers (the same sample on 2 cores again" in text
     assert json.loads(results.read_text())["name"] == r["name"]
     # How fast the machine ran, for comparing absolute figures with another run's.
