@@ -497,8 +497,8 @@ the record stored in tantivy's store), one writer thread per core, on the same s
 timed from the first document to the end of the commit, in a process of its own started as
 seclake's split builders are, so both use the same C allocator (jemalloc where installed:
 tantivy's writer threads are allocator-bound; `seclake/storage/allocator.py`). The ingest target
-is 0.8x this floor, to searchable. (d) Scaling: (a) on the first 60,000 lines (`scaling_events`), on a fresh server
-pinned with `taskset` to one core and to two in turns (1, 2, 2, 1: a drift of the shared machine's speed
+is 0.8x this floor, to searchable. (d) Scaling: (a) on the first 100,000 lines (`scaling_events`), on a fresh server
+pinned with `taskset` to two cores and to one in turns (2, 1, 2: a drift of the shared machine's speed
 weighs on both; rates from the mean seconds), then on two again with parse workers (`parse_workers`:
 bodies parsed and the rules matched in worker processes). Disk at rest is the allocated size of the
 published split directories after merges settled, over the raw bytes of the lines imported

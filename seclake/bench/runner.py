@@ -66,9 +66,9 @@ class BenchOptions:
     name: str | None = None
     cli_ingest: bool = True
     cli_events: int | None = 200_000  # lines of the CLI ingest sample (None: all)
-    # Lines of each run of the 1-core / 2-core HTTP ingest comparison (None: skip); five runs
-    # (``ingest.CORE_TURNS`` and one with parse workers) of 60,000 take the time three of 100,000 took.
-    scaling_events: int | None = 60_000
+    # Lines of each run of the 1-core / 2-core HTTP ingest comparison (``ingest.CORE_TURNS``, then
+    # one with parse workers; None: skip).
+    scaling_events: int | None = 100_000
     peers: bool = True
     keep_data: bool = False
     cluster: bool = False  # also serve the 1x lake in cluster mode (seclake/bench/cluster.py; needs Ray)

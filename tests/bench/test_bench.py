@@ -165,7 +165,7 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
             assert len(row["turns"]) == CORE_TURNS.count(cores)
             mean = sum(t["seconds"] + t["seconds_to_searchable"] for t in row["turns"]) / len(row["turns"])
             assert row["searchable_events_per_second"] == pytest.approx(row["lines"] / mean)
-        assert "pinned with taskset, in turns, 1 core " in text and "rates from the means" in text
+        assert "pinned with taskset, in turns, 2 cores " in text and "rates from the means" in text
         assert "Parse workers (the same sample on 2 cores again" in text
     assert json.loads(results.read_text())["name"] == r["name"]
     # How fast the machine ran, for comparing absolute figures with another run's.
