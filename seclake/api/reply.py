@@ -314,6 +314,8 @@ class ListenerRow(Open):
     vendor: str
     type: str
     customer: str | None
+    charset: str | None = Field(default=None, description="The encoding a syslog listener reads its messages in "
+                                                          "(its URL's charset=, default utf-8); null for NetFlow.")
     connections: int = Field(description="TCP/TLS connections open now.")
     faults: dict[str, int] = Field(description="Refused connections, failed TLS handshakes, bad frames, timeouts...")
 

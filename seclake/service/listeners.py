@@ -13,11 +13,17 @@ URL``), one asyncio loop in a thread of its own for all of them. URLs:
   the version field (``ingest/netflow.py``), stored as flows;
 
 with ``vendor=`` (default ``syslog``, ``netflow``), ``customer=`` and ``type=event|flow``
-query parameters, as an import's URL has. Messages go the way imports go:
-parsed (RFC 3164 and 5424, with key=value, CEF or JSON inside; anything else
-kept raw), behavior rules, the write-ahead log; the sending address is kept
-in ``@fields.log.source.address``. A batch of 32 KiB and more (a busy TCP
-sender's read) is parsed in the parse workers where the node has them
+query parameters, as an import's URL has, and on syslog listeners ``charset=``
+(default ``utf-8``): RFC 3164 names no encoding, and devices and Windows
+forwarders set up in Latin-1 or cp1252 still send it; read as UTF-8 their
+accented letters would become U+FFFD. A frame that starts its message with
+the UTF-8 byte-order mark (RFC 5424 6.4) is UTF-8 whatever the listener
+says.
+
+Messages go the way imports go: parsed (RFC 3164 and 5424, with key=value,
+CEF or JSON inside; anything else kept raw), behavior rules, the write-ahead
+log; the sending address is kept in ``@fields.log.source.address``. A batch
+of 32 KiB and more (a busy TCP sender's read) is parsed in the parse workers where the node has them
 (setting ``parse_workers``), as an import body of that size is.
 
 What each transport can lose, and how it is seen:
@@ -57,7 +63,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from seclake.ingest.netflow import HOLD_SECONDS, NetflowError, Templates
 from seclake.ingest.netflow import decode as decode_netflow
-from seclake.ingest.reader import Line
+from seclake.ingest.reader import Line, text_encoding
 from seclake.ingest.record import new_record
 from seclake.ingest.vendor import validate_vendor
 from seclake.errors import SeclakeError, ValidationFailed
@@ -87,6 +93,7 @@ class ListenerSpec:
     cert: str | None = None
     key: str | None = None
     ca: str | None = None
+    charset: str = "utf-8"
 
     @property
     def name(self) -> str:
@@ -105,7 +112,7 @@ class ListenerSpec:
         if not parts.hostname or port is None:
             raise ValueError(f"listener {url!r}: give HOST:PORT, e.g. {parts.scheme}://0.0.0.0:5514")
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-        unknown = set(query) - {"vendor", "customer", "type", "cert", "key", "ca"}
+        unknown = set(query) - {"vendor", "customer", "type", "cert", "key", "ca", "charset"}
         if unknown:
             raise ValueError(f"listener {url!r}: unknown parameter(s) {', '.join(sorted(unknown))}")
         dataset = query.get("type", "event")
@@ -126,8 +133,30 @@ class ListenerSpec:
             raise ValueError(f"listener {url!r}: {e.message}") from None
         if parts.scheme == "syslog+tls" and not (query.get("cert") and query.get("key")):
             raise ValueError(f"listener {url!r}: TLS needs cert=FILE and key=FILE")
+        if "charset" in query and parts.scheme == "netflow":
+            raise ValueError(f"listener {url!r}: charset is for syslog listeners (NetFlow is binary)")
         return cls(url=url, scheme=parts.scheme, host=parts.hostname, port=port, vendor=vendor, dataset=dataset,
-                   customer=customer, cert=query.get("cert"), key=query.get("key"), ca=query.get("ca"))
+                   customer=customer, cert=query.get("cert"), key=query.get("key"), ca=query.get("ca"),
+                   charset=_charset(url, query.get("charset")))
+
+
+def _charset(url: str, name: str | None) -> str:
+    """The codec a syslog listener reads its frames in. Frames are cut on
+    newline bytes and octet counts are ASCII digits before the text is
+    decoded, so only encodings that write those as ASCII do (UTF-16 does not)."""
+    try:
+        codec = text_encoding(name) or "utf-8"
+    except ValidationFailed:
+        raise ValueError(f"listener {url!r}: charset {name[:80]!r} is not a text encoding") from None
+    probe = "\n\r 0123456789<>"
+    try:
+        ascii_compatible = probe.encode(codec) == probe.encode("ascii")
+    except (UnicodeError, LookupError):
+        ascii_compatible = False
+    if not ascii_compatible:
+        raise ValueError(f"listener {url!r}: charset {name[:80]!r} does not write newlines and digits as ASCII, "
+                         "so syslog frames cannot be told apart in it")
+    return codec
 
 
 @dataclass
@@ -279,7 +308,8 @@ class Listeners:
             faults = {name: dict(counts) for name, counts in self.faults.items()}
         # Not the URL itself: a TLS listener's names the key file, which callers need not see.
         listeners = [{"listener": s.name, "vendor": s.vendor, "type": s.dataset,
-                      "customer": s.customer, "faults": faults.get(s.name, {}),
+                      "customer": s.customer, "charset": None if s.scheme == "netflow" else s.charset,
+                      "faults": faults.get(s.name, {}),
                       "connections": self._connections.get(s.name, 0)} for s in self.specs]
         # The clients' collector model (ingext-api CollectorForWeb), one per listener.
         entries = [{"id": s.name, "name": s.name, "local": True, "ebpf": False,
@@ -345,7 +375,7 @@ class Listeners:
             return
         self._connections[spec.name] += 1
         loop = asyncio.get_running_loop()
-        framer = _Framer()
+        framer = _Framer(spec.charset)
         try:
             while True:
                 try:
@@ -373,7 +403,8 @@ class Listeners:
 class _Framer:
     """Messages out of a TCP byte stream: newline framing or RFC 6587 octet counting."""
 
-    def __init__(self) -> None:
+    def __init__(self, charset: str = "utf-8") -> None:
+        self.charset = charset
         self.buffer = b""
         self.octets: bool | None = None
         self.skipping = False  # newline framing: the rest of an overlong line is dropped
@@ -393,7 +424,7 @@ class _Framer:
         if self.octets or not self.buffer.strip() or self.skipping:
             return []
         text, self.buffer = self.buffer, b""
-        return [(_decode(text), False)]
+        return [(_decode(text, self.charset), False)]
 
     def _lines(self) -> list[tuple[str, bool]]:
         out = []
@@ -402,7 +433,7 @@ class _Framer:
             if cut < 0:
                 if len(self.buffer) > MAX_FRAME:
                     if not self.skipping:
-                        out.append((_decode(self.buffer[:MAX_FRAME]), True))
+                        out.append((_decode(self.buffer[:MAX_FRAME], self.charset), True))
                     self.skipping = True
                     self.buffer = b""
                 return out
@@ -412,7 +443,7 @@ class _Framer:
                 continue
             line = line.rstrip(b"\r")
             if line.strip():
-                out.append((_decode(line[:MAX_FRAME]), len(line) > MAX_FRAME))
+                out.append((_decode(line[:MAX_FRAME], self.charset), len(line) > MAX_FRAME))
 
     def _octet_frames(self) -> list[tuple[str, bool]]:
         out = []
@@ -436,11 +467,19 @@ class _Framer:
             frame = self.buffer[space + 1: space + 1 + n]
             self.buffer = self.buffer[space + 1 + n:]
             if frame.strip():
-                out.append((_decode(frame.rstrip(b"\r\n")), False))
+                out.append((_decode(frame.rstrip(b"\r\n"), self.charset), False))
 
 
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _decode(data: bytes, charset: str) -> str:
+    """A frame's text; bytes the charset cannot read become U+FFFD. An RFC 5424
+    message whose MSG begins with the BOM says it is UTF-8 (structured data of
+    any length may come before it, so the whole frame is searched, at C speed)."""
+    if charset != "utf-8" and UTF8_BOM in data:
+        charset = "utf-8"
+    return data.decode(charset, errors="replace")
 
 
 # -- UDP ------------------------------------------------------------------------
@@ -494,7 +533,7 @@ class _UdpBatch:
             for line in data.split(b"\n"):
                 line = line.rstrip(b"\r\x00")
                 if line.strip():
-                    messages.append((_decode(line[:MAX_FRAME]), len(line) > MAX_FRAME))
+                    messages.append((_decode(line[:MAX_FRAME], self.spec.charset), len(line) > MAX_FRAME))
         await self._store_each(self.owner.store, by_sender, sizes)
 
     async def _store_each(self, store: Any, by_sender: dict[str, list], sizes: dict[str, int]) -> None:

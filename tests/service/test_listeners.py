@@ -226,7 +226,47 @@ def test_framing_is_told_apart_and_bounded():
     assert bad.error and "not a length" in bad.error
 
 
+def test_a_listener_s_charset_reads_its_frames_and_a_bom_says_utf8():
+    latin = _Framer("iso8859-1")
+    assert latin.feed("<13>user josé from München\n".encode("latin-1")) == [("<13>user josé from München", False)]
+    counted = _Framer("cp1252")
+    frame = "<13>paid 5 € to Zoë".encode("cp1252")
+    assert counted.feed(b"%d " % len(frame) + frame) == [("<13>paid 5 € to Zoë", False)]
+    # RFC 5424: a MSG that starts with the BOM is UTF-8, whatever the listener reads.
+    bom = b"<13>1 2026-11-21T10:00:00Z host app - - - \xef\xbb\xbf" + "user josé".encode()
+    assert _Framer("iso8859-1").feed(bom + b"\n")[0][0].endswith("user josé")
+    # The default stays UTF-8; bytes it cannot read become U+FFFD, never an error.
+    assert _Framer().feed("josé\n".encode("latin-1")) == [("jos\ufffd", False)]
+
+
+def test_latin1_and_cp1252_senders_reach_search_with_their_letters(start_server):
+    """logger sends its message's bytes as given: here Latin-1 and cp1252, as
+    devices and Windows forwarders set up in those encodings do."""
+    udp, tcp = _free_port(socket.SOCK_DGRAM), _free_port()
+    srv = start_server(listeners=[f"syslog+udp://127.0.0.1:{udp}?vendor=latin&charset=latin1",
+                                  f"syslog+tcp://127.0.0.1:{tcp}?vendor=windows&charset=windows-1252"])
+    token = srv.login()
+    message = "Failed password for invalid user josé from 203.0.113.9 port 22 ssh2 site=München"
+    done = subprocess.run([b"logger", b"-n", b"127.0.0.1", b"-P", str(udp).encode(), b"-d", b"--rfc3164",
+                           b"-t", b"sshd", message.encode("latin-1")], capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([b"logger", b"-n", b"127.0.0.1", b"-P", str(tcp).encode(), b"-T", b"--octet-count",
+                           b"-t", b"fw", "amount=5€ owner=Zoë".encode("cp1252")], capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    latin = _wait(srv, token, "@source:latin", 1)["hits"]["hits"]
+    assert len(latin) == 1 and "josé" in latin[0]["_source"]["@message"] and "München" in latin[0]["_source"]["@message"]
+    assert _wait(srv, token, "@source:latin AND user.name:josé", 1)["hits"]["total"] == 1
+    windows = _wait(srv, token, "@source:windows", 1)["hits"]["hits"]
+    assert len(windows) == 1 and windows[0]["_source"]["@fields"]["owner"] == "Zoë"
+    assert windows[0]["_source"]["@fields"]["amount"] == "5€"
+    listed = {row["listener"]: row for row in srv.call("ds/collector_list", {}, token)["listeners"]}
+    assert listed[f"syslog+udp://127.0.0.1:{udp}"]["charset"] == "iso8859-1"
+
+
 @pytest.mark.parametrize("url,problem", [
+    ("syslog+udp://h:1?charset=klingon", "not a text encoding"), ("syslog+udp://h:1?charset=base64", "not a text encoding"),
+    ("syslog+tcp://h:1?charset=utf-16", "newlines and digits"), ("syslog+tcp://h:1?charset=utf-32-le", "newlines and digits"),
+    ("netflow://h:1?charset=latin1", "syslog listeners"),
     ("http://0.0.0.0:514", "scheme"), ("syslog+udp://0.0.0.0", "HOST:PORT"), ("syslog+tcp://h:1?type=x", "type"),
     ("syslog+tls://h:1", "cert=FILE"), ("syslog+udp://h:1?vendor=bad%20name", "vendor"), ("syslog+udp://h:1?x=1", "unknown"),
 ])
