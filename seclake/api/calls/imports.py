@@ -62,10 +62,8 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
 
     def store() -> dict[str, Any]:
         assert ctx.caller is not None
-        nonlocal body, compressed
-        if text is not None:  # made UTF-8 here, in the call's thread (the size cap holds on both forms)
-            body = transcode(body, text, compressed=compressed, max_bytes=settings.max_import_bytes)
-            compressed = False
+        # Made UTF-8 here, in the call's thread (the size cap holds on both forms).
+        utf8 = body if text is None else transcode(body, text, compressed=compressed, max_bytes=settings.max_import_bytes)
         # Keys are the caller's own: another user's same key is another key.
         scoped = (user_scope(ctx.services.db, ctx.caller.username), key) if key is not None else None
         # A sender writes only what its data policies would show it.
@@ -73,12 +71,12 @@ async def import_logs(ctx: CallContext, vendor: str) -> dict[str, Any]:
         restriction = ctx.caller.restriction(target, settings) if target is not None else None
         admit = None if restriction is None else Admission(compile_matcher(restriction, target), ctx.caller.username)
         return ctx.services.ingestion.import_body(
-            body,
+            utf8,
             vendor=vendor,
             dataset=dataset,
             fmt=fmt,
             customer=customer,
-            compressed=compressed,
+            compressed=compressed and text is None,
             max_bytes=settings.max_import_bytes,
             key=scoped,
             admit=admit,
