@@ -477,9 +477,12 @@ def _decode(data: bytes, charset: str) -> str:
     """A frame's text; bytes the charset cannot read become U+FFFD. An RFC 5424
     message whose MSG begins with the BOM says it is UTF-8 (structured data of
     any length may come before it, so the whole frame is searched, at C speed)."""
-    if charset != "utf-8" and UTF8_BOM in data:
-        charset = "utf-8"
-    return data.decode(charset, errors="replace")
+    if charset == "utf-8" or UTF8_BOM in data:
+        return data.decode("utf-8", errors="replace")
+    # Some codecs (utf-7, raw_unicode_escape) decode a sender's bytes to lone
+    # surrogates, which no JSON encoder takes: the log would refuse the whole
+    # batch, other senders' messages with it. Replaced here, as imports do.
+    return data.decode(charset, errors="replace").encode("utf-8", "replace").decode("utf-8")
 
 
 # -- UDP ------------------------------------------------------------------------

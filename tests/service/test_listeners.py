@@ -235,6 +235,9 @@ def test_a_listener_s_charset_reads_its_frames_and_a_bom_says_utf8():
     # RFC 5424: a MSG that starts with the BOM is UTF-8, whatever the listener reads.
     bom = b"<13>1 2026-11-21T10:00:00Z host app - - - \xef\xbb\xbf" + "user josé".encode()
     assert _Framer("iso8859-1").feed(bom + b"\n")[0][0].endswith("user josé")
+    # Codecs that decode to lone surrogates (which no JSON encoder takes): replaced.
+    assert _Framer("utf-7").feed(b"<13>x +2AA- y\n") == [("<13>x ? y", False)]
+    assert _Framer("raw-unicode-escape").feed(b"<13>x \\ud800 y\n") == [("<13>x ? y", False)]
     # The default stays UTF-8; bytes it cannot read become U+FFFD, never an error.
     assert _Framer().feed("josé\n".encode("latin-1")) == [("jos\ufffd", False)]
 
@@ -261,6 +264,20 @@ def test_latin1_and_cp1252_senders_reach_search_with_their_letters(start_server)
     assert windows[0]["_source"]["@fields"]["amount"] == "5€"
     listed = {row["listener"]: row for row in srv.call("ds/collector_list", {}, token)["listeners"]}
     assert listed[f"syslog+udp://127.0.0.1:{udp}"]["charset"] == "iso8859-1"
+
+
+def test_a_sender_cannot_make_a_codec_s_lone_surrogates_cost_the_batch(start_server):
+    """raw_unicode_escape reads the text \\ud800 as a lone surrogate, which the
+    log's JSON cannot hold: replaced, the message and the others of its datagram are kept."""
+    udp = _free_port(socket.SOCK_DGRAM)
+    srv = start_server(listeners=[f"syslog+udp://127.0.0.1:{udp}?vendor=escaped&charset=raw_unicode_escape"])
+    token = srv.login()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(b"<13>Nov 21 10:00:00 h app: bad \\ud800 here\n<13>Nov 21 10:00:01 h app: fine \\u00e9t\\u00e9", ("127.0.0.1", udp))
+    hits = _wait(srv, token, "@source:escaped", 2)["hits"]["hits"]
+    messages = sorted(h["_source"]["@message"] for h in hits)
+    assert len(messages) == 2, messages
+    assert messages[0].endswith("bad ? here") and messages[1].endswith("fine été")
 
 
 @pytest.mark.parametrize("url,problem", [
