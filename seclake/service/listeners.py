@@ -23,8 +23,9 @@ says.
 Messages go the way imports go: parsed (RFC 3164 and 5424, with key=value,
 CEF or JSON inside; anything else kept raw), behavior rules, the write-ahead
 log; the sending address is kept in ``@fields.log.source.address``. A batch
-of 32 KiB and more (a busy TCP sender's read) is parsed in the parse workers where the node has them
-(setting ``parse_workers``), as an import body of that size is.
+of 32 KiB and more (a busy TCP sender's read) is parsed in the parse workers
+where the node has them (setting ``parse_workers``), as an import body of
+that size is.
 
 What each transport can lose, and how it is seen:
 
