@@ -151,13 +151,11 @@ def _part(data: DataSet, max_lines: int | None) -> DataSet:
     return dataclasses.replace(data, batches=chosen, lines=lines)
 
 
-# The order of the scaling stage's pinned runs: run one after the other, 1 core then 2 read
-# 1.73-1.90x in three runs and 1.47x in a fourth, whose 2-core run spent 18% more CPU per line than
-# its 1-core run (the machine's other work in those seconds). In turns, a linear drift of the
-# machine's speed weighs on both sides alike. 2, 1, 2 rather than 1, 2, 2, 1: the same balance
-# in three runs, the long one once; 1, 2, 2, 1 on 60,000 lines read 1.69x, its 2-core runs only
-# 88% busy (the drain at the end, the last flush's build on one worker, weighs more in short runs).
-# 2, 1, 2 on 100,000 lines read 1.80x and 1.93x in its first two runs.
+# The order of the scaling stage's pinned runs. In turns, so that a drift of the shared machine's
+# speed weighs on both sides alike (one after the other, a run once read 1.47x where others read
+# 1.73-1.90x: its 2-core run spent 18% more CPU per line). 2, 1, 2 on 100,000 lines (1.80x, 1.93x)
+# rather than 1, 2, 2, 1 on 60,000 (1.69x): the same balance, and the drain at the end (the last
+# flush built on one worker) weighs less in longer runs.
 CORE_TURNS = (2, 1, 2)
 
 
