@@ -10,12 +10,24 @@ Entry layout: ``<u32 payload length><u32 crc32 of payload><u64 seq><payload>``
 with payload ``orjson([dataset, record])``. Each entry is checked on its
 own (length, CRC, a sequence above the last one read): a corrupt entry (a
 flipped byte, a bad sector) costs that entry only. Reading resynchronizes
-on the next entry that checks out, and the skipped byte range and the
-sequence numbers it held are logged as an error and kept in ``damage``;
-only a corrupt tail with nothing valid after it (a crash mid-write, before
-the fsync that acknowledges it) is cut off, with a warning. A write that
-fails (a full disk) is truncated back, so nothing of it stays, and raises
-``LogFull`` naming the cause.
+on the next entry that checks out, so a damaged format line costs no
+record either (a segment's name is its first sequence, and both formats
+lay entries out the same). Damage is told as one of two cases, at open:
+
+- a *torn* tail: at the end of the segment being written, an entry whose
+  length runs past the end of the file, or a zero-filled tail (a crash
+  mid-write, before the fsync that acknowledges it). Cut, with a warning.
+- *damaged* acknowledged data: anything else (an entry whole in length that
+  fails its CRC, damage with valid entries after it, any damage in a closed
+  segment, whose end was fsynced before the next one began). Logged as an
+  error naming the sequences lost, left in place, its sequences never
+  given again, and kept in the damage ledger (``storage/damage.py``) until
+  an operator acknowledges it.
+
+Either way the bytes are first copied beside the segment
+(``<segment>.damaged-<offset>``, ``<segment>.torn-<offset>``) and listed in
+``damage``. A write that fails (a full disk) is truncated back, so nothing
+of it stays, and raises ``LogFull`` naming the cause.
 
 A *keyed* append (an import with an ``Idempotency-Key``,
 ``service/idempotency.py``) starts with one key entry,
@@ -35,6 +47,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import struct
 import threading
 import zlib
@@ -44,6 +57,8 @@ from typing import Any
 
 import orjson
 
+from seclake.storage.damage import DamageLedger
+
 log = logging.getLogger("seclake.wal")
 
 HEADER = struct.Struct("<IIQ")
@@ -51,6 +66,8 @@ SUFFIX = ".wal"
 FORMAT_LINE = b"seclake-wal 2\n"
 # Segments written before key entries existed hold none; read them the same.
 FORMATS = (FORMAT_LINE, b"seclake-wal 1\n")
+# Any version's format line: a newer one is refused, not salvaged as damage.
+_VERSION_LINE = re.compile(rb"seclake-wal (\d+)\n")
 # The dataset slot of a key entry: never a dataset name (those are identifiers).
 KEY_ENTRY = "~key"
 _KEY_PREFIX = b'["' + KEY_ENTRY.encode() + b'"'
@@ -95,9 +112,15 @@ class WriteAheadLog:
         self.next_seq = 1
         # (first sequence, key entry) of every whole keyed batch found at open.
         self.keys: list[tuple[int, dict[str, Any]]] = []
-        # Every corrupt byte range skipped or torn tail cut since open, for operators:
-        # {"segment", "start", "end", "lost": (first seq, last seq) or None, "kind"}.
+        # Every damaged byte range skipped or torn tail cut since open, for operators:
+        # {"segment", "start", "end", "lost": (first seq, last seq or None: not known) or None,
+        #  "kind": "torn" or "damaged", "quarantine": the copy's file name, "message"}.
         self.damage: list[dict[str, Any]] = []
+        # Damage to acknowledged data, kept until an operator acknowledges it.
+        self.ledger = DamageLedger(directory)
+        # The highest sequence a damaged tail of the segment being written may
+        # have held: never given again.
+        self._floor = 0
 
     # -- opening and recovery ------------------------------------------
 
@@ -107,6 +130,7 @@ class WriteAheadLog:
         segments = self._segments()
         self.keys = []
         self.damage = []
+        self._floor = 0
         for path in segments:
             # Only key entries are decoded: a record's CRC says it is whole,
             # and its JSON was read here for nothing (a command's every start
@@ -116,8 +140,12 @@ class WriteAheadLog:
                 last = max(last, seq)
                 if ds == KEY_ENTRY:
                     self.keys.append((seq, rec))
-        self.next_seq = last + 1
+        # A segment's name was the next sequence when it began: sequences below
+        # it were given, even where the entries that held them are unreadable.
+        newest = _first_seq(segments[-1]) - 1 if segments else 0
+        self.next_seq = max(last, self._floor, newest) + 1
         self._start_segment()
+        self.ledger.record(self.damage)
 
     def _segments(self) -> list[Path]:
         return sorted(self.directory.glob("*" + SUFFIX))
@@ -159,28 +187,36 @@ class WriteAheadLog:
         """
         with open(path, "rb") as f:
             data = f.read()
+        # A segment's name is its first sequence: nothing in it is numbered lower.
+        last_seq = _first_seq(path) - 1
         head = next((line for line in FORMATS if data.startswith(line)), None)
         if head is None:
             if repair and len(data) < len(FORMAT_LINE):
                 # Crashed while creating the segment: nothing was acknowledged in it.
                 path.unlink()
                 return
-            raise ValueError(f"{path}: not a seclake write-ahead log segment (format line missing)")
+            newer = _VERSION_LINE.match(data)
+            if newer and int(newer[1]) > 2 and _entry_at(data, newer.end(), last_seq) is None:
+                raise ValueError(f"{path}: a write-ahead log segment of format {int(newer[1])}, written by a newer "
+                                 "seclake (this one reads formats 1 and 2); run that version")
+            # A damaged format line: the entries after it are read all the same
+            # (resynchronizing, below), and it is reported as a damaged range.
+            head = b""
         pos = good = len(head)
+        good_seq = last_seq  # the last sequence read up to ``good``
         batch: list[tuple[int, str, dict[str, Any]]] = []
         owed = 0  # entries of the open keyed batch still to read
-        last_seq = 0
         while pos < len(data):
             entry = _entry_at(data, pos, last_seq, decode_after)
             if entry is None:
                 # Not a valid entry here: find the next one that checks out.
                 resume = _next_entry(data, pos + 1, last_seq)
                 if resume is None:
-                    break  # nothing valid after it: a torn tail, cut below
+                    break  # nothing valid after it: a damaged or torn tail, below
                 nxt = _entry_at(data, resume, last_seq)
                 assert nxt is not None
                 if report:
-                    self._damaged(path, pos, resume, last_seq, nxt[0], "corrupt")
+                    self._damaged(path, data, pos, resume, _between(last_seq, nxt[0]), "damaged")
                 if owed:
                     # The batch lost entries: its records stay (they were
                     # acknowledged), its key does not (it promised the whole).
@@ -190,6 +226,7 @@ class WriteAheadLog:
                     yield from (e for e in batch if e[1] != KEY_ENTRY)
                     batch, owed = [], 0
                 pos = good = resume
+                good_seq = last_seq
                 continue
             seq, dataset, record, end = entry
             # A key entry carries its batch's first sequence, which the first record then takes.
@@ -205,33 +242,74 @@ class WriteAheadLog:
                 batch.append((seq, dataset, record))
             else:
                 yield seq, dataset, record
-                good = pos
+                good, good_seq = pos, last_seq
                 continue
             if not owed:
                 yield from batch
                 batch = []
-                good = pos
-        if good < len(data) and repair:
-            # A torn tail was never acknowledged (the fsync comes after the write).
-            # A keyed batch cut short goes whole: its key was never durable.
-            self._damaged(path, good, len(data), last_seq, None, "torn tail")
+                good, good_seq = pos, last_seq
+        if good >= len(data):
+            return
+        if repair and good >= len(FORMAT_LINE) and _torn(data, good, good_seq):
+            # Never acknowledged (the fsync comes after the write): cut. A
+            # keyed batch cut short goes whole: its key was never durable.
+            self._damaged(path, data, good, len(data), None, "torn")
             with open(path, "r+b") as f:
                 f.truncate(good)
                 os.fsync(f.fileno())
-        elif good < len(data) and report:
+        elif repair:
+            # The segment being written ends in acknowledged entries that are
+            # damaged: they stay, appends go to a new segment, and what their
+            # headers still name is never numbered again.
+            named = _last_named(data, good, good_seq)
+            self._floor = max(self._floor, named or 0, _first_seq(path))
+            self._damaged(path, data, good, len(data), (good_seq + 1, named), "damaged")
+        elif report:
             # Not the segment being written: its end was fsynced before the
             # next segment began, so this tail was acknowledged and is lost.
-            self._damaged(path, good, len(data), last_seq, int(_next_first(path)), "corrupt tail")
+            self._damaged(path, data, good, len(data), _between(good_seq, int(_next_first(path))), "damaged")
 
-    def _damaged(self, path: Path, start: int, end: int, before: int, after: int | None, kind: str) -> None:
-        lost = (before + 1, after - 1) if after is not None and after > before + 1 else None
-        self.damage.append({"segment": path.name, "start": start, "end": end, "lost": lost, "kind": kind})
-        if kind == "torn tail":
-            log.warning("%s: cut a torn tail of %d bytes at byte %d (a write that never finished; "
-                        "nothing acknowledged)", path, end - start, start)
+    def _damaged(self, path: Path, data: bytes, start: int, end: int, lost: tuple[int, int | None] | None,
+                 kind: str) -> None:
+        """Copy the range beside the segment, log it as what it is, and list it in ``damage``."""
+        name, size = path.name, end - start
+        copy = self._quarantine(path, data[start:end], f"{kind}-{start}")
+        kept = copy or "nowhere (the copy failed, see above)"
+        if kind == "torn":
+            message = (f"torn tail of {size} bytes at offset {start} in segment {name}: never acknowledged, cut "
+                       f"(its bytes kept in {kept})")
+            log.warning("%s", message)
         else:
-            what = f"entries {lost[0]} to {lost[1]} are lost" if lost else "no sequence number is missing"
-            log.error("%s: skipped %d corrupt bytes (%d to %d); %s", path, end - start, start, end, what)
+            if start == 0:
+                what = "damaged format line" if end <= len(FORMAT_LINE) else "damaged format line and entries"
+            else:
+                what = "damaged entry" if lost is not None and lost[0] == lost[1] else "damaged entries"
+            if lost is None:
+                gone = "no record lost"
+            elif lost[1] is None:
+                gone = f"records from seq {lost[0]} on lost (how many is not known: their headers are damaged)"
+            else:
+                gone = f"records between seq {lost[0]} and {lost[1]} lost"
+            message = (f"{what} at offset {start} in segment {name} (acknowledged data): {size} bytes quarantined "
+                       f"to {kept}, {gone}")
+            log.error("%s", message)
+        self.damage.append({"segment": name, "start": start, "end": end, "lost": lost, "kind": kind,
+                            "quarantine": copy, "message": message})
+
+    def _quarantine(self, path: Path, chunk: bytes, suffix: str) -> str | None:
+        """Keep ``chunk`` in ``<segment>.<suffix>`` (once: a later start finds the same range)."""
+        copy = path.with_name(f"{path.name}.{suffix}")
+        try:
+            if not copy.exists() or copy.stat().st_size != len(chunk):
+                with open(copy, "wb") as f:
+                    f.write(chunk)
+                    f.flush()
+                    os.fsync(f.fileno())
+                _fsync_dir(path.parent)
+        except OSError:
+            log.exception("%s: could not copy %d damaged bytes to %s", path, len(chunk), copy.name)
+            return None
+        return copy.name
 
     # -- writing --------------------------------------------------------
 
@@ -373,6 +451,10 @@ class WriteAheadLog:
                 if last <= upto_seq:
                     path.unlink()
                     removed += 1
+                    # A torn tail's copy goes with its segment; a damaged range's
+                    # stays (acknowledged data someone may still recover).
+                    for torn in path.parent.glob(path.name + ".torn-*"):
+                        torn.unlink(missing_ok=True)
             if removed:
                 _fsync_dir(self.directory)
             return removed
@@ -416,6 +498,60 @@ def _next_entry(data: bytes, start: int, after: int) -> int | None:
         if seq > after and length <= len(data) - pos - HEADER.size and _entry_at(data, pos, after) is not None:
             return pos
     return None
+
+
+def _torn(data: bytes, pos: int, after: int) -> bool:
+    """Whether the bytes from ``pos`` to the end (nothing valid after them)
+    are a write cut short: ``after`` is the last sequence read before them.
+
+    The entries of an open keyed batch that check out are passed over; then
+    what is left is cut in its header, a header naming the next sequence
+    whose payload runs past the end of the file (and is not a whole payload
+    under a damaged length), or zeros to the end (a file extended, its data
+    never written). A payload whole in length that fails its CRC, or a
+    header naming any other sequence, is damage.
+    """
+    while (entry := _entry_at(data, pos, after, SKIP_RECORDS)) is not None:
+        after = entry[0] - 1 if entry[1] == KEY_ENTRY else entry[0]
+        pos = entry[3]
+    rest = data[pos:]
+    if not rest.strip(b"\0") or len(rest) < HEADER.size:
+        return True
+    length, crc, seq = HEADER.unpack_from(rest)
+    if seq != after + 1:
+        return False
+    body = rest[HEADER.size:]
+    if len(body) < length:
+        return zlib.crc32(body) != crc
+    # A payload ends in "]": a zero there, and after it, never landed.
+    return not body[length - 1:].strip(b"\0")
+
+
+def _last_named(data: bytes, pos: int, after: int) -> int | None:
+    """The highest sequence the headers of a damaged tail name, followed by
+    their lengths, of those the tail has room for (a damaged header names none)."""
+    most = after + (len(data) - pos) // (HEADER.size + 2)
+    named = None
+    while pos + HEADER.size <= len(data):
+        length, _crc, seq = HEADER.unpack_from(data, pos)
+        if not after < seq <= most:
+            break
+        named = max(named or 0, seq)
+        pos += HEADER.size + length
+    return named
+
+
+def _between(before: int, after: int) -> tuple[int, int] | None:
+    """The sequences lost between two entries read, or None."""
+    return (before + 1, after - 1) if after > before + 1 else None
+
+
+def _first_seq(path: Path) -> int:
+    """A segment's first sequence: its name (1 for a name that is not one)."""
+    try:
+        return int(path.stem)
+    except ValueError:
+        return 1
 
 
 def _next_first(path: Path) -> str:

@@ -111,10 +111,22 @@ def test_trim_removes_only_fully_indexed_segments(tmp_path):
     assert len(list(tmp_path.glob("*.wal"))) < before
 
 
-def test_a_foreign_file_is_refused(tmp_path):
-    (tmp_path / "00000000000000000001.wal").write_bytes(b"not a wal file at all, sorry\n")
+def test_a_segment_with_nothing_readable_is_quarantined_whole_and_the_log_opens(tmp_path):
+    """Its name says which sequences it held: they are named lost, the bytes kept beside it."""
+    junk = b"not a wal file at all, sorry\n"
+    (tmp_path / "00000000000000000001.wal").write_bytes(junk)
     (tmp_path / "00000000000000000009.wal").write_bytes(FORMAT_LINE)
-    with pytest.raises(ValueError, match="format line missing"):
+    wal = _open(tmp_path)
+    assert list(wal.replay(0)) == []
+    [damage] = wal.damage
+    assert (damage["kind"], damage["lost"]) == ("damaged", (1, 8))
+    assert (tmp_path / damage["quarantine"]).read_bytes() == junk
+    assert wal.append([("event", {"n": 9})]) == (9, 9)
+
+
+def test_a_segment_of_a_newer_format_is_refused_not_salvaged(tmp_path):
+    (tmp_path / "00000000000000000001.wal").write_bytes(b"seclake-wal 7\n" + b"\x01" * 40)
+    with pytest.raises(ValueError, match="newer seclake"):
         _open(tmp_path)
 
 
@@ -211,8 +223,8 @@ def test_a_flipped_byte_mid_segment_costs_that_entry_only_and_is_logged(tmp_path
         wal = _open(tmp_path)
     seqs = [s for s, _, _ in wal.replay(0)]
     assert seqs == [s for s in range(1, 61) if s != 24]
-    assert [d["lost"] for d in wal.damage] == [(24, 24)] and wal.damage[0]["kind"] == "corrupt"
-    assert "entries 24 to 24 are lost" in caplog.text
+    assert [d["lost"] for d in wal.damage] == [(24, 24)] and wal.damage[0]["kind"] == "damaged"
+    assert "records between seq 24 and 24 lost" in caplog.text
     # The log goes on after it, and says so again at the next start.
     assert wal.append([("event", {"after": True})]) == (61, 61)
     wal.close()
@@ -283,3 +295,136 @@ def test_a_reopened_log_replays_from_any_point_across_segments_and_keyed_batches
     for after in range(13):
         assert [s for s, _, _ in reopened.replay(after)] == list(range(after + 1, 13)), after
         assert [r["n"] for _, _, r in reopened.replay(after)] == list(range(after, 12)), after
+
+
+# -- issue 39: a damaged log never stops the start, and damage is told truthfully ----------
+
+
+def _segments(d: Path) -> list[Path]:
+    return sorted(d.glob("*.wal"))
+
+
+def _quarantined(d: Path) -> list[Path]:
+    return sorted(p for p in d.iterdir() if ".damaged-" in p.name or ".torn-" in p.name)
+
+
+@pytest.mark.parametrize("which", ["closed", "live"])
+def test_a_flipped_byte_in_a_format_line_costs_no_record_and_is_quarantined(tmp_path, caplog, which):
+    """It used to stop every start (ValueError: format line missing): the
+    entries after it are whole, and the segment's name says where it begins."""
+    wal = _open(tmp_path, segment_bytes=400)
+    for i in range(12):
+        wal.append([("event", {"n": i, "pad": "x" * 40})])
+    wal.close()
+    segments = _segments(tmp_path)
+    assert len(segments) > 2
+    seg = segments[0] if which == "closed" else segments[-1]
+    _flip(seg, 3)
+    damaged_head = seg.read_bytes()[:len(FORMAT_LINE)]
+    with caplog.at_level("WARNING", logger="seclake.wal"):
+        wal = _open(tmp_path, segment_bytes=400)
+    assert [r["n"] for _, _, r in wal.replay(0)] == list(range(12))
+    [damage] = wal.damage
+    assert (damage["kind"], damage["lost"], damage["start"], damage["end"]) == ("damaged", None, 0, len(FORMAT_LINE))
+    [copy] = _quarantined(tmp_path)
+    assert copy.name == f"{seg.name}.damaged-0" and copy.read_bytes() == damaged_head
+    assert (f"damaged format line at offset 0 in segment {seg.name} (acknowledged data): {len(FORMAT_LINE)} bytes "
+            f"quarantined to {copy.name}, no record lost") in caplog.text
+    # Appends go on, and the next start reads the same.
+    assert wal.append([("event", {"n": 12})]) == (13, 13)
+    wal.close()
+    assert [r["n"] for _, _, r in _open(tmp_path).replay(0)] == list(range(13))
+
+
+def test_a_damaged_last_entry_of_an_acknowledged_append_is_damage_not_a_torn_tail(tmp_path, caplog):
+    """The append was fsynced and answered: a bad CRC on an entry whole in
+    length is damage to acknowledged data, never "a torn tail, nothing acknowledged"."""
+    wal = _open(tmp_path)
+    for i in range(5):
+        wal.append([("event", {"n": i})])
+    wal.close()
+    [seg] = _segments(tmp_path)
+    last = _offsets(seg)[-1]
+    size = seg.stat().st_size
+    _flip(seg, last + 20)  # inside the payload
+    entry = seg.read_bytes()[last:]
+    with caplog.at_level("WARNING", logger="seclake.wal"):
+        wal = _open(tmp_path)
+    assert [r["n"] for _, _, r in wal.replay(0)] == [0, 1, 2, 3]
+    [damage] = wal.damage
+    assert (damage["kind"], damage["lost"]) == ("damaged", (5, 5))
+    assert "torn" not in caplog.text and "nothing acknowledged" not in caplog.text
+    assert (f"damaged entry at offset {last} in segment {seg.name} (acknowledged data): {size - last} bytes "
+            f"quarantined to {seg.name}.damaged-{last}, records between seq 5 and 5 lost") in caplog.text
+    assert (tmp_path / f"{seg.name}.damaged-{last}").read_bytes() == entry
+    # Its sequence is never given to another record.
+    assert wal.append([("event", {"n": 99})]) == (6, 6)
+    wal.close()
+    wal = _open(tmp_path)
+    assert [(s, r["n"]) for s, _, r in wal.replay(0)] == [(1, 0), (2, 1), (3, 2), (4, 3), (6, 99)]
+    assert [(d["kind"], d["lost"]) for d in wal.damage] == [("damaged", (5, 5))]
+
+
+@pytest.mark.parametrize("cut", [7, "zeros"])
+def test_a_torn_write_is_told_apart_cut_and_its_bytes_kept(tmp_path, caplog, cut):
+    wal = _open(tmp_path)
+    for i in range(5):
+        wal.append([("event", {"n": i})])
+    wal.close()
+    [seg] = _segments(tmp_path)
+    last = _offsets(seg)[-1]
+    data = seg.read_bytes()
+    torn = data[:-7] if cut == 7 else data[:last] + b"\0" * (len(data) - last)  # a crash mid-write
+    seg.write_bytes(torn)
+    with caplog.at_level("WARNING", logger="seclake.wal"):
+        wal = _open(tmp_path)
+    assert [r["n"] for _, _, r in wal.replay(0)] == [0, 1, 2, 3]
+    [damage] = wal.damage
+    assert (damage["kind"], damage["lost"]) == ("torn", None)
+    assert (f"torn tail of {len(torn) - last} bytes at offset {last} in segment {seg.name}: never acknowledged, cut"
+            in caplog.text)
+    assert seg.stat().st_size == last
+    assert (tmp_path / f"{seg.name}.torn-{last}").read_bytes() == torn[last:]
+    assert wal.append([("event", {"n": 4})]) == (5, 5)  # never acknowledged: its sequence is free
+
+
+def test_damage_in_the_middle_is_quarantined_and_names_the_records_lost(tmp_path, caplog):
+    wal = _open(tmp_path)
+    for b in range(3):
+        wal.append([("event", {"batch": b, "n": i}) for i in range(10)])
+    wal.close()
+    [seg] = _segments(tmp_path)
+    offsets = _offsets(seg)
+    _flip(seg, offsets[14] + 25)
+    with caplog.at_level("WARNING", logger="seclake.wal"):
+        wal = _open(tmp_path)
+    assert [s for s, _, _ in wal.replay(0)] == [s for s in range(1, 31) if s != 15]
+    [damage] = wal.damage
+    assert (damage["kind"], damage["lost"]) == ("damaged", (15, 15))
+    n = offsets[15] - offsets[14]
+    assert (f"damaged entry at offset {offsets[14]} in segment {seg.name} (acknowledged data): {n} bytes "
+            f"quarantined to {seg.name}.damaged-{offsets[14]}, records between seq 15 and 15 lost") in caplog.text
+    assert len((tmp_path / f"{seg.name}.damaged-{offsets[14]}").read_bytes()) == n
+
+
+def test_damage_to_acknowledged_data_is_kept_until_acknowledged_and_torn_tails_are_not(tmp_path):
+    from seclake.storage.damage import DamageLedger  # noqa: PLC0415
+
+    wal = _open(tmp_path, segment_bytes=300)
+    for i in range(8):
+        wal.append([("event", {"n": i, "pad": "y" * 30})])
+    wal.close()
+    first, *_, live = _segments(tmp_path)
+    _flip(first, 5)
+    live.write_bytes(live.read_bytes()[:-3])
+    _open(tmp_path, segment_bytes=300).close()
+    ledger = DamageLedger(tmp_path)
+    [open_damage] = ledger.unacknowledged()
+    assert open_damage["segment"] == first.name and "damaged format line" in open_damage["message"]
+    # Found again at the next start: still one entry, not two.
+    _open(tmp_path, segment_bytes=300).close()
+    assert len(ledger.unacknowledged()) == 1
+    assert [d["id"] for d in ledger.acknowledge()] == [open_damage["id"]]
+    assert ledger.unacknowledged() == []
+    _open(tmp_path, segment_bytes=300).close()
+    assert ledger.unacknowledged() == [] and len(ledger.entries()) == 1
