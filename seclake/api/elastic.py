@@ -14,7 +14,11 @@ document that cannot be stored fails alone, as in Elasticsearch.
 Index names map to the lake: ``flows-<vendor>`` (or ``flow-<vendor>``)
 stores flows, any other name events; the vendor is the name without that
 prefix (``logs-nginx-default`` is vendor ``logs-nginx-default``). ECS
-``message`` becomes ``@message`` when the document has none.
+``message`` becomes ``@message`` when the document has none. A name that
+names no vendor (``flows-`` alone, ``bad name!``) fails its items with
+``invalid_index_name_exception``. A body may be gzip (``Content-Encoding``
+or its magic bytes) or deflate (zlib or raw, both are sent), capped after
+decompression like an import; another encoding is a 400 naming it.
 
 Shippers check the server before sending: ``GET /`` (with a JSON
 ``Accept``; browsers still get the web interface), license, xpack,
@@ -49,7 +53,7 @@ from seclake.api.body import read_capped
 from seclake.api.request import LoginRequest
 from seclake.api.threads import in_thread
 from seclake.errors import Forbidden, SeclakeError, Unauthorized, disk_full
-from seclake.ingest.reader import GZIP_MAGIC
+from seclake.ingest.reader import compression_of
 from seclake.model import validated
 from seclake.query.matcher import compile_matcher
 from seclake.record.dataset import DATASETS
@@ -168,7 +172,8 @@ def _item(action: str, index: Any, doc_id: Any, status: int, error: dict | None 
     return {action: body}
 
 
-def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | None, compressed: bool) -> dict[str, Any]:
+def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | None,
+               compressed: bool | str | None) -> dict[str, Any]:
     settings = services.settings
     started = time.perf_counter()
     MemoryBudget(settings.max_import_memory_mb << 20).check(body, compressed=compressed, max_bytes=settings.max_import_bytes)
@@ -236,9 +241,9 @@ async def bulk(request: Request) -> Response:
     try:
         caller = await in_thread(_caller, request)
         username = caller.username
+        # deflate once fell through as plain text ("line 1: expected an action").
+        compressed = compression_of(request.headers.get("content-encoding", ""))
         body = await read_capped(request, services.settings.max_import_bytes)
-        encoding = request.headers.get("content-encoding", "").strip().lower()
-        compressed = encoding in ("gzip", "x-gzip") or body[:2] == GZIP_MAGIC
         index = request.path_params.get("index")
         reply = await in_thread(store_bulk, services, caller, body, index, compressed)
         outcome = "OK"

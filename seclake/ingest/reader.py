@@ -5,7 +5,9 @@
 
 - gzip is undone when the body starts with the gzip magic ``1f 8b`` (or when
   ``compressed=True``); concatenated gzip members are read one after another,
-  and zero padding after the last member is ignored;
+  and zero padding after the last member is ignored; ``compressed="deflate"``
+  (HTTP's ``Content-Encoding: deflate``) undoes a zlib stream, or a raw
+  deflate one when the body lacks zlib's header (some senders send that);
 - ``max_bytes`` caps the body *after* decompression: past it,
   ``PayloadTooLarge`` is raised at once, so a gzip bomb costs at most
   ``max_bytes`` of work and one chunk of memory;
@@ -20,7 +22,7 @@
 - blank lines (ASCII whitespace only) are skipped but still counted, so
   ``number`` is the 1-based line number a user sees in an editor.
 
-A gzip body that is corrupt or ends early raises ``ValidationFailed("body", ...)``
+A compressed body that is corrupt or ends early raises ``ValidationFailed("body", ...)``
 when the problem is reached; lines before it have already been yielded.
 """
 
@@ -35,6 +37,9 @@ from typing import BinaryIO, NamedTuple
 from seclake.errors import PayloadTooLarge, ValidationFailed
 
 GZIP_MAGIC = b"\x1f\x8b"
+DEFLATE = "deflate"
+# What ``compressed`` takes, by Content-Encoding ("" and identity: none).
+ENCODINGS = {"": False, "identity": False, "gzip": True, "x-gzip": True, DEFLATE: DEFLATE}
 MAX_LINE_BYTES = 65536
 # Read and decompress in chunks of this size: large enough that per-chunk
 # Python overhead vanishes, small enough to bound memory per import.
@@ -74,8 +79,28 @@ def _capped(chunks: Iterable[bytes], max_bytes: int) -> Iterator[bytes]:
         yield chunk
 
 
-def _gunzip(chunks: Iterable[bytes], max_bytes: int) -> Iterator[bytes]:
-    d = zlib.decompressobj(wbits=31)  # 31: gzip header and trailer, no zlib/raw
+def compression_of(content_encoding: str) -> bool | str | None:
+    """``compressed`` for a request's Content-Encoding header: None (absent:
+    gzip is told by its magic bytes), or ``ValidationFailed`` naming the
+    header and what is read."""
+    encoding = content_encoding.strip().lower()
+    if encoding not in ENCODINGS:
+        raise ValidationFailed("Content-Encoding", f"{encoding[:80]!r} cannot be read: send gzip, deflate or none")
+    return ENCODINGS[encoding] if encoding else None
+
+
+def _deflate_wbits(head: bytes) -> int:
+    """zlib's wrapper (RFC 1950, what RFC 9110 calls deflate) when the head is
+    one (method 8, check bits), raw deflate otherwise: both are sent."""
+    if len(head) >= 2 and head[0] & 0x0F == 8 and head[0] >> 4 <= 7 and (head[0] << 8 | head[1]) % 31 == 0:
+        return 15
+    return -15
+
+
+def _gunzip(chunks: Iterable[bytes], max_bytes: int, wbits: int = 31) -> Iterator[bytes]:
+    """Inflated chunks: gzip (``wbits`` 31: its header and trailer), zlib (15) or raw deflate (-15)."""
+    name = "gzip" if wbits == 31 else DEFLATE
+    d = zlib.decompressobj(wbits=wbits)
     total = 0
     started = False
     for chunk in chunks:
@@ -84,14 +109,14 @@ def _gunzip(chunks: Iterable[bytes], max_bytes: int) -> Iterator[bytes]:
             if d.eof:
                 if not data.strip(b"\x00"):
                     break  # zero padding after the last member
-                d = zlib.decompressobj(wbits=31)
+                d = zlib.decompressobj(wbits=wbits)
             started = True
             try:
                 # max_length bounds the output of one call: the bomb never inflates
                 # in memory past one chunk before the size check below.
                 out = d.decompress(data, CHUNK_BYTES)
             except zlib.error as exc:
-                raise ValidationFailed("body", f"invalid gzip data after {total} decompressed bytes: {exc}") from None
+                raise ValidationFailed("body", f"invalid {name} data after {total} decompressed bytes: {exc}") from None
             total += len(out)
             if total > max_bytes:
                 raise _too_large(max_bytes)
@@ -118,24 +143,25 @@ def _gunzip(chunks: Iterable[bytes], max_bytes: int) -> Iterator[bytes]:
             else:
                 data = b""
     if started and not d.eof:
-        raise ValidationFailed("body", f"gzip data ends early, after {total} decompressed bytes")
+        raise ValidationFailed("body", f"{name} data ends early, after {total} decompressed bytes")
 
 
 def iter_lines(
     source: bytes | bytearray | memoryview | BinaryIO,
     *,
-    compressed: bool | None = None,
+    compressed: bool | str | None = None,
     max_bytes: int,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Iterator[Line]:
     """Numbered, decoded, non-blank lines of an import body (see the module doc).
 
-    ``compressed``: None detects gzip by its magic bytes; True or False forces.
+    ``compressed``: None detects gzip by its magic bytes; True or False forces;
+    ``"deflate"``: zlib or raw deflate.
     """
     return _split(_decoded(source, compressed, max_bytes), max_line_bytes)
 
 
-def measure(source: bytes | bytearray | memoryview, *, compressed: bool | None = None, max_bytes: int) -> tuple[int, int]:
+def measure(source: bytes | bytearray | memoryview, *, compressed: bool | str | None = None, max_bytes: int) -> tuple[int, int]:
     """(lines, bytes) of a body after decompression, counted without parsing
     a line (newlines are counted at C speed): what an import will cost is
     known before its records are built. Errors as ``iter_lines``."""
@@ -163,7 +189,7 @@ def text_encoding(charset: str | None) -> str | None:
     return None if name in ("utf-8", "ascii") else name
 
 
-def transcode(source: bytes | bytearray | memoryview, encoding: str, *, compressed: bool | None, max_bytes: int) -> bytes:
+def transcode(source: bytes | bytearray | memoryview, encoding: str, *, compressed: bool | str | None, max_bytes: int) -> bytes:
     """The body in UTF-8, read in ``encoding`` (gzip undone first); undecodable
     bytes become U+FFFD. ``max_bytes`` caps the body as sent and its UTF-8
     form alike (``PayloadTooLarge``), so a body takes no more memory here
@@ -180,8 +206,8 @@ def transcode(source: bytes | bytearray | memoryview, encoding: str, *, compress
     return bytes(out)  # bytes, as imports take them (the memory budget checks bytes)
 
 
-def _decoded(source: bytes | bytearray | memoryview | BinaryIO, compressed: bool | None, max_bytes: int) -> Iterator[bytes]:
-    """The body's bytes in chunks, gzip undone, capped at ``max_bytes``."""
+def _decoded(source: bytes | bytearray | memoryview | BinaryIO, compressed: bool | str | None, max_bytes: int) -> Iterator[bytes]:
+    """The body's bytes in chunks, gzip or deflate undone, capped at ``max_bytes``."""
     if isinstance(source, (bytes, bytearray, memoryview)) and compressed is False and len(source) > max_bytes:
         raise _too_large(max_bytes)  # known before reading a byte
     chunks = _chunks(source)
@@ -198,6 +224,8 @@ def _decoded(source: bytes | bytearray | memoryview | BinaryIO, compressed: bool
             yield head
         yield from chunks
 
+    if compressed == DEFLATE:
+        return _gunzip(body(), max_bytes, _deflate_wbits(head))
     return _gunzip(body(), max_bytes) if compressed else _capped(body(), max_bytes)
 
 

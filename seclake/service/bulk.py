@@ -43,11 +43,22 @@ def problem(kind: str, reason: str) -> dict[str, str]:
 
 
 def target_of(index: str) -> tuple[str, str]:
-    """(vendor, dataset) of an index name (``api/elastic.py``'s module doc)."""
+    """(vendor, dataset) of an index name (``api/elastic.py``'s module doc);
+    ``ValidationFailed("index", ...)`` naming it when it names no vendor."""
     for prefix in FLOW_PREFIXES:
-        if index.startswith(prefix) and len(index) > len(prefix):
-            return validate_vendor(index[len(prefix):]), "flow"
-    return validate_vendor(index), "event"
+        if index.startswith(prefix):
+            # "flows-" alone once became events of vendor "flows-": a sender's
+            # template missing its variable, whose flows nobody would find.
+            return _vendor_of(index, index[len(prefix):], f"flows go to '{prefix}<vendor>'"), "flow"
+    return _vendor_of(index, index, "events go to an index named as their vendor"), "event"
+
+
+def _vendor_of(index: str, vendor: str, rule: str) -> str:
+    try:
+        return validate_vendor(vendor)
+    except ValidationFailed as e:
+        why = "no vendor after the prefix" if not vendor else e.message.removeprefix("vendor: ")
+        raise ValidationFailed("index", f"{index[:80]!r}: {why} ({rule})") from None
 
 
 def _document(text: str) -> str:
@@ -62,7 +73,7 @@ def _document(text: str) -> str:
     return text
 
 
-def bulk_items(body: bytes, default_index: str | None, *, compressed: bool, max_bytes: int):
+def bulk_items(body: bytes, default_index: str | None, *, compressed: bool | str | None, max_bytes: int):
     """(action, meta, document text or None, its line number) of each action in an NDJSON body."""
     lines = iter_lines(body, compressed=compressed, max_bytes=max_bytes)
     for number, text, _truncated in lines:
@@ -85,7 +96,7 @@ def bulk_items(body: bytes, default_index: str | None, *, compressed: bool, max_
         yield action, meta, document, at
 
 
-def read_bulk(body: bytes, default_index: str | None, *, compressed: bool, max_bytes: int,
+def read_bulk(body: bytes, default_index: str | None, *, compressed: bool | str | None, max_bytes: int,
               received_ms: int) -> Iterator[Entry]:
     """Each action of ``body``, its document parsed (an error of the body as a whole raises)."""
     for action, meta, document, number in bulk_items(body, default_index, compressed=compressed, max_bytes=max_bytes):
@@ -100,6 +111,10 @@ def read_bulk(body: bytes, default_index: str | None, *, compressed: bool, max_b
             continue
         try:
             vendor, dataset = target_of(index)
+        except ValidationFailed as e:
+            yield Entry(action, index, doc_id, number, error=problem("invalid_index_name_exception", f"line {number}: {e.message}"))
+            continue
+        try:
             parsed = parse_line(_document(document or ""), vendor=vendor, dataset=dataset, fmt="jsonl",
                                 received_ms=received_ms)
         except (LineRejected, ValidationFailed) as e:

@@ -201,7 +201,7 @@ def parse_lines(lines: list[Line], target: dict[str, Any], received_ms: int,
     return Parsed(numbers, counts, None, records.prepared())
 
 
-def parse_bulk(body: bytes, default_index: str | None, compressed: bool, max_bytes: int, received_ms: int,
+def parse_bulk(body: bytes, default_index: str | None, compressed: bool | str | None, max_bytes: int, received_ms: int,
                rules: tuple[Any, bytes] | None = None, partitions: int = partition.OFF) -> ParsedBulk:
     """In a worker: ``bulk.read_bulk`` of ``body``, each record replaced by its position in the answer's records."""
     records = _Records(rules, partitions)
@@ -237,7 +237,7 @@ class ParsePool:
         return self._run(parse_body, body, compressed, max_bytes, target, received_ms, keyed, _shipped(rules),
                          self.partitions)
 
-    def parse_bulk(self, body: bytes, default_index: str | None, *, compressed: bool, max_bytes: int,
+    def parse_bulk(self, body: bytes, default_index: str | None, *, compressed: bool | str | None, max_bytes: int,
                    received_ms: int, rules: RuleSet | None = None) -> ParsedBulk:
         """A bulk body read in a worker (``bulk.read_bulk``), with each record's matching rules."""
         return self._run(parse_bulk, body, default_index, compressed, max_bytes, received_ms, _shipped(rules),

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import zlib
 
 import pytest
 from hypothesis import given, settings
@@ -110,6 +111,28 @@ def test_corrupt_gzip() -> None:
     with pytest.raises(ValidationFailed, match="invalid gzip data") as info:
         _lines(bytes(data))
     assert info.value.field == "body"
+
+
+def _raw_deflate(data: bytes, level: int = 6) -> bytes:
+    packer = zlib.compressobj(level, wbits=-15)
+    return packer.compress(data) + packer.flush()
+
+
+@pytest.mark.parametrize("pack", [zlib.compress, _raw_deflate], ids=["zlib", "raw"])
+def test_deflate_zlib_wrapped_or_raw_is_read_and_capped(pack) -> None:
+    body = b"".join(b"line %d\n" % i for i in range(5000))
+    assert [line.text for line in _lines(pack(body), compressed="deflate")] == [f"line {i}" for i in range(5000)]
+    with pytest.raises(ValidationFailed, match="deflate data ends early"):
+        _lines(pack(body)[:200], compressed="deflate")
+    with pytest.raises(PayloadTooLarge):  # a bomb of newlines stops at the cap
+        _lines(pack(b"\n" * (4 * MB), 9), compressed="deflate", max_bytes=MB)
+
+
+def test_a_content_encoding_names_what_is_read() -> None:
+    assert [reader.compression_of(h) for h in ("", " gzip", "X-GZIP", "deflate", "identity")] == [
+        None, True, True, "deflate", False]
+    with pytest.raises(ValidationFailed, match="Content-Encoding: 'br' cannot be read: send gzip, deflate or none"):
+        reader.compression_of("br")
 
 
 def test_empty_bodies() -> None:

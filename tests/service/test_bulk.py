@@ -53,6 +53,9 @@ def test_the_default_index_gzip_and_errors_of_the_body_as_a_whole():
 def test_index_names_map_to_vendor_and_dataset():
     assert target_of("flows-zeek") == ("zeek", "flow") and target_of("flow-netflow") == ("netflow", "flow")
     assert target_of("logs-nginx-default") == ("logs-nginx-default", "event")
-    assert target_of("flows-") == ("flows-", "event")  # a prefix alone names no vendor
-    with pytest.raises(ValidationFailed):
+    # A prefix alone names no vendor: refused, not stored as events of vendor "flows-" (issue 39.7).
+    for index in ("flows-", "flow-"):
+        with pytest.raises(ValidationFailed, match=f"index: '{index}': no vendor after the prefix"):
+            target_of(index)
+    with pytest.raises(ValidationFailed, match="index: 'bad name!': 'bad name!' is not a vendor name"):
         target_of("bad name!")
