@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     )
     login_window_minutes: float = Field(15, gt=0, description="Window in which failed logins are counted.")
     login_lockout_minutes: float = Field(15, gt=0, description="How long a locked username or address is refused.")
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Reverse proxies (addresses or networks such as 10.0.0.0/8) whose X-Forwarded-For names the client, read right to left; from any other peer the header is ignored (env comma-separated).",
+    )
 
     # ingestion and storage
     commit_interval_seconds: float = Field(
@@ -146,8 +150,11 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Syslog and NetFlow listeners started with the server: URLs such as syslog+udp://0.0.0.0:5514?vendor=fortigate or netflow://0.0.0.0:2055 (TOML list; env comma-separated; docs/receivers.md).",
     )
+    # At least 16 characters: an empty value (SECLAKE_METRICS_TOKEN=) was a
+    # token too, and "Bearer " then opened /metrics to every address.
     metrics_token: SecretStr | None = Field(
-        None, description="Bearer token GET /metrics asks for; unset, /metrics answers loopback clients only."
+        None, min_length=16,
+        description="Bearer token GET /metrics asks for (16 characters or more); unset, /metrics answers loopback clients only.",
     )
     slow_request_seconds: float = Field(
         5.0, gt=0, le=3600, description="A call that takes longer is logged once (warning) with its caller and duration."
@@ -231,6 +238,17 @@ class Settings(BaseSettings):
             for url in v:
                 if isinstance(url, str):
                     ListenerSpec.parse(url)  # a bad URL stops the start with what is wrong
+        return v
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [part for part in (p.strip() for p in v.split(",")) if part]
+        if isinstance(v, list):
+            from seclake.api.proxies import check_proxies
+
+            return check_proxies(v)
         return v
 
     @field_validator("data_dir", mode="after")

@@ -38,3 +38,14 @@ def test_parse_workers_follow_the_cores_unless_set(monkeypatch, tmp_path, cores,
     assert load_settings(data_dir=tmp_path).effective_parse_workers == workers
     assert load_settings(data_dir=tmp_path, parse_workers=1).effective_parse_workers == 1
     assert load_settings(data_dir=tmp_path, parse_workers=0).effective_parse_workers == 0
+
+
+@pytest.mark.parametrize("token", ["", "short-token"])
+def test_a_metrics_token_too_short_to_keep_a_secret_is_refused(monkeypatch, tmp_path, token) -> None:
+    # An empty SECLAKE_METRICS_TOKEN was a token: "Authorization: Bearer " then
+    # opened /metrics (rule names, call counts) to any address (issue 39.7).
+    monkeypatch.setenv("SECLAKE_METRICS_TOKEN", token)
+    with pytest.raises(ValueError, match="metrics_token"):
+        load_settings(data_dir=tmp_path)
+    monkeypatch.setenv("SECLAKE_METRICS_TOKEN", "s" * 16)
+    assert load_settings(data_dir=tmp_path).metrics_token.get_secret_value() == "s" * 16
