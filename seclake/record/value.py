@@ -23,7 +23,10 @@ def as_number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        f = float(value)
+        try:
+            f = float(value)
+        except OverflowError:  # an int past 1.8e308: no f64 holds it (its keyword still does)
+            return None
         return f if math.isfinite(f) else None
     if isinstance(value, str) and len(value) <= 64 and _NUMBER.match(value):
         f = float(value)
@@ -101,7 +104,14 @@ def as_ip(value: object) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None
 
 
 def ip_text(value: object) -> str | None:
-    """``str(as_ip(value))``: the address as the index's IP columns keep it, or None.
+    """The address ``value`` writes as the index's IP columns keep it, or None:
+    ``str(as_ip(value))`` without an IPv6 zone.
+
+    A column holds an address, not the interface it was seen on: tantivy
+    refuses ``fe80::1%10`` (Windows events carry such values), and one such
+    value made every build of its split fail (issue 39). Without the zone it
+    is in ``fe80::/10`` as the matcher finds it (``ip_in_network``), and its
+    keyword term keeps the whole spelling for term queries.
 
     A dotted quad that ``inet_pton`` reads is its own canonical text, so it
     is not built as an ``ipaddress`` object and written back: split building
@@ -111,7 +121,7 @@ def ip_text(value: object) -> str | None:
             return None
         return value
     ip = as_ip(value)
-    return str(ip) if ip is not None else None
+    return str(ip).partition("%")[0] if ip is not None else None
 
 
 _AF_INET, _AF_INET6 = socket.AF_INET, socket.AF_INET6

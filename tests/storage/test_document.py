@@ -65,7 +65,8 @@ def reference(sources: list[dict], dataset: Dataset, version: int = 3) -> tuple[
             if number is not None and path in fields.numbers:
                 typed.setdefault(fields.numbers[path], []).append(number)
             if ip is not None and path in fields.ips:
-                typed.setdefault(fields.ips[path], []).append(str(ip))
+                # The column holds the address without an IPv6 zone (tantivy refuses one).
+                typed.setdefault(fields.ips[path], []).append(str(ip).partition("%")[0])
             if not dataset.is_date(path):
                 text.append(scalar_text(value))
         if version >= 2:
@@ -150,7 +151,7 @@ def test_demo_records_give_the_same_documents():
 
 # Stored records are JSON: no NaN or infinity among their numbers.
 SCALARS = st.one_of(
-    st.sampled_from(["deny", "Deny", "", "443", "007", "7", "x443", "1e3", "10.0.0.1", "2001:db8::1",
+    st.sampled_from(["deny", "Deny", "", "443", "007", "7", "x443", "1e3", "10.0.0.1", "2001:db8::1", "fe80::1%10",
                      "::ffff:10.9.9.9", "1.2.3", "12:30", "true", "Ünïcode", "a.b"]),
     st.sampled_from([0, 1, 7, 443, -5, 2**70, 1.0, 0.5, 443.0, 1e300, -0.0, True, False]),
     st.text(max_size=6),
