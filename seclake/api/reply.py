@@ -317,7 +317,12 @@ class ListenerRow(Open):
     charset: str | None = Field(default=None, description="The encoding a syslog listener reads its messages in "
                                                           "(its URL's charset=, default utf-8); null for NetFlow.")
     connections: int = Field(description="TCP/TLS connections open now.")
-    faults: dict[str, int] = Field(description="Refused connections, failed TLS handshakes, bad frames, timeouts...")
+    faults: dict[str, int] = Field(description="Connections closed to make room (evicted_per_address, "
+                                   "evicted_listener_full) or for no complete frame in time (first_frame_timeouts, "
+                                   "idle_timeouts), failed TLS handshakes, bad frames...")
+    limits: dict[str, float] | None = Field(default=None, description="A TCP/TLS listener's connection limits "
+                                            "(maxConnections, maxPerAddress, firstFrameSeconds, idleSeconds); "
+                                            "null for UDP.")
 
 
 class SourceRow(Open):

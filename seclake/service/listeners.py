@@ -13,7 +13,9 @@ URL``), one asyncio loop in a thread of its own for all of them. URLs:
   the version field (``ingest/netflow.py``), stored as flows;
 
 with ``vendor=`` (default ``syslog``, ``netflow``), ``customer=`` and ``type=event|flow``
-query parameters, as an import's URL has, and on syslog listeners ``charset=``
+query parameters, as an import's URL has, on TCP/TLS listeners the connection
+limits ``max_connections=``, ``max_per_address=``, ``first_frame_seconds=`` and
+``idle_seconds=`` (``LIMITS``), and on syslog listeners ``charset=``
 (default ``utf-8``): RFC 3164 names no encoding, and devices and Windows
 forwarders set up in Latin-1 or cp1252 still send it; read as UTF-8 their
 accented letters would become U+FFFD. A frame that starts its message with
@@ -41,8 +43,16 @@ What each transport can lose, and how it is seen:
 Faults stay inside: a malformed message is kept raw or counted as
 rejected; a frame longer than ``MAX_FRAME`` is cut (newline framing) or
 ends its connection (octet counting cannot find the next frame); a TLS
-handshake failure, an idle or half-open connection (``IDLE_SECONDS``), or
-a flood of connections (beyond ``MAX_CONNECTIONS``) is counted and logged.
+handshake failure is counted and logged. No connection is refused (the
+kernel has accepted it: its sender's first messages would be lost unseen):
+past ``max_per_address`` connections from one address, or
+``max_connections`` on the listener, the oldest one of the fullest source
+is closed to make room (``service/connections.py``); a connection with no
+complete frame after ``first_frame_seconds``, or none for ``idle_seconds``
+since its last, is closed too. A closed connection reads what its sender
+wrote until then and keeps its unfinished frame, as at an end of stream.
+Each is counted per listener (``ds/collector_list``, ``/metrics``) and
+logged at most once a minute per kind.
 
 Written over asyncio streams (the standard library's): the framing and
 accounting are ours, and a syslog server library would bring its own
@@ -68,14 +78,22 @@ from seclake.ingest.reader import Line, text_encoding
 from seclake.ingest.record import new_record
 from seclake.ingest.vendor import validate_vendor
 from seclake.errors import SeclakeError, ValidationFailed
+from seclake.service.connections import Connection, ConnectionTable
 from seclake.service.ingestion import check_customer
 
 log = logging.getLogger("seclake.listeners")
 
 SCHEMES = ("syslog+udp", "syslog+tcp", "syslog+tls", "netflow")
 MAX_FRAME = 64 * 1024
+# Connection limits of a TCP/TLS listener, the defaults of its URL's parameters (docs/receivers.md).
 MAX_CONNECTIONS = 1000
-IDLE_SECONDS = 600.0
+MAX_PER_ADDRESS = 100
+FIRST_FRAME_SECONDS = 20.0  # a connection that sent no complete frame yet
+IDLE_SECONDS = 600.0  # one that did: since its last complete frame
+# A connection closed to make room still reads this long: bytes its sender wrote before (even before the
+# listener saw the connection) are in the kernel's buffer, and would otherwise be answered with a reset, unstored.
+CLOSE_GRACE_SECONDS = 0.1
+FAULT_LOG_SECONDS = 60.0  # a fault kind is logged the first time, then at most this often with its count
 TLS_HANDSHAKE_SECONDS = 10.0
 MAX_UDP_PENDING = 50_000
 UDP_FLUSH_SECONDS = 0.1
@@ -95,6 +113,10 @@ class ListenerSpec:
     key: str | None = None
     ca: str | None = None
     charset: str = "utf-8"
+    max_connections: int = MAX_CONNECTIONS
+    max_per_address: int = MAX_PER_ADDRESS
+    first_frame_seconds: float = FIRST_FRAME_SECONDS
+    idle_seconds: float = IDLE_SECONDS
 
     @property
     def name(self) -> str:
@@ -113,7 +135,7 @@ class ListenerSpec:
         if not parts.hostname or port is None:
             raise ValueError(f"listener {url!r}: give HOST:PORT, e.g. {parts.scheme}://0.0.0.0:5514")
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-        unknown = set(query) - {"vendor", "customer", "type", "cert", "key", "ca", "charset"}
+        unknown = set(query) - {"vendor", "customer", "type", "cert", "key", "ca", "charset", *LIMITS}
         if unknown:
             raise ValueError(f"listener {url!r}: unknown parameter(s) {', '.join(sorted(unknown))}")
         dataset = query.get("type", "event")
@@ -138,7 +160,41 @@ class ListenerSpec:
             raise ValueError(f"listener {url!r}: charset is for syslog listeners (NetFlow is binary)")
         return cls(url=url, scheme=parts.scheme, host=parts.hostname, port=port, vendor=vendor, dataset=dataset,
                    customer=customer, cert=query.get("cert"), key=query.get("key"), ca=query.get("ca"),
-                   charset=_charset(url, query.get("charset")))
+                   charset=_charset(url, query.get("charset")), **_limits(url, parts.scheme, query))
+
+    def limits(self) -> dict[str, float] | None:
+        """A TCP/TLS listener's connection limits, as ``ds/collector_list`` shows them."""
+        if self.scheme not in STREAMS:
+            return None
+        return {"maxConnections": self.max_connections, "maxPerAddress": self.max_per_address,
+                "firstFrameSeconds": self.first_frame_seconds, "idleSeconds": self.idle_seconds}
+
+
+STREAMS = ("syslog+tcp", "syslog+tls")
+# URL parameter -> (type, its default's module constant): read when a URL is parsed, so tests can patch them.
+LIMITS = {"max_connections": (int, "MAX_CONNECTIONS"), "max_per_address": (int, "MAX_PER_ADDRESS"),
+          "first_frame_seconds": (float, "FIRST_FRAME_SECONDS"), "idle_seconds": (float, "IDLE_SECONDS")}
+
+
+def _limits(url: str, scheme: str, query: dict[str, str]) -> dict[str, float]:
+    """A TCP/TLS listener's connection limits: its URL's, or the defaults."""
+    given = sorted(set(query) & set(LIMITS))
+    if given and scheme not in STREAMS:
+        raise ValueError(f"listener {url!r}: {', '.join(given)} are for TCP and TLS listeners")
+    out: dict[str, float] = {}
+    for name, (kind, default) in LIMITS.items():
+        if name not in query:
+            out[name] = globals()[default]
+            continue
+        what = "a whole number" if kind is int else "a number of seconds"
+        try:
+            value = kind(query[name])
+        except ValueError:
+            value = None
+        if value is None or not 0 < value < 1e9:  # also nan and inf
+            raise ValueError(f"listener {url!r}: {name} must be {what} above 0, not {query[name][:40]!r}")
+        out[name] = value
+    return out
 
 
 def _charset(url: str, name: str | None) -> str:
@@ -213,9 +269,15 @@ class Listeners:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._store = ThreadPoolExecutor(2, thread_name_prefix="seclake-listener-store")
-        self._connections: dict[str, int] = {s.name: 0 for s in specs}
+        self._tables = {s.name: ConnectionTable(s.max_connections, s.max_per_address) for s in specs
+                        if s.scheme in STREAMS}
+        self._logged: dict[tuple[str, str], tuple[float, int]] = {}  # (listener, kind): when logged, count then
         self.bound: dict[str, tuple[str, int]] = {}
         self.started_ms = 0
+        if metrics is not None:
+            from seclake.service.metrics import ListenerCollector
+
+            metrics.watch(ListenerCollector(self))
 
     # -- life cycle -------------------------------------------------------
 
@@ -296,11 +358,29 @@ class Listeners:
     # -- accounting -------------------------------------------------------
 
     def _fault(self, spec: ListenerSpec, kind: str, detail: str, n: int = 1) -> None:
+        """Count a fault; log it the first time, then at most every ``FAULT_LOG_SECONDS`` with the count
+        since (a flood makes thousands a second: one line each would bury the log)."""
+        now = time.monotonic()
         with self._lock:
             counts = self.faults[spec.name]
-            first = kind not in counts
-            counts[kind] = counts.get(kind, 0) + n
-        (log.warning if first else log.debug)("listener %s: %s: %s", spec.name, kind, detail)
+            total = counts[kind] = counts.get(kind, 0) + n
+            when, then = self._logged.get((spec.name, kind), (None, 0))
+            due = when is None or now - when >= FAULT_LOG_SECONDS
+            if due:
+                self._logged[(spec.name, kind)] = (now, total)
+        if when is None:
+            log.warning("listener %s: %s: %s", spec.name, kind, detail)
+        elif due:
+            log.warning("listener %s: %s: %s (%d since %.0f s ago)", spec.name, kind, detail, total - then, now - when)
+        else:
+            log.debug("listener %s: %s: %s", spec.name, kind, detail)
+
+    def counts(self) -> list[tuple[ListenerSpec, int | None, dict[str, int]]]:
+        """Each listener with its open connections (None: UDP) and fault counts, for /metrics."""
+        with self._lock:
+            faults = {name: dict(counts) for name, counts in self.faults.items()}
+        return [(s, self._tables[s.name].count if s.name in self._tables else None, faults.get(s.name, {}))
+                for s in self.specs]
 
     def sources(self) -> dict[str, list[dict[str, Any]]]:
         """Listeners, their senders, and the same listeners as the clients' collector entries."""
@@ -310,8 +390,9 @@ class Listeners:
         # Not the URL itself: a TLS listener's names the key file, which callers need not see.
         listeners = [{"listener": s.name, "vendor": s.vendor, "type": s.dataset,
                       "customer": s.customer, "charset": None if s.scheme == "netflow" else s.charset,
-                      "faults": faults.get(s.name, {}),
-                      "connections": self._connections.get(s.name, 0)} for s in self.specs]
+                      "faults": faults.get(s.name, {}), "limits": s.limits(),
+                      "connections": self._tables[s.name].count if s.name in self._tables else 0}
+                     for s in self.specs]
         # The clients' collector model (ingext-api CollectorForWeb), one per listener.
         entries = [{"id": s.name, "name": s.name, "local": True, "ebpf": False,
                     "description": f"{s.scheme} listener: vendor {s.vendor}, {s.dataset}s", "createdOn": self.started_ms,
@@ -370,24 +451,49 @@ class Listeners:
     async def _connection(self, spec: ListenerSpec, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         address = peer[0] if peer else "?"
-        if self._connections[spec.name] >= MAX_CONNECTIONS:
-            self._fault(spec, "connections_refused", f"{address}: more than {MAX_CONNECTIONS} connections")
-            writer.close()
-            return
-        self._connections[spec.name] += 1
+        # Never refused: the kernel has accepted it, and a sender's first messages would be lost unseen. Room is
+        # made by closing the oldest connection of the fullest source (service/connections.py).
+        table = self._tables[spec.name]
         loop = asyncio.get_running_loop()
+        conn = Connection(address, lambda: loop.call_later(CLOSE_GRACE_SECONDS, writer.transport.abort))
+        victim = table.admit(conn)
+        if victim is not None:
+            cap = (f"{spec.max_per_address} connections from {victim.source}"
+                   if victim.closed_for == "evicted_per_address" else f"{spec.max_connections} connections on the listener")
+            self._fault(spec, victim.closed_for, f"{victim.address}: closed to make room for {address} ({cap}; "
+                        f"{'no complete frame' if not victim.frames else 'idle'} for "
+                        f"{time.monotonic() - victim.progress:.1f} s)")
         framer = _Framer(spec.charset)
         try:
             while True:
+                # A connection has first_frame_seconds for its first complete frame, then idle_seconds for
+                # each next one: trickling bytes of a frame that never ends does not keep it open. Once it is
+                # being closed (here or to make room), what its sender wrote until then is read to the end.
+                if conn.closed_for is None:
+                    wait = conn.progress + (spec.idle_seconds if conn.frames else spec.first_frame_seconds)
+                else:
+                    wait = time.monotonic() + CLOSE_GRACE_SECONDS + 10  # the abort's end of stream comes first
                 try:
-                    data = await asyncio.wait_for(reader.read(READ_BYTES), IDLE_SECONDS)
+                    data = await asyncio.wait_for(reader.read(READ_BYTES), max(0.0, wait - time.monotonic()))
                 except asyncio.TimeoutError:
-                    self._fault(spec, "idle_timeouts", f"{address}: nothing for {IDLE_SECONDS:g} s, closed")
-                    break
+                    data = b""  # below, if no end of stream came after the abort: the framer's rest is kept
+                    if conn.closed_for is None:
+                        if conn.frames:
+                            self._fault(spec, "idle_timeouts", f"{address}: no complete frame for "
+                                        f"{spec.idle_seconds:g} s, closed")
+                        else:
+                            self._fault(spec, "first_frame_timeouts", f"{address}: no complete frame in its first "
+                                        f"{spec.first_frame_seconds:g} s, closed")
+                        conn.closed_for = "timeout"
+                        table.remove(conn)
+                        conn.close()
+                        continue
                 messages = framer.feed(data) if data else framer.end()
                 if framer.error:
                     self._fault(spec, "bad_frames", f"{address}: {framer.error}")
                 if messages:
+                    if data:
+                        table.progressed(conn, len(messages))
                     # Stored before the next read: a slow lake slows the sender, nothing is dropped.
                     await loop.run_in_executor(self._store, self.store, spec, address, messages, len(data))
                 if not data or framer.error:
@@ -397,7 +503,7 @@ class Listeners:
         except Exception as e:  # noqa: BLE001 - a store failure (disk full...) ends this connection only
             self._fault(spec, "store_failures", f"{address}: {type(e).__name__}: {e}")
         finally:
-            self._connections[spec.name] -= 1
+            table.remove(conn)
             writer.close()
 
 
@@ -422,9 +528,16 @@ class _Framer:
         return self._octet_frames() if self.octets else self._lines()
 
     def end(self) -> list[tuple[str, bool]]:
-        if self.octets or not self.buffer.strip() or self.skipping:
+        """What is left at the end of the stream (or when the listener closes the connection): an unfinished
+        line is a message; an unfinished counted frame is kept too, marked truncated."""
+        if self.error or self.skipping or not self.buffer.strip():
             return []
         text, self.buffer = self.buffer, b""
+        if self.octets:
+            length, _, text = text.lstrip(b"\r\n ").partition(b" ")
+            if not (length.isdigit() and text.strip()):
+                return []
+            return [(_decode(text.rstrip(b"\r\n"), self.charset), True)]
         return [(_decode(text, self.charset), False)]
 
     def _lines(self) -> list[tuple[str, bool]]:

@@ -172,6 +172,32 @@ class LakeCollector(Collector):
             yield lost
 
 
+class ListenerCollector(Collector):
+    """The syslog/NetFlow listeners (service/listeners.py): connections open now and faults, per listener."""
+
+    def __init__(self, listeners: Any):
+        self.listeners = listeners
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        connections = GaugeMetricFamily("seclake_listener_connections", "TCP/TLS connections a listener holds open "
+                                        "now.", labels=["listener"])
+        faults = CounterMetricFamily(
+            "seclake_listener_faults", "Listener faults since start, by listener and kind: connections closed to make "
+            "room (evicted_per_address, evicted_listener_full), closed for no complete frame in time "
+            "(first_frame_timeouts, idle_timeouts), bad_frames, tls_handshake_failures... (docs/receivers.md).",
+            labels=["listener", "kind"])
+        for spec, open_now, counts in self.listeners.counts():
+            if open_now is not None:
+                connections.add_metric([spec.name], open_now)
+            for kind, n in sorted(counts.items()):
+                faults.add_metric([spec.name, kind], n)
+        yield connections
+        yield faults
+
+
 class ClusterCollector(Collector):
     """Cluster API nodes: the searchers and indexers the node can reach now."""
 

@@ -179,7 +179,7 @@ def test_tls_delivers_and_a_failed_handshake_is_counted(syslog_server, certs):
     assert _wait(srv, srv.token, '@source:secure AND "still here"', 1)["hits"]["total"] == 1
 
 
-def test_hostile_senders_cost_a_count_not_the_listener(syslog_server, monkeypatch):
+def test_hostile_senders_cost_a_count_not_the_listener(syslog_server):
     srv, ports = syslog_server, syslog_server.ports
     # Binary garbage and an empty datagram over UDP: kept raw or skipped, never fatal.
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -195,22 +195,10 @@ def test_hostile_senders_cost_a_count_not_the_listener(syslog_server, monkeypatc
     assert _wait(srv, srv.token, "@source:fortigate AND after", 1)["hits"]["total"] == 1
     long = _search(srv, srv.token, "@source:fortigate AND long")["hits"]
     assert long["total"] == 1 and len(long["hits"][0]["_source"]["@message"]) <= 64 * 1024
-    # A flood of connections beyond the limit is refused and counted; the server still answers.
-    monkeypatch.setattr(listeners_module, "MAX_CONNECTIONS", 3)
-    held = [socket.create_connection(("127.0.0.1", ports["tcp"])) for _ in range(6)]
-    try:
-        deadline = time.monotonic() + 5
-        while True:
-            rows = {x["listener"]: x for x in srv.call("ds/collector_list", {}, srv.token)["listeners"]}
-            tcp = rows[f"syslog+tcp://127.0.0.1:{ports['tcp']}"]
-            if tcp["faults"].get("connections_refused", 0) >= 3 or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
-        assert tcp["faults"]["connections_refused"] == 3 and tcp["faults"]["bad_frames"] == 1
-        assert srv.http.get("/healthz").status_code == 200
-    finally:
-        for s in held:
-            s.close()
+    # Counted, and the server still answers (connection floods: the tests at the end of this file).
+    rows = {x["listener"]: x for x in srv.call("ds/collector_list", {}, srv.token)["listeners"]}
+    assert rows[f"syslog+tcp://127.0.0.1:{ports['tcp']}"]["faults"]["bad_frames"] == 1
+    assert srv.http.get("/healthz").status_code == 200
 
 
 def test_framing_is_told_apart_and_bounded():
@@ -558,3 +546,126 @@ def test_one_shot_commands_never_bind_the_listeners_of_the_settings(tmp_path):
                                "--data-dir", str(tmp_path / "data")], env=env, capture_output=True, text=True,
                               cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- connection floods (issue 39, finding 2) ---------------------------------------
+
+
+def _connect_from(address: str, port: int) -> socket.socket:
+    """A TCP connection to the listener from another loopback address (127.0.0.0/8 is all loopback on Linux)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((address, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def _listener_row(srv, token, port, ready, timeout=10.0):
+    """The TCP listener's row of ds/collector_list once ``ready(row)`` holds (or the deadline passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = {x["listener"]: x for x in srv.call("ds/collector_list", {}, token)["listeners"]}
+        row = rows[f"syslog+tcp://127.0.0.1:{port}"]
+        if ready(row) or time.monotonic() > deadline:
+            return row
+        time.sleep(0.05)
+
+
+def _closed_by_server(s: socket.socket, timeout: float) -> bool:
+    s.settimeout(timeout)
+    try:
+        return s.recv(1) == b""
+    except socket.timeout:
+        return False
+    except ConnectionError:
+        return True
+
+
+def test_a_connection_flood_cannot_keep_out_a_logger_sender_and_loses_nothing_it_sent(start_server, monkeypatch):
+    # The issue's flood, scaled down: the listener's cap at 40 (was 1,000), 60 connections from one address
+    # holding an unfinished message each. A real logger connecting meanwhile must be served, and every byte the
+    # listener took from the flood is stored too (closing a connection keeps its unfinished frame, as an EOF does).
+    monkeypatch.setattr(listeners_module, "MAX_CONNECTIONS", 40)
+    port = _free_port()
+    srv = start_server(listeners=[f"syslog+tcp://127.0.0.1:{port}?vendor=linux"])
+    token = srv.login()
+    flood = []
+    try:
+        for i in range(60):
+            s = _connect_from("127.0.0.2", port)
+            s.sendall(f"<13>Nov 21 10:00:00 h flood: unfinished tag=flood{i}".encode())
+            flood.append(s)
+        row = _listener_row(srv, token, port, lambda r: sum(r["faults"].values()) >= 20)
+        assert row["connections"] <= 40, row
+        done = subprocess.run(["logger", "-n", "127.0.0.1", "-P", str(port), "-T", "--octet-count", "-t", "honest",
+                               "tag=honest sent during the flood"], capture_output=True, text=True, timeout=30)
+        honest = _wait(srv, token, "@source:linux AND honest", 1)["hits"]["total"]
+        assert honest == 1, f"the logger sender's message was not stored (logger: rc {done.returncode} {done.stderr})"
+        # The connections closed to make room kept what they had sent.
+        assert _wait(srv, token, "@source:linux AND unfinished", 20)["hits"]["total"] >= 20
+        row = _listener_row(srv, token, port, lambda r: True)
+        assert row["connections"] <= 40 and row["faults"].get("evicted_listener_full", 0) >= 20, row
+        assert "connections_refused" not in row["faults"], row
+        metrics = srv.http.get("/metrics").text
+        assert f'seclake_listener_connections{{listener="syslog+tcp://127.0.0.1:{port}"}}' in metrics
+        assert (f'seclake_listener_faults_total{{kind="evicted_listener_full",listener="syslog+tcp://127.0.0.1:{port}"}}'
+                in metrics)
+    finally:
+        for s in flood:
+            s.close()
+    # Every flood connection's message is stored: none taken by the kernel and then lost.
+    assert _wait(srv, token, "@source:linux AND unfinished", 60)["hits"]["total"] == 60
+
+
+def test_one_address_cannot_take_another_s_connections_and_silent_ones_close_in_seconds(start_server):
+    port = _free_port()
+    srv = start_server(listeners=[f"syslog+tcp://127.0.0.1:{port}?vendor=linux"
+                                  "&max_per_address=10&first_frame_seconds=2"])
+    token = srv.login()
+    flood, others = [], []
+    try:
+        for i in range(30):
+            s = _connect_from("127.0.0.2", port)
+            s.sendall(f"<13>Nov 21 10:00:00 h flood: unfinished tag=flood{i}".encode())
+            flood.append(s)
+        for i in range(3):
+            s = _connect_from("127.0.0.3", port)
+            s.sendall(f"<13>Nov 21 10:00:00 h other: from another address tag=other{i}".encode())
+            others.append(s)
+        row = _listener_row(srv, token, port, lambda r: r["faults"].get("evicted_per_address", 0) >= 20
+                            and r["connections"] == 13)
+        assert row["connections"] == 13 and row["faults"]["evicted_per_address"] == 20, row
+        # The other address's connections are still open: they finish their message, and send one more later.
+        for s in others:
+            s.sendall(b"\n")
+        # The flood's silent connections (no whole message) are closed after first_frame_seconds, not 10 minutes;
+        # the connections that sent a message stay open.
+        assert all(_closed_by_server(s, 5) for s in flood[-10:])
+        for i, s in enumerate(others):
+            s.sendall(f"<13>Nov 21 10:00:05 h other: later tag=later{i}\n".encode())
+        assert _wait(srv, token, "@source:linux AND later", 3)["hits"]["total"] == 3
+        assert _wait(srv, token, "@source:linux AND other", 6)["hits"]["total"] == 6
+        assert _wait(srv, token, "@source:linux AND unfinished", 30)["hits"]["total"] == 30
+        row = _listener_row(srv, token, port, lambda r: r["connections"] == 3)
+        assert row["connections"] == 3 and row["faults"]["first_frame_timeouts"] == 10, row
+    finally:
+        for s in flood + others:
+            s.close()
+
+
+@pytest.mark.parametrize("url,problem", [
+    ("syslog+tcp://h:1?max_connections=0", "max_connections"), ("syslog+tcp://h:1?max_per_address=x", "max_per_address"),
+    ("syslog+tcp://h:1?first_frame_seconds=-1", "first_frame_seconds"), ("syslog+udp://h:1?max_connections=5", "TCP"),
+    ("syslog+tls://h:1?cert=c&key=k&idle_seconds=nan", "idle_seconds"),
+])
+def test_a_bad_connection_limit_says_what_is_wrong(url, problem):
+    with pytest.raises(ValueError, match=problem):
+        ListenerSpec.parse(url)
+
+
+def test_an_unfinished_frame_is_kept_at_the_end_of_its_stream():
+    lines = _Framer()
+    assert lines.feed(b"<13>half a li") == [] and lines.end() == [("<13>half a li", False)]
+    octets = _Framer()
+    assert octets.feed(b"30 <13>only twenty") == [] and octets.end() == [("<13>only twenty", True)]
+    digits = _Framer()
+    assert digits.feed(b"30") == [] and digits.end() == []
