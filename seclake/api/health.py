@@ -4,7 +4,9 @@ Outside the ``/api`` envelope on purpose: load balancers, orchestrators and
 Prometheus read the status code and plain bodies, not ``verdict``.
 ``/healthz`` says the process answers; ``/readyz`` says 200 only when
 answers are complete (``service/readiness.py``), 503 with the failing
-checks otherwise. Both tell nothing about data and need no token.
+checks otherwise. Both name damage the write-ahead log found that no
+operator has acknowledged (``log_damage``: segments, offsets, sequences),
+and tell nothing about data; they need no token.
 ``/metrics`` (Prometheus text format, ``service/metrics.py``) needs the
 ``metrics_token`` setting's bearer token, or comes from loopback when none
 is set.
@@ -25,7 +27,8 @@ from seclake.service.metrics import CONTENT_TYPE
 
 
 async def healthz(request: Request) -> Response:
-    return JSONResponse({"status": "alive"})
+    damage = await in_thread(request.app.state.services.readiness.log_damage)
+    return JSONResponse({"status": "alive", "log_damage": damage} if damage else {"status": "alive"})
 
 
 async def readyz(request: Request) -> Response:

@@ -2,7 +2,9 @@
 
 These open the lake directly, so they need the server stopped (the lake
 refuses a second writer and says so); with a server running, send logs to
-``POST /api/import/<vendor>`` instead.
+``POST /api/import/<vendor>`` instead. ``seclake lake check`` and ``seclake
+lake acknowledge-damage`` only read and mark the log's damage ledger
+(``storage/damage.py``), so they run beside a server as well.
 """
 
 from __future__ import annotations
@@ -177,3 +179,51 @@ def backup(
     typer.echo(f"backed up to {dest}: {report['splits']} splits ({report['split_bytes']} bytes; "
                f"{report['files_linked']} files linked, {report['files_copied']} copied), "
                f"{report['log_segments']} log segments, database {report['database_bytes']} bytes")
+
+
+lake_app = typer.Typer(help="The write-ahead log's damage: list it, acknowledge it (docs/operations.md).",
+                       no_args_is_help=True)
+
+
+def _ledger(data_dir: Path | None, config: Path | None):
+    from seclake.storage.damage import DamageLedger
+    from seclake.storage.layout import Layout
+
+    return DamageLedger(Layout(load_settings(data_dir=data_dir, config=config).data_dir).wal)
+
+
+@lake_app.command("check")
+def check(data_dir: DataDir = None, config: ConfigFile = None) -> None:
+    """List the damage to acknowledged data the write-ahead log found at its starts; exit status 1 while any
+    is not acknowledged."""
+    entries = _ledger(data_dir, config).entries()
+    if not entries:
+        typer.echo("no damage found in the write-ahead log")
+        return
+    for e in entries:
+        state = f"acknowledged {e['acknowledged_at']}" if e.get("acknowledged_at") else "NOT ACKNOWLEDGED"
+        typer.echo(f"{e['id']} (found {e.get('found_at', '?')}, {state})\n  {e['message']}")
+    waiting = sum(1 for e in entries if not e.get("acknowledged_at"))
+    if waiting:
+        typer.echo(f"{waiting} not acknowledged: once dealt with (docs/operations.md), run "
+                   "`seclake lake acknowledge-damage`")
+        raise typer.Exit(1)
+    typer.echo("all acknowledged")
+
+
+@lake_app.command("acknowledge-damage")
+def acknowledge_damage(
+    ids: Annotated[list[str] | None, typer.Argument(help="Ids from `seclake lake check`; none: all.", show_default=False)] = None,
+    data_dir: DataDir = None,
+    config: ConfigFile = None,
+) -> None:
+    """Mark log damage as seen: /healthz, /readyz and seclake_log_damage_unacknowledged stop naming it."""
+    try:
+        done = _ledger(data_dir, config).acknowledge(ids or None)
+    except (KeyError, ValueError) as e:
+        typer.echo(f"error: {e.args[0] if isinstance(e, KeyError) else e}", err=True)
+        raise typer.Exit(2) from None
+    if not done:
+        typer.echo("nothing to acknowledge")
+        return
+    typer.echo(f"acknowledged {len(done)}: " + ", ".join(e["id"] for e in done))

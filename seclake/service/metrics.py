@@ -136,6 +136,11 @@ class LakeCollector(Collector):
                      "for a busy indexer (storage/merger.py).", int(stats.get("merges_waiting", False)))
         yield _gauge("seclake_log_damaged_entries", "Damaged log ranges skipped at the last start (see the log).",
                      len(getattr(wal, "damage", ()) or ()))
+        ledger = getattr(wal, "ledger", None)
+        if ledger is not None:
+            yield _gauge("seclake_log_damage_unacknowledged", "Ranges of acknowledged data the write-ahead log found "
+                         "damaged and no operator acknowledged yet (/healthz names them; seclake lake check, "
+                         "seclake lake acknowledge-damage).", len(ledger.unacknowledged()))
         if self.detector is not None:
             yield _gauge("seclake_detector_lag_records", "Records in the log the detector has not run the rules on.",
                          max(0, last - self.detector.seq))

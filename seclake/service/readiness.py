@@ -6,6 +6,11 @@ have started, the write-ahead log it replayed at start is searchable again
 missing from answers), and, in cluster mode, at least one searcher is
 reachable. Searches still answer while a node is not ready; they say so
 (``incomplete`` in the reply, ``api/calls/events.py``).
+
+Damage the write-ahead log found in acknowledged data (``storage/damage.py``)
+does not make a node unready: it serves every record it could read. The
+check ``log_damage`` passes and names it, as ``/healthz`` does, until an
+operator acknowledges it (``seclake lake acknowledge-damage``).
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ class Readiness:
                 "the write-ahead log is searchable" if left == 0
                 else f"{left} records of the write-ahead log replayed at start are not searchable yet",
             ))
+        if self._ledger() is not None:
+            out.append(self._log_damage())
         directory = getattr(s.search.leaves, "directory", None)
         if directory is not None:  # cluster mode: the searchers run the searches
             out.append(self._searchers(directory))
@@ -68,6 +75,24 @@ class Readiness:
         """What a search reply says while the node is not ready, or None."""
         failing = [c.detail for c in self.checks(database=False) if not c.ok]
         return "; ".join(failing) if failing else None
+
+    def log_damage(self) -> list[dict[str, Any]]:
+        """The log's damage to acknowledged data no operator has acknowledged yet."""
+        ledger = self._ledger()
+        return ledger.unacknowledged() if ledger is not None else []
+
+    def _ledger(self) -> Any:
+        return getattr(getattr(self.services.lake, "wal", None), "ledger", None)
+
+    def _log_damage(self) -> Check:
+        damage = self.log_damage()
+        if not damage:
+            return Check("log_damage", True, "no unacknowledged damage in the write-ahead log")
+        n = len(damage)
+        return Check("log_damage", True, (
+            f"{n} damaged range{'s' if n > 1 else ''} of the write-ahead log not acknowledged (this node serves "
+            "every record it could read; `seclake lake check` lists them, `seclake lake acknowledge-damage` once "
+            "dealt with): " + "; ".join(d["message"] for d in damage)))
 
     def _database(self) -> Check:
         try:

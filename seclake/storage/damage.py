@@ -18,6 +18,7 @@ replaced whole under a lock of its own, and readers look at it each time.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+log = logging.getLogger("seclake.wal")
 
 FILE = "damage.json"
 VERSION = 1
@@ -45,7 +48,14 @@ class DamageLedger:
             return []
         stamp = (st.st_mtime_ns, st.st_size)
         if self._cached is None or self._cached[0] != stamp:
-            self._cached = (stamp, self._read())
+            try:
+                entries = self._read()
+            except ValueError as e:
+                # Readers (probes, metrics) name it as damage rather than fail.
+                log.error("%s", e)
+                entries = [{"id": FILE, "segment": None, "kind": "damaged", "lost": None, "acknowledged_at": None,
+                            "message": str(e)}]
+            self._cached = (stamp, entries)
         return self._cached[1]
 
     def unacknowledged(self) -> list[dict[str, Any]]:
@@ -54,7 +64,14 @@ class DamageLedger:
     def record(self, found: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """Keep the damage to acknowledged data in ``found`` not kept yet; return the new entries."""
         with self._locked():
-            entries = self._read()
+            try:
+                entries = self._read()
+            except ValueError as e:
+                # A start never stops on it: the unreadable ledger is kept aside, a new one begun.
+                aside = self.path.with_name(f"{FILE}.unreadable-{int(time.time())}")
+                os.replace(self.path, aside)
+                log.error("%s; moved to %s, a new ledger begun", e, aside.name)
+                entries = []
             known = {e["id"] for e in entries}
             new = []
             for d in found:
