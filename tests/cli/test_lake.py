@@ -242,3 +242,35 @@ def test_the_installed_seclake_script_imports_through_its_build_workers(tmp_path
                          capture_output=True, text=True, timeout=60,
                          env={**os.environ, "SECLAKE_ADMIN_PASSWORD": "admin-test-password"})
     assert bad.returncode == 2 and "vendor" in bad.stderr
+
+
+def test_lake_check_lists_log_damage_and_acknowledge_damage_clears_it_by_id(tmp_path):
+    from seclake.storage.wal import FORMAT_LINE, WriteAheadLog  # noqa: PLC0415
+
+    data = tmp_path / "data"
+    assert run("lake", "check", "--data-dir", str(data)).output == "no damage found in the write-ahead log\n"
+    log_dir = data / "lake" / "wal"
+    wal = WriteAheadLog(log_dir, segment_bytes=200)
+    wal.open(0)
+    for i in range(6):
+        wal.append([("event", {"n": i, "pad": "z" * 40})])
+    wal.close()
+    first, second, *_ = sorted(log_dir.glob("*.wal"))
+    for seg in (first, second):
+        raw = bytearray(seg.read_bytes())
+        raw[2] ^= 0x5A
+        seg.write_bytes(bytes(raw))
+    wal.open(0)  # what a start does: finds it, keeps it in the ledger
+    wal.close()
+    listed = run("lake", "check", "--data-dir", str(data))
+    assert listed.exit_code == 1 and "2 not acknowledged" in listed.output, listed.output
+    assert f"{first.name}@0" in listed.output and "damaged format line at offset 0" in listed.output
+    assert f"{len(FORMAT_LINE)} bytes quarantined to {first.name}.damaged-0, no record lost" in listed.output
+    unknown = run("lake", "acknowledge-damage", "nope@1", "--data-dir", str(data))
+    assert unknown.exit_code == 2 and "no log damage with the id nope@1" in unknown.output
+    one = run("lake", "acknowledge-damage", f"{first.name}@0", "--data-dir", str(data))
+    assert one.exit_code == 0 and one.output == f"acknowledged 1: {first.name}@0\n"
+    assert "1 not acknowledged" in run("lake", "check", "--data-dir", str(data)).output
+    assert run("lake", "acknowledge-damage", "--data-dir", str(data)).output == f"acknowledged 1: {second.name}@0\n"
+    done = run("lake", "check", "--data-dir", str(data))
+    assert done.exit_code == 0 and done.output.endswith("all acknowledged\n")
