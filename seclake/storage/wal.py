@@ -262,7 +262,8 @@ class WriteAheadLog:
             # damaged: they stay, appends go to a new segment, and what their
             # headers still name is never numbered again.
             named = _last_named(data, good, good_seq)
-            self._floor = max(self._floor, named or 0, _first_seq(path))
+            # A tail not torn holds a header at least: one entry, if none is named.
+            self._floor = max(self._floor, named or good_seq + 1, _first_seq(path))
             self._damaged(path, data, good, len(data), (good_seq + 1, named), "damaged")
         elif report:
             # Not the segment being written: its end was fsynced before the

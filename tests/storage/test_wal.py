@@ -428,3 +428,20 @@ def test_damage_to_acknowledged_data_is_kept_until_acknowledged_and_torn_tails_a
     assert ledger.unacknowledged() == []
     _open(tmp_path, segment_bytes=300).close()
     assert ledger.unacknowledged() == [] and len(ledger.entries()) == 1
+
+
+def test_a_damaged_tail_whose_headers_name_nothing_still_never_gives_its_sequence_again(tmp_path, caplog):
+    wal = _open(tmp_path)
+    for i in range(3):
+        wal.append([("event", {"n": i})])
+    wal.close()
+    [seg] = _segments(tmp_path)
+    last = _offsets(seg)[-1]
+    for at in range(last, last + 16):  # the whole header of the last entry
+        _flip(seg, at)
+    with caplog.at_level("ERROR", logger="seclake.wal"):
+        wal = _open(tmp_path)
+    assert [r["n"] for _, _, r in wal.replay(0)] == [0, 1]
+    assert [(d["kind"], d["lost"]) for d in wal.damage] == [("damaged", (3, None))]
+    assert "records from seq 3 on lost (how many is not known" in caplog.text
+    assert wal.append([("event", {"n": 9})]) == (4, 4)
