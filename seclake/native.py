@@ -181,5 +181,64 @@ def install() -> None:
         sys.meta_path.insert(0, SourceFirst())
 
 
-if __name__ == "__main__":  # the compiled modules' sources, for the Makefile's stamps
-    print(" ".join(str(source_of(name).relative_to(ROOT)) for name in MODULES))
+def build(echo=print, root: Path = ROOT) -> int:
+    """Compile every listed module beside its source, telling how far it is.
+
+    ``make`` runs this apart from ``pip install`` (which installs with
+    ``SECLAKE_NATIVE=0``), so one compile serves ``make run`` and ``make test``
+    alike and a first ``make run`` need not wait for it (it runs it in the
+    background: the next start runs compiled). Each extension is built in
+    ``build/native`` and then renamed into place, so a process importing a
+    module meanwhile (a server started from the sources, its spawned workers)
+    finds the old file or the whole new one, never half of one. Returns the
+    number of modules that run compiled afterwards."""
+    import shutil
+    import subprocess
+    import time
+
+    started, wall = time.monotonic(), time.time()
+    stage = root / "build" / "native"
+    lib = stage / "lib"  # kept: setuptools rebuilds only what changed since
+    lib.mkdir(parents=True, exist_ok=True)
+    todo = [name for name in MODULES if build_of(name, root) is None]
+    if not todo:
+        echo(f"compiled modules: all {len(MODULES)} up to date")
+        return len(MODULES)
+    echo(f"compiling {len(todo)} of {len(MODULES)} modules with Cython (seclake/native.py says why); "
+         f"log: {stage.relative_to(root) / 'build.log'}")
+    env = dict(os.environ, SECLAKE_NATIVE="1")
+    command = [sys.executable, str(root / "setup.py"), "build_ext", "--build-lib", str(lib),
+               "--build-temp", str(stage / "temp")]
+    with open(stage / "build.log", "wb") as log:
+        process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+        shown = -1
+        while process.poll() is None:
+            time.sleep(0.5)
+            done = sum(1 for so in lib.rglob("*.so") if so.stat().st_mtime >= wall)
+            if done != shown:
+                shown = done
+                echo(f"  compiled {done}/{len(todo)} ({time.monotonic() - started:.0f} s)")
+    placed = 0
+    for name in todo:
+        relative = Path(*name.split("."))
+        for built in lib.glob(str(relative) + ".*"):
+            if built.suffix in (".so", ".pyd"):
+                target = root / relative.parent / built.name
+                partial = target.with_name(target.name + ".partial")
+                shutil.copy2(built, partial)
+                os.replace(partial, target)  # atomic: an importer never meets half a file
+                placed += 1
+    seconds = time.monotonic() - started
+    if process.returncode != 0 or placed < len(todo):
+        echo(f"compiled {placed} of {len(todo)} modules in {seconds:.0f} s; the others run from their "
+             f"sources (slower, same results): see {stage / 'build.log'}")
+    else:
+        echo(f"compiled {placed} modules in {seconds:.0f} s")
+    return len(MODULES) - len([name for name in MODULES if build_of(name, root) is None])
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["build"]:  # make: compile the listed modules in place
+        build(lambda line: print(line, flush=True))
+    else:  # the compiled modules' sources, for the Makefile's stamps
+        print(" ".join(str(source_of(name).relative_to(ROOT)) for name in MODULES))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -19,6 +20,7 @@ from seclake.api.envelope import JSONResponse, failure
 from seclake.api.elastic import routes as elastic_routes
 from seclake.api.health import routes as health_routes
 from seclake.api.openapi import openapi_document
+from seclake.api.proxies import proxy_middleware
 from seclake.api.slashes import CollapseSlashes
 from seclake.errors import MethodNotAllowed, NotFound, SeclakeError
 from seclake.services import Services
@@ -33,7 +35,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
     services.listen()
     generated = services.prepare()
     if generated:
-        announce_admin_password(generated)
+        announce_admin_password(generated, services.users.first_password_file())
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -62,7 +64,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(CollapseSlashes)],
+        # Outermost: every part of the app sees the client, not its proxy.
+        middleware=[*proxy_middleware(settings.trusted_proxies), Middleware(CollapseSlashes)],
         exception_handlers={HTTPException: _http_error},
         lifespan=lifespan,
     )
@@ -84,9 +87,10 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
     return response
 
 
-def announce_admin_password(password: str) -> None:
-    """Show a generated admin password once, on the console."""
+def announce_admin_password(password: str, kept_in: Path) -> None:
+    """Show a generated admin password on the console, and where it is kept."""
     line = f"  seclake: first start; created user 'admin' with password: {password}  "
     bar = "=" * len(line)
-    print(f"\n{bar}\n{line}\n  (shown only this once; change it with `seclake user passwd admin`)\n{bar}\n",
+    print(f"\n{bar}\n{line}\n  (also in {kept_in}, readable by its owner only, until the password is changed:\n"
+          f"   sign in and change it, or `seclake user passwd admin NEW-PASSWORD`)\n{bar}\n",
           file=sys.stderr, flush=True)

@@ -27,21 +27,23 @@ def open_services(data_dir: Path | None, config: Path | None) -> Services:
     if generated:
         from seclake.api.app import announce_admin_password
 
-        announce_admin_password(generated)
+        announce_admin_password(generated, services.users.first_password_file())
     return services
 
 
 def started_services(data_dir: Path | None, config: Path | None) -> Services:
     """Services with every component running, as in the server (rules run on imports).
 
-    Exits with a clear message when a server already has the data dir's lake.
+    Exits with a clear message when a server already has the data dir's lake, or its
+    catalog was altered to name splits seclake never writes.
     """
+    from seclake.storage.catalog import CatalogRefused
     from seclake.storage.lake import LakeBusy
 
     services = open_services(data_dir, config)
     try:
         services.start()
-    except LakeBusy as e:
+    except (LakeBusy, CatalogRefused) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
     return services

@@ -4,8 +4,10 @@ API's (``api/reply.user_record``)."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any
 from zoneinfo import available_timezones
 
@@ -27,6 +29,7 @@ from seclake.settings import Settings
 USERNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
 MAX_JSON_BYTES = 16 * 1024
+FIRST_PASSWORD_FILE = "admin-password"
 DEFAULT_PREFERENCE = {"timezone": {"value": "UTC", "policy": "Server"}}
 # A user added without a password (the clients' user model has none: such
 # users sign in through an identity provider) keeps this hash, which no
@@ -199,7 +202,9 @@ class Users:
             if "password" in values:
                 # A reset ends any lockout of the account.
                 s.execute(delete(LoginFailure).where(LoginFailure.username == name))
-            return user
+        if "password" in values and name == "admin":
+            self.first_password_file().unlink(missing_ok=True)  # it no longer opens anything
+        return user
 
     def set_password(self, username: str, password: str) -> User:
         return self.update({"username": username, "password": password})
@@ -215,7 +220,13 @@ class Users:
             _keep_an_admin(s, f"cannot delete {username!r}")
 
     def ensure_admin(self, password: str | None) -> str | None:
-        """On an empty database create ``admin``; return its password if generated."""
+        """On an empty database create ``admin``; return its password if generated.
+
+        A generated password is also written to ``first_password_file()``,
+        readable by the data dir's owner only, until the admin's password is
+        changed: a console line scrolls away (or goes to a service manager's
+        journal), and the operator who owns the data dir must not be locked
+        out of a new deployment by missing it."""
         if self.count():
             return None
         generated = None if password else generate_password()
@@ -225,7 +236,18 @@ class Users:
             "roles": ["admin"],
             "firstName": "Administrator",
         }, where="admin")
+        if generated:
+            path = self.first_password_file()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.unlink(missing_ok=True)  # a left-over of an earlier database: never another's mode
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(generated + "\n")
         return generated
+
+    def first_password_file(self) -> Path:
+        """Where the generated first admin password waits until it is changed."""
+        return self.settings.data_dir / FIRST_PASSWORD_FILE
 
     # -- validation ----------------------------------------------------------
 

@@ -23,12 +23,20 @@ def test_user_commands(tmp_path) -> None:
     assert first.exit_code == 0, first.output
     # The first command on an empty data dir also created the admin, once.
     assert "created user 'admin' with password" in first.output
+    # ... and kept its password where only the data dir's owner reads it, until it is changed.
+    password = re.search(r"created user 'admin' with password: (\S+)", first.output).group(1)
+    kept = tmp_path / "admin-password"
+    assert f"also in {kept}" in first.output
+    assert kept.read_text() == password + "\n" and kept.stat().st_mode & 0o777 == 0o600
     listed = run("user", "list", *d)
     assert "created user 'admin'" not in listed.output
     assert re.search(r"^admin\tadmin\tenabled", listed.output, re.M)
     assert re.search(r"^bob\tanalyst\tenabled\tbob@example.com\tlast login never", listed.output, re.M)
 
     assert run("user", "passwd", "bob", *d, input="new-password-1\nnew-password-1\n").exit_code == 0
+    assert kept.exists()  # another user's new password does not touch it
+    assert run("user", "passwd", "admin", *d, input="admin-password-9\nadmin-password-9\n").exit_code == 0
+    assert not kept.exists()
     assert run("user", "disable", "bob", *d).exit_code == 0
     assert "bob\tanalyst\tdisabled" in run("user", "list", *d).output
 
@@ -48,7 +56,8 @@ def test_token_commands(tmp_path) -> None:
     assert token not in listed.output
     token_id = listed.output.split("\t", 1)[0]
     assert run("token", "revoke", token_id, *d).exit_code == 0
-    assert "\trevoked\t" in run("token", "list", *d).output
+    assert token_id not in [line.split("\t", 1)[0] for line in run("token", "list", *d).output.splitlines()]
+    assert "\trevoked\t" in run("token", "list", "--revoked", *d).output
     missing = run("token", "create", "nobody0", *d)
     assert missing.exit_code == 1 and "no user named" in missing.output
 
@@ -109,6 +118,9 @@ def test_serve_runs_the_server_and_shows_a_generated_password_once(tmp_path) -> 
                 time.sleep(0.1)
         assert int(r.headers["X-Seclake-Status"]) == 401
         assert (tmp_path / "data" / "seclake.db").exists()
+        # No trusted_proxies: a loopback peer's X-Forwarded-For is not its address.
+        httpx.post(f"http://127.0.0.1:{port}/api/auth/login", json={"kargs": {"username": "x", "password": "y"}},
+                   headers={"X-Forwarded-For": "203.0.113.9"})
     finally:
         proc.terminate()
         output = proc.communicate(timeout=20)[0]
@@ -121,4 +133,5 @@ def test_serve_runs_the_server_and_shows_a_generated_password_once(tmp_path) -> 
 
     services = Services(load_settings(data_dir=tmp_path / "data"))
     assert services.login.login("admin", password).user.username == "admin"
+    assert [e["client"] for e in services.audit.recent() if e["kind"] == "login" and e["username"] == "x"] == ["127.0.0.1"]
     services.stop()
