@@ -156,11 +156,12 @@ class RayLeaves:
 
     @staticmethod
     def _cancel(fut: Future) -> None:
+        ref = getattr(fut, "ref", None)
+        if ref is None:  # not a Ray call (the tests' thread leaves): nothing to cancel, no Ray to import
+            return
         import ray
 
-        ref = getattr(fut, "ref", None)
-        if ref is not None:
-            try:
-                ray.cancel(ref)
-            except Exception:  # noqa: BLE001 - best effort: the answer is ignored anyway
-                pass
+        try:
+            ray.cancel(ref)
+        except Exception:  # noqa: BLE001 - best effort: the answer is ignored anyway
+            pass
