@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     )
     login_window_minutes: float = Field(15, gt=0, description="Window in which failed logins are counted.")
     login_lockout_minutes: float = Field(15, gt=0, description="How long a locked username or address is refused.")
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Reverse proxies (addresses or networks such as 10.0.0.0/8) whose X-Forwarded-For names the client, read right to left; from any other peer the header is ignored (env comma-separated).",
+    )
 
     # ingestion and storage
     commit_interval_seconds: float = Field(
@@ -234,6 +238,17 @@ class Settings(BaseSettings):
             for url in v:
                 if isinstance(url, str):
                     ListenerSpec.parse(url)  # a bad URL stops the start with what is wrong
+        return v
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = [part for part in (p.strip() for p in v.split(",")) if part]
+        if isinstance(v, list) and v:
+            from seclake.api.proxies import check_proxies
+
+            return check_proxies(v)  # a wrong entry stops the start with what is wrong
         return v
 
     @field_validator("data_dir", mode="after")
