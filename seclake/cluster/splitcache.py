@@ -29,6 +29,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from seclake.record.dataset import DATASETS
+from seclake.storage.layout import check_split, split_path
+from seclake.storage.pathname import UnsafeName, inside
 from seclake.storage.split import META_FILE, Split
 from seclake.storage.splitstore import PARTIAL_PREFIX, SplitStore
 
@@ -75,8 +78,7 @@ class SplitCache:
 
     def get(self, dataset: str, split_id: str) -> Split:
         """The open split; in store mode downloaded first when there is no local copy."""
-        if "/" in dataset or "/" in split_id or split_id.startswith(".") or dataset.startswith("."):
-            raise ValueError(f"bad split reference {dataset}/{split_id}")
+        check_split(dataset, split_id, "bad split reference")
         with self._lock:
             split = self._open.get(split_id)
             if split is not None:
@@ -174,9 +176,9 @@ class SplitCache:
         byte budget the least recently used copies are removed, or with
         ``evict`` False (warming) this new copy instead, and None returned."""
         if self.store is None:
-            return self.splits_dir / dataset / split_id
+            return split_path(self.splits_dir, dataset, split_id)
         assert self.cache_dir is not None
-        path = self.cache_dir / dataset / split_id
+        path = split_path(self.cache_dir, dataset, split_id)
         with self._lock:
             if split_id in self._copies:
                 self._copies.move_to_end(split_id)
@@ -228,7 +230,11 @@ class SplitCache:
         self.evicted += 1
         # Renamed away at once, so a new download of the same split
         # can take the name while the old files are still being removed.
-        path = self.cache_dir / dataset / split_id
+        try:
+            path = split_path(self.cache_dir, dataset, split_id)
+        except UnsafeName as e:  # a link put in the cache since the copy was made: never followed
+            log.error("could not remove cached split: %s", e)
+            return None
         trash = path.with_name(f"{PARTIAL_PREFIX}evicted-{split_id}-{uuid.uuid4().hex[:8]}")
         try:
             path.rename(trash)
@@ -249,11 +255,24 @@ class SplitCache:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         found = []
         for dataset_dir in self.cache_dir.iterdir():
-            if not dataset_dir.is_dir():
+            if dataset_dir.name not in DATASETS or dataset_dir.is_symlink() or not dataset_dir.is_dir():
+                # Not a copy's directory: a link here would have the sweep below delete where it leads.
+                log.warning("left alone in the split cache %s: %s is not a dataset directory of seclake's",
+                            self.cache_dir, dataset_dir.name)
                 continue
             for d in dataset_dir.iterdir():
+                try:
+                    inside(self.cache_dir, dataset_dir.name, d.name, what="cached split")
+                except UnsafeName as e:
+                    log.error("left alone in the split cache: %s", e)
+                    continue
                 if d.name.startswith(PARTIAL_PREFIX) or not (d / META_FILE).is_file():
                     shutil.rmtree(d, ignore_errors=True)
+                    continue
+                try:
+                    check_split(dataset_dir.name, d.name, f"split cache {self.cache_dir}")
+                except UnsafeName as e:
+                    log.warning("left alone: %s", e)
                     continue
                 found.append((d.stat().st_mtime, dataset_dir.name, d.name, _size(d)))
         with self._lock:

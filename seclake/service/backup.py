@@ -15,6 +15,10 @@ ended, which seclake recovers from like any crash (docs/operations.md):
 4. the splits the snapshot's catalog lists are hard-linked (splits are
    immutable) or copied when the copy is on another filesystem.
 
+A catalog naming a split seclake never writes (``../../victim``), or a split
+directory or file that is a symbolic link leading out of the lake, refuses
+the backup: the copy would carry it, or read outside the data dir (issue 39).
+
 Only SQLite deployments with splits on the local filesystem are copied
 here: PostgreSQL and object storage have backups of their own
 (docs/operations.md says how to combine them).
@@ -33,8 +37,9 @@ from sqlalchemy.engine import make_url
 
 from seclake.db.database import Database
 from seclake.settings import Settings
-from seclake.storage.catalog import PUBLISHED, Catalog
+from seclake.storage.catalog import PUBLISHED, Catalog, CatalogRefused
 from seclake.storage.layout import Layout
+from seclake.storage.pathname import UnsafeName
 
 log = logging.getLogger("seclake.backup")
 
@@ -69,17 +74,29 @@ def backup(settings: Settings, dest: Path) -> dict[str, Any]:
 
     db = Database(f"sqlite:///{db_file}")
     try:
-        entries = Catalog(db).entries(PUBLISHED)
+        catalog = Catalog(db)
+        catalog.check()
+        entries = catalog.entries(PUBLISHED)
+    except CatalogRefused as e:
+        raise BackupRefused(f"{e}; nothing usable was written: remove the copy {dest}") from None
     finally:
         db.dispose()
     linked = copied = size = 0
     for e in entries:
-        src, dst = source.split_dir(e.dataset, e.split_id), target.split_dir(e.dataset, e.split_id)
+        try:
+            src, dst = source.split_dir(e.dataset, e.split_id), target.split_dir(e.dataset, e.split_id)
+        except UnsafeName as bad:
+            raise BackupRefused(f"{bad}; nothing usable was written: remove the copy {dest}") from None
         if not src.is_dir():
             raise BackupRefused(f"split {e.dataset}/{e.split_id} of the catalog is missing from {source.splits}; "
                                 "nothing usable was written: remove the copy and run the backup again")
         dst.parent.mkdir(parents=True, exist_ok=True)
         for path in sorted(src.iterdir()):
+            if path.is_symlink() or not path.is_file():
+                # A split is plain files; a link would copy what it leads to.
+                raise BackupRefused(f"{path} is not a plain file of split {e.split_id} (a link or a directory, "
+                                    f"which could lead outside {source.splits}); nothing usable was written: "
+                                    f"remove the copy {dest}")
             dst.mkdir(exist_ok=True)
             try:
                 os.link(path, dst / path.name)

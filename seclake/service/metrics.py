@@ -124,6 +124,12 @@ class LakeCollector(Collector):
         wal = getattr(self.lake, "wal", None)
         if wal is None:  # an API node without a lake of its own
             return
+        refused = CounterMetricFamily(
+            "seclake_split_deletions_refused", "Split directories not deleted since start because the path a "
+            "stored name made led out of the lake (a ../ in the catalog, a link): the data dir or its database "
+            "was altered (see the server log).")
+        refused.add_metric([], self.lake.janitor.refused)
+        yield refused
         last = wal.next_seq - 1
         indexed = stats.get("indexed_seq", 0)
         yield _gauge("seclake_log_bytes", "Bytes of write-ahead log segments on disk.", wal.size_bytes())

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from seclake.db.base import Base, UTCDateTime
 from seclake.db.database import Database
 from seclake.storage.customers import Customers, from_stored
+from seclake.storage.pathname import UnsafeName
 from seclake.storage.split import SplitMeta
 
 STAGED, PUBLISHED, MARKED = "staged", "published", "marked"
@@ -74,9 +75,46 @@ def _entry(row: SplitRow) -> CatalogEntry:
     )
 
 
+class CatalogRefused(RuntimeError):
+    """The catalog names splits seclake never writes: it was altered, and nothing is made of it."""
+
+
+# Bad rows a refusal names one by one; the rest are counted.
+REFUSAL_NAMES = 5
+
+
 class Catalog:
     def __init__(self, db: Database):
         self.db = db
+
+    def check(self) -> None:
+        """Refuse (``CatalogRefused``) a catalog with a row of any state whose
+        dataset or split id is not what seclake writes (``layout.check_split``).
+
+        Called before anything is made of the catalog (a lake's start, a
+        backup): a row is turned into a directory to open, copy or delete,
+        and a restored backup naming ``../../../../victim`` had retention
+        delete that directory. Refusing names every bad row, so an operator
+        sees the whole damage in one go; nothing is opened or deleted.
+        """
+        from seclake.storage.layout import check_split  # here: layout -> merge -> catalog
+
+        with self.db.session() as s:
+            rows = s.execute(select(SplitRow.split_id, SplitRow.dataset, SplitRow.state)).all()
+        bad = []
+        for split_id, dataset, state in rows:
+            try:
+                check_split(dataset, split_id, f"table splits, a {state} row")
+            except UnsafeName as e:
+                bad.append(str(e))
+        if bad:
+            more = f"; and {len(bad) - REFUSAL_NAMES} more rows" if len(bad) > REFUSAL_NAMES else ""
+            raise CatalogRefused(
+                f"the split catalog in {self.db.url.render_as_string(hide_password=True)} names "
+                f"{len(bad)} split(s) seclake never writes, so nothing was opened or deleted: "
+                f"{'; '.join(bad[:REFUSAL_NAMES])}{more}. The database was altered or is not this lake's: "
+                "restore a backup you trust, or delete those rows (docs/operations.md, \"Backup and restore\")"
+            )
 
     def checkpoint(self) -> int:
         with self.db.session() as s:

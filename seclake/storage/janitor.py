@@ -18,7 +18,9 @@ from typing import Any
 
 from seclake.storage.catalog import MARKED, PUBLISHED, STAGED, Catalog
 from seclake.storage.layout import Layout
+from seclake.record.dataset import DATASETS
 from seclake.storage.merge import DAY_MS
+from seclake.storage.pathname import UnsafeName, inside
 from seclake.storage.shelf import Shelf
 from seclake.storage.split import SplitMeta
 from seclake.storage.splitstore import SplitStore, SplitStoreError
@@ -38,6 +40,9 @@ class Janitor:
         self.retire_grace = RETIRE_GRACE
         self._retiring: list[tuple[float, str, str]] = []
         self._lock = threading.Lock()
+        # Deletions refused since start because the path a split's name
+        # makes would leave the lake (``pathname.UnsafeName``): /metrics.
+        self.refused = 0
 
     def publish(self, metas: list[SplitMeta], **publish: Any) -> None:
         """Publish new splits; with a split store, only once every file of each is uploaded.
@@ -65,10 +70,27 @@ class Janitor:
         gone = self.catalog.entries(STAGED) + self.catalog.entries(MARKED)
         self.delete([(e.dataset, e.split_id) for e in gone])
         for dataset_dir in self.layout.splits.iterdir() if self.layout.splits.exists() else []:
+            if dataset_dir.name not in DATASETS or dataset_dir.is_symlink() or not dataset_dir.is_dir():
+                # Not seclake's: a link here led a restored backup's sweep into another directory.
+                self._refuse(UnsafeName("directory", dataset_dir.name, "is not a dataset directory of seclake's "
+                                        "(a link or another name): left alone", str(self.layout.splits)))
+                continue
             for d in dataset_dir.iterdir():
-                if d.name not in published:
-                    log.info("removing unpublished split directory %s", d)
-                    shutil.rmtree(d, ignore_errors=True)
+                if d.name in published:
+                    continue
+                try:
+                    path = inside(self.layout.splits, dataset_dir.name, d.name, what="unpublished split directory")
+                except UnsafeName as e:
+                    self._refuse(e)
+                    continue
+                log.info("removing unpublished split directory %s", path)
+                shutil.rmtree(path, ignore_errors=True)
+
+    def _refuse(self, e: UnsafeName) -> None:
+        """A deletion a stored name would have sent outside the lake: not done, said and counted."""
+        self.refused += 1
+        log.error("refused to delete: %s; the data dir or its database was altered (docs/operations.md, "
+                  "\"Backup and restore\")", e)
 
     def expire(self, max_age_days: int, now_ms: int | None = None) -> int:
         """Retire whole splits whose newest record is older than ``max_age_days``."""
@@ -112,7 +134,13 @@ class Janitor:
         # mapped until closed); new searches no longer see it.
         gone = []
         for dataset, split_id in splits:
-            shutil.rmtree(self.layout.split_dir(dataset, split_id), ignore_errors=True)
+            try:
+                path = self.layout.split_dir(dataset, split_id, where="deleting a split of the catalog")
+            except UnsafeName as e:
+                # Its row stays, so the refusal is seen again (at every start, which refuses the catalog).
+                self._refuse(e)
+                continue
+            shutil.rmtree(path, ignore_errors=True)
             if self.store is not None:
                 # The catalog row goes only once the objects are gone, so a
                 # store that fails now is asked again (later, or at start).

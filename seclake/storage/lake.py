@@ -36,6 +36,7 @@ from seclake.storage.flusher import Flusher, Items, Placement
 from seclake.storage.janitor import Janitor
 from seclake.storage.layout import Layout
 from seclake.storage.merger import Merger
+from seclake.storage.pathname import UnsafeName
 from seclake.storage.shelf import Shelf
 from seclake.storage.split import DamagedSplit, Split
 from seclake.storage.splitstore import SplitStore
@@ -110,6 +111,8 @@ class Lake:
         memory.prefer_mmap()
         self.layout.ensure()
         self.take_lock()
+        # Before any split directory is named from the catalog (issue 39).
+        self.catalog.check()
         checkpoint = self.catalog.checkpoint()
         self.flusher.reset(checkpoint)
         self._open_published()
@@ -205,7 +208,14 @@ class Lake:
         published = {e.split_id: e for e in self.catalog.entries(PUBLISHED)}
         opened = []
         for entry in published.values():
-            path = self.layout.split_dir(entry.dataset, entry.split_id)
+            try:
+                path = self.layout.split_dir(entry.dataset, entry.split_id, where="opening a split of the catalog")
+            except UnsafeName as e:
+                # Its name is sound (``Catalog.check``), its directory a link out of the lake: never
+                # read through it, left out as any unreadable split (named by searches, kept in the catalog).
+                log.error("split %s is left out of searches: %s", entry.split_id, e)
+                opened.append(DamagedSplit(self.layout.splits / entry.dataset / entry.split_id, entry, str(e)))
+                continue
             if self.store is not None and not path.exists():
                 # This node's disk lost it (a new machine): the store has it.
                 self.store.download(entry.dataset, entry.split_id, path)

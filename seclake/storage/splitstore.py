@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from seclake.storage.layout import check_split
+from seclake.storage.pathname import entry, inside
 from seclake.storage.split import META_FILE, SplitMeta, digest, index_files
 
 log = logging.getLogger("seclake.splitstore")
@@ -124,7 +126,9 @@ class SplitStore:
 
     @staticmethod
     def _key(dataset: str, split_id: str, name: str = "") -> str:
-        return f"{dataset}/{split_id}/{name}"
+        # The catalog's names become keys: a ``..`` in one would reach another split's objects.
+        check_split(dataset, split_id, "object key")
+        return f"{dataset}/{split_id}/{entry(name, 'file name', 'object key') if name else ''}"
 
     def _fail(self, what: str, dataset: str, split_id: str, e: Exception) -> SplitStoreError:
         return SplitStoreError(f"{what} split {dataset}/{split_id} at {self.config.url}: {str(e).splitlines()[0]}")
@@ -190,7 +194,8 @@ class SplitStore:
 
         got = 0
         h = digest()
-        with open(directory / name, "wb") as out:
+        # The name is the store's listing: a file of this directory, nothing else.
+        with open(inside(directory, name, what="file name", where=f"split {dataset}/{split_id}"), "wb") as out:
             for chunk in obstore.get(self.store, self._key(dataset, split_id, name)).stream(CHUNK_BYTES):
                 out.write(chunk)
                 h.update(chunk)
@@ -221,6 +226,8 @@ class SplitStore:
             # split.json first: it names the digest of every other file.
             self._fetch(dataset, split_id, META_FILE, files[META_FILE], tmp)
             digests = SplitMeta.from_json(json.loads((tmp / META_FILE).read_text())).files
+            for name in digests or ():
+                entry(name, "file name", f"{META_FILE} of split {dataset}/{split_id}")
             if digests is not None and set(digests) != set(files) - {META_FILE}:
                 missing = sorted(set(digests) - set(files))
                 raise SplitStoreError(f"files {missing or sorted(set(files) - set(digests) - {META_FILE})} "

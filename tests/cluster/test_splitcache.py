@@ -150,8 +150,10 @@ def test_bad_references_and_missing_splits_say_what_is_wrong(stored, tmp_path):
     cache = _cache(store, tmp_path)
     with pytest.raises(ValueError, match="bad split reference"):
         cache.get("event", "../etc")
-    with pytest.raises(SplitStoreError, match="split event/event-nope is not in s3://"):
+    with pytest.raises(ValueError, match="bad split reference: split id 'event-nope' is not of the form"):
         cache.get("event", "event-nope")
+    with pytest.raises(SplitStoreError, match="split event/event-20251121-000000000000 is not in s3://"):
+        cache.get("event", "event-20251121-000000000000")
     with pytest.raises(ValueError, match="needs a cache directory"):
         SplitCache(tmp_path, store=store)
 

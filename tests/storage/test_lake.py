@@ -545,3 +545,62 @@ def test_new_small_splits_skip_the_records_dictionary_and_their_merge_trains_one
     assert _dictionary_bytes(merged) > 0
     records_bytes = [(s.path / "records.zst").stat().st_size for s in (*fresh, merged)]
     assert records_bytes[2] < 0.8 * (records_bytes[0] + records_bytes[1])  # and it pays for itself
+
+
+# -- names from the catalog never reach outside the lake (issue 39, finding 1) --
+
+
+def _victim(tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("not seclake's")
+    return victim
+
+
+def _rename_split(db, old: str, new: str, **values) -> None:
+    from sqlalchemy import update
+
+    from seclake.storage.catalog import SplitRow
+
+    with db.session(write=True) as s:
+        s.execute(update(SplitRow).where(SplitRow.split_id == old).values(split_id=new, **values))
+
+
+def test_a_lake_whose_catalog_was_altered_to_name_a_path_refuses_to_start_and_deletes_nothing(lake_factory, db, tmp_path):
+    from seclake.storage.catalog import MARKED, CatalogRefused
+
+    lake = lake_factory()
+    lake.append([("event", _event(i, day=i)) for i in range(3)])
+    lake.flush()
+    ids = [e.split_id for e in lake.catalog.entries(PUBLISHED)]
+    lake.stop()
+    victim = _victim(tmp_path)
+    _rename_split(db, ids[0], str(victim), state=MARKED)  # a marked split's directory goes at the next start
+    _rename_split(db, ids[1], "../../../../victim")
+    with pytest.raises(CatalogRefused) as refused:
+        lake_factory()
+    message = str(refused.value)
+    assert "names 2 split(s) seclake never writes, so nothing was opened or deleted" in message
+    assert f"table splits, a marked row: split id '{victim}' is not of the form" in message
+    assert "table splits, a published row: split id '../../../../victim' is not of the form" in message
+    assert (victim / "precious.txt").exists()
+    assert sorted(p.name for p in (tmp_path / "data" / "lake" / "splits" / "event").iterdir()) == sorted(ids)
+
+
+def test_a_row_altered_while_the_lake_runs_is_refused_where_its_split_would_be_deleted(lake_factory, db, tmp_path):
+    from seclake.service.metrics import LakeCollector
+
+    lake = lake_factory()
+    lake.janitor.retire_grace = 0
+    lake.append([("event", _event(i, day=i)) for i in range(2)])
+    lake.flush()
+    old = lake.catalog.entries(PUBLISHED)[0].split_id
+    victim = _victim(tmp_path)
+    _rename_split(db, old, "../../../../victim")  # from data/lake/splits/event: tmp_path/victim
+    assert lake.retention(max_age_days=1, now_ms=DAY0 + 30 * DAY_MS) == 2
+    assert (victim / "precious.txt").exists()
+    assert lake.janitor.refused == 1
+    # Its row stays (marked): the refusal is seen again, and the next start refuses the catalog.
+    assert [e.split_id for e in lake.catalog.entries("marked")] == ["../../../../victim"]
+    scraped = {m.name: m.samples[0].value for m in LakeCollector(lake, None, lambda: True).collect() if m.samples}
+    assert scraped["seclake_split_deletions_refused"] == 1
