@@ -158,6 +158,22 @@ def test_bad_references_and_missing_splits_say_what_is_wrong(stored, tmp_path):
         SplitCache(tmp_path, store=store)
 
 
+def test_a_link_in_the_cache_directory_never_has_the_start_s_sweep_delete_where_it_leads(stored, tmp_path):
+    """The sweep at start removes half downloads; through a linked dataset directory it would
+    have removed the victim's directories (issue 39)."""
+    store, _ = stored
+    victim = tmp_path / "victim"
+    (victim / "photos").mkdir(parents=True)
+    (victim / "photos" / "precious.txt").write_text("not seclake's")
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "flow").symlink_to(victim, target_is_directory=True)
+    (tmp_path / "cache" / "event").mkdir()
+    (tmp_path / "cache" / "event" / "out").symlink_to(victim, target_is_directory=True)
+    cache = _cache(store, tmp_path)
+    assert (victim / "photos" / "precious.txt").exists()
+    assert cache.copies() == []
+
+
 def test_warming_downloads_in_the_order_given_and_never_pushes_out_a_copy(stored, tmp_path):
     store, splits = stored
     (da, a, sa, _), (db_, b, sb, _), (dc, c, sc, _), (dd, d, sd, _) = splits
