@@ -79,10 +79,10 @@ class Services:
         self.policies = Policies(self.db, settings, clock)
         self.access = Access(self.db)
         self.auth = Authentication(self.sessions, self.tokens, self.access)
-        self.login = Login(self.db, self.hasher, self.sessions, self.audit, settings, clock)
-        self.components: list[Component] = []
         # What operators see: GET /metrics, /healthz, /readyz (api/health.py).
         self.metrics = Metrics()
+        self.login = Login(self.db, self.hasher, self.sessions, self.audit, settings, clock, self.metrics)
+        self.components: list[Component] = []
         self.readiness = Readiness(self)
         # Run once every component has started (seclake up loads demo data here).
         self.on_started: list = []

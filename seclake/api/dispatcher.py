@@ -117,7 +117,7 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
     try:
         # Queued, not written here: the audit writer commits it in a batch.
         services.audit.call(
-            caller.username if caller else None, name, client, outcome,
+            caller.username if caller else ctx.audit_username, name, client, outcome,
             status_sent(response), duration_ms, detail,
         )
     except Exception:

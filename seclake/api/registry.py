@@ -49,6 +49,9 @@ class CallContext:
     request: Request | None = field(default=None, repr=False)
     # What a successful call changed, for its audit entry ("rule x deleted").
     audit_detail: str | None = None
+    # Whom a call without a caller acted for, for its audit entry (auth/login:
+    # the name tried, whatever the outcome).
+    audit_username: str | None = None
     # Headers a successful call adds to its response (Idempotent-Replayed).
     response_headers: dict[str, str] = field(default_factory=dict)
 

@@ -19,6 +19,7 @@ in the transaction that stores it. Rules are checked by
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
@@ -42,6 +43,21 @@ def _scalar(value: Any) -> Any:
         raise PydanticCustomError("term", "must be a string, number or boolean, not {kind}",
                                   {"kind": type(value).__name__.replace("dict", "object").replace("NoneType", "null")})
     return value
+
+
+def _address(value: Any) -> Any:
+    # Written as the server writes a peer's address, so it finds the counters.
+    if not isinstance(value, str):
+        raise PydanticCustomError("address", "must be an IP address as a string, such as 192.0.2.7")
+    try:
+        return str(ipaddress.ip_address(value.strip()))
+    except ValueError:
+        raise PydanticCustomError("address", "must be an IP address such as 192.0.2.7 or 2001:db8::7, "
+                                  "not {value}", {"value": repr(value[:64])}) from None
+
+
+# A client's IP address.
+Address = Annotated[str, BeforeValidator(_address)]
 
 
 def _lower(value: Any) -> Any:
@@ -153,6 +169,11 @@ class TokenRequest(TokenInput):
     action: Literal["add", "list", "delete"]
     args: TokenArgs | None = Field(None, description="The clients' form.")
     id: TokenReference | None = Field(None, description="delete: the token's id (seclake's form).")
+    revoked: Flag = Field(False, description="list: deleted (revoked) tokens too, shown with state revoked.")
+
+
+class AddressRequest(Open):
+    address: Address = Field(description="A client address, as lockout messages and the audit show it.")
 
 
 class PolicyRequest(Closed):

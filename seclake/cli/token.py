@@ -40,14 +40,15 @@ def create(
 @app.command("list")
 def list_tokens(
     username: Annotated[str | None, typer.Argument(help="Only this user's tokens.")] = None,
+    revoked: Annotated[bool, typer.Option("--revoked", help="Revoked (deleted) tokens too.")] = False,
     data_dir: DataDir = None,
     config: ConfigFile = None,
 ) -> None:
-    """List API tokens (never the tokens themselves)."""
+    """List API tokens (never the tokens themselves); revoked ones only with --revoked."""
     from seclake.api import reply
     services = open_services(data_dir, config)
     now = services.clock()
-    for t in (reply.token_record(view, now) for view in services.tokens.list(username)):
+    for t in (reply.token_record(view, now) for view in services.tokens.list(username, revoked=revoked)):
         typer.echo(
             f"{t['id']}\t{t['username']}\t{t['prefix']}...\t{t['state']}\t{t['name']}\t"
             f"expires {t['expiresOn'] or 'never'}\tlast used {t['lastUsed'] or 'never'}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import re
 import threading
 from typing import Any
 
@@ -23,8 +24,19 @@ ID_WIDTH = 20
 log = logging.getLogger("seclake.audit")
 
 
+# C0, DEL, C1 and the bidirectional overrides: a name sent with them would
+# move the cursor, clear the screen or reorder the line where entries are
+# read (`fluency audit list`, a terminal, the web page).
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
 def _cut(text: str | None, length: int) -> str | None:
     return None if text is None else text[:length]
+
+
+def _shown(text: str | None, length: int) -> str | None:
+    """A client-sent name as the audit keeps it: unprintables removed, cut."""
+    return None if text is None else UNPRINTABLE.sub("", text[:4 * length])[:length]
 
 
 class Audit:
@@ -106,10 +118,11 @@ class Audit:
 
     def _add(self, *, username: str | None, call: str, client: str, detail: str | None, **rest: Any) -> None:
         # Client-supplied strings are cut to the column sizes, never refused:
-        # the audit must record exactly the odd requests.
+        # the audit must record the odd requests too; names lose what would
+        # garble their display.
         entry = dict(
-            created_on=self.clock(), username=_cut(username, 128), call=_cut(call, 200) or "",
-            client=_cut(client, 64) or "", detail=_cut(detail, 500), **rest,
+            created_on=self.clock(), username=_shown(username, 128), call=_shown(call, 200) or "",
+            client=_shown(client, 64) or "", detail=_cut(detail, 500), **rest,
         )
         with self._cond:
             if self._closed:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
 
 from seclake.db.database import Database
 from seclake.db.models import LoginFailure, User, UserSession
 from seclake.errors import TooManyAttempts, Unauthorized
 from seclake.service.audit import Audit
 from seclake.service.clock import Clock
+from seclake.service.metrics import Metrics
 from seclake.service.password import PasswordHasher
 from seclake.service.sessions import Sessions
 from seclake.service.users import NO_PASSWORD
@@ -23,6 +26,8 @@ from seclake.settings import Settings
 BAD_CREDENTIALS = "invalid username or password"
 # The counter row of an address over every username.
 ANY_USER = ""
+
+log = logging.getLogger("seclake.login")
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ class SignIn:
 class Login:
     def __init__(
         self, db: Database, hasher: PasswordHasher, sessions: Sessions, audit: Audit,
-        settings: Settings, clock: Clock,
+        settings: Settings, clock: Clock, metrics: Metrics,
     ):
         self.db = db
         self.hasher = hasher
@@ -45,6 +50,7 @@ class Login:
         self.audit = audit
         self.settings = settings
         self.clock = clock
+        self.metrics = metrics
 
     def login(self, username: str, password: str, client: str = "") -> SignIn:
         """Check the credentials and open a session."""
@@ -81,29 +87,66 @@ class Login:
         return SignIn(token, session, user)
 
     def unlock(self, username: str) -> int:
-        """End every lockout of ``username`` (an admin's unlock); how many there were."""
+        """End every lockout of ``username`` (an admin's unlock), and those of
+        the addresses it failed or was refused from: behind a proxy all
+        clients share one address, which others' guesses lock for everyone.
+        How many counters were cleared."""
+        if username == ANY_USER:
+            return 0
         with self.db.session(write=True) as s:
-            return s.execute(delete(LoginFailure).where(LoginFailure.username == username)).rowcount or 0
+            clients = list(s.scalars(select(LoginFailure.client).where(LoginFailure.username == username)))
+            ended = s.execute(delete(LoginFailure).where(LoginFailure.username == username)).rowcount or 0
+            if clients:
+                # Only locked ones: a count still under its limit stays.
+                ended += s.execute(delete(LoginFailure).where(
+                    LoginFailure.username == ANY_USER, LoginFailure.client.in_(clients),
+                    LoginFailure.locked_until.is_not(None),
+                )).rowcount or 0
+            return ended
+
+    def unlock_address(self, address: str) -> int:
+        """End every lockout from ``address``: its own and each username's
+        there. How many counters were cleared."""
+        with self.db.session(write=True) as s:
+            return s.execute(delete(LoginFailure).where(LoginFailure.client == _client(address))).rowcount or 0
 
     def _refuse_if_locked(self, username: str, client: str, now: datetime) -> None:
         # Counted per (username, address) and per address: a stranger's
         # failures lock that username for the stranger's address only.
+        key = (username, _client(client))
         with self.db.session() as s:
-            mine = s.get(LoginFailure, (username, _client(client)))
-            address = s.get(LoginFailure, (ANY_USER, _client(client)))
-        for row, whose in ((address, "from this address"), (mine, f"for {username!r} from this address")):
+            mine = s.get(LoginFailure, key)
+            address = s.get(LoginFailure, (ANY_USER, key[1]))
+        where = f"from this address ({key[1] or 'unknown'})"
+        for row, whose in ((address, where), (mine, f"for {username!r} {where}")):
             if row is not None and row.locked_until is not None and row.locked_until > now:
                 wait = math.ceil((row.locked_until - now).total_seconds())
+                if row is address and mine is None and username != ANY_USER:
+                    self._note_refused(key, now)
+                self.metrics.locked_out.labels("address" if row is address else "user").inc()
                 self.audit.login(username, client, False, "locked out " + whose.removeprefix(f"for {username!r} "))
                 raise TooManyAttempts(
                     f"too many failed logins {whose}; try again in {math.ceil(wait / 60)} minute(s)",
                     retry_after_seconds=wait,
                 )
 
+    def _note_refused(self, key: tuple[str, str], now: datetime) -> None:
+        """Leave a counter of no failures for a username refused by its
+        address's lockout, so that unlocking the username finds the address.
+        Once per name and address (a refusal writes its audit entry anyway);
+        purged with the other counters once the window is over."""
+        try:
+            with self.db.session(write=True) as s:
+                if s.get(LoginFailure, key) is None:
+                    s.add(LoginFailure(username=key[0], client=key[1], failures=0, first_failure=now))
+        except IntegrityError:
+            pass  # a refusal of the same name at the same moment wrote it
+
     def _failed(self, username: str, client: str, why: str) -> None:
         now = self.clock()
         window = timedelta(minutes=self.settings.login_window_minutes)
         limits = ((username, self.settings.login_max_failures), (ANY_USER, self.settings.login_address_max_failures))
+        started: list[str] = []
         with self.db.session(write=True) as s:
             # Old counters go here, so the table holds only the last window's.
             s.execute(delete(LoginFailure).where(
@@ -122,7 +165,21 @@ class Login:
                     row.failures, row.first_failure, row.locked_until = 0, now, None
                 row.failures += 1
                 if row.failures >= limit:
+                    if row.locked_until is None:
+                        started.append(who)
                     row.locked_until = now + timedelta(minutes=self.settings.login_lockout_minutes)
+        for who in started:
+            # Said once, when the lockout starts; each refusal is counted and audited.
+            scope = "address" if who == ANY_USER else "user"
+            self.metrics.lockouts.labels(scope).inc()
+            log.warning(
+                "login: %s from %s locked out for %g minute(s) after %d failed logins in %g minute(s) "
+                "(setting %s); %s lifts it", "every username" if who == ANY_USER else repr(who[:128]),
+                _client(client) or "an unknown address", self.settings.login_lockout_minutes,
+                dict(limits)[who], self.settings.login_window_minutes,
+                "login_address_max_failures" if who == ANY_USER else "login_max_failures",
+                "auth/addressUnlock" if who == ANY_USER else "auth/userUnlock",
+            )
         self.audit.login(username, client, False, why)
         raise Unauthorized(BAD_CREDENTIALS)
 

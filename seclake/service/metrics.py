@@ -51,6 +51,15 @@ class Metrics:
             "seclake_imports_refused", "Imports refused whole (nothing stored), by path and reason.",
             ("path", "reason"), registry=self.registry,
         )
+        self.lockouts = Counter(
+            "seclake_login_lockouts", "Login lockouts started, by scope: user (a username from one address, "
+            "login_max_failures) or address (every username from one address, login_address_max_failures).",
+            ("scope",), registry=self.registry,
+        )
+        self.locked_out = Counter(
+            "seclake_logins_locked_out", "Login attempts refused during a lockout (429), by scope (user, address).",
+            ("scope",), registry=self.registry,
+        )
         self.cluster_calls = Counter(
             "seclake_cluster_calls", "Cluster mode: calls to searchers (one per searcher and attempt), by phase.",
             ("phase",), registry=self.registry,

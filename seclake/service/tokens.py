@@ -110,10 +110,16 @@ class Tokens:
             s.flush()
             return TokenView(token, user.username, secret)
 
-    def list(self, username: str | None = None) -> list[TokenView]:
+    def list(self, username: str | None = None, revoked: bool = False) -> list[TokenView]:
+        """The tokens of ``username`` (everyone's when None). A revoked token
+        is a deleted one to its user (the clients' delete revokes): it is
+        listed only with ``revoked``; its row stays, so that using it is told
+        "revoked" and the audit's entries keep naming it."""
         query = select(ApiToken, User.username).join(User).order_by(ApiToken.id)
         if username is not None:
             query = query.where(User.username == username)
+        if not revoked:
+            query = query.where(ApiToken.revoked_on.is_(None))
         with self.db.session() as s:
             return [TokenView(t, name) for t, name in s.execute(query)]
 

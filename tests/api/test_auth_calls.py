@@ -408,3 +408,100 @@ def test_an_admin_unlocks_a_locked_user(server, admin_token, new_name) -> None:
     server.login(name, "user-password-1")
     analyst = server.login(name, "user-password-1")
     assert "admin permission" in server.fail("auth/userUnlock", {"username": name}, analyst, status=403)
+
+
+# -- address lockouts, proxies -----------------------------------------------------
+
+
+def _guess(srv, times: int, forwarded: str | None = None) -> None:
+    headers = {"X-Forwarded-For": forwarded} if forwarded else {}
+    for i in range(times):
+        srv.fail("auth/login", {"username": f"guess{i}", "password": "wrong-password"}, status=401, headers=headers)
+
+
+def _login_status(srv, forwarded: str | None = None) -> int:
+    headers = {"X-Forwarded-For": forwarded} if forwarded else {}
+    return status_of(srv.post("auth/login", {"username": "admin", "password": "admin-test-password"}, headers=headers))
+
+
+def test_an_address_lockout_is_lifted_by_user_unlock_and_by_address_unlock(start_server) -> None:
+    srv = start_server(login_address_max_failures=3)
+    admin = srv.login()
+    _guess(srv, 3)
+    r = srv.post("auth/login", {"username": "admin", "password": "admin-test-password"})
+    assert status_of(r) == 429 and "from this address (127.0.0.1)" in r.json()["error"]
+    # The admin was refused there: unlocking the admin lifts the address's lockout.
+    assert srv.call("auth/userUnlock", {"username": "admin"}, admin)["cleared"] >= 2
+    srv.login()
+    _guess(srv, 3)
+    assert _login_status(srv) == 429
+    assert srv.call("auth/addressUnlock", {"address": "127.0.0.1"}, admin) == {"address": "127.0.0.1", "cleared": 5}
+    srv.login()
+    assert "kargs.address" in srv.fail("auth/addressUnlock", {"address": "not an address"}, admin, status=400)
+    analyst = srv.add_user(admin, "unlock-analyst", ["analyst"])
+    assert "admin permission" in srv.fail("auth/addressUnlock", {"address": "127.0.0.1"}, analyst, status=403)
+    details = [e["detail"] for e in srv.services.audit.recent() if e["call"] == "auth/addressUnlock"]
+    assert "address 127.0.0.1 unlocked (5 lockout counter(s) cleared)" in details
+    # Operators see each lockout start and each refusal it caused.
+    metrics = srv.http.get("/metrics").text
+    assert 'seclake_login_lockouts_total{scope="address"} 2.0' in metrics
+    assert 'seclake_logins_locked_out_total{scope="address"} 2.0' in metrics
+
+
+def test_behind_a_trusted_proxy_each_client_has_its_own_address(start_server) -> None:
+    srv = start_server(login_address_max_failures=3, trusted_proxies=["127.0.0.1"])
+    _guess(srv, 3, forwarded="203.0.113.5")
+    assert _login_status(srv, "203.0.113.5") == 429
+    # Another client behind the same proxy is not locked by the first one's guesses.
+    assert _login_status(srv, "198.51.100.7") == 200
+    # Read right to left: what the client itself wrote in front does not count.
+    assert _login_status(srv, "198.51.100.7, 203.0.113.5") == 429
+    # Without the header, the proxy's own address.
+    assert _login_status(srv) == 200
+    logins = [(e["client"], e["outcome"]) for e in srv.services.audit.recent() if e["kind"] == "login"]
+    assert logins[:4] == [("127.0.0.1", "OK"), ("203.0.113.5", "ERROR"), ("198.51.100.7", "OK"), ("203.0.113.5", "ERROR")]
+
+
+def test_forwarded_for_from_an_untrusted_peer_is_ignored(start_server) -> None:
+    # No trusted_proxies (the default): the header is the client's word only.
+    srv = start_server(login_address_max_failures=3)
+    for i in range(3):
+        _guess(srv, 1, forwarded=f"192.0.2.{i + 1}")
+    assert _login_status(srv, "198.51.100.9") == 429
+    assert {e["client"] for e in srv.services.audit.recent() if e["kind"] == "login"} == {"127.0.0.1"}
+
+
+def test_trusted_proxies_must_be_addresses_or_networks(start_server) -> None:
+    import pydantic
+
+    for wrong in (["*"], ["proxy.example.com"], ["10.0.0.0/33"]):
+        with pytest.raises(pydantic.ValidationError, match="trusted_proxies"):
+            start_server(trusted_proxies=wrong)
+
+
+# -- deleted tokens, logins in the audit ---------------------------------------------
+
+
+def test_a_deleted_token_leaves_the_list_and_stays_in_the_audit(server, admin_token, new_name) -> None:
+    name = new_name("gone")
+    added = server.call("auth/api_token", {"action": "add", "args": {"entry": {"name": name}}}, admin_token)
+    server.call("auth/api_token", {"action": "delete", "args": {"id": name}}, admin_token)
+    for key in ("entries", "tokens"):
+        assert name not in [t["name"] for t in server.call("auth/api_token", {"action": "list"}, admin_token)[key]]
+    # Only asked for, and then shown revoked.
+    revoked = server.call("auth/api_token", {"action": "list", "revoked": True}, admin_token)["entries"]
+    assert [(t["id"], t["state"], t["disabled"]) for t in revoked if t["name"] == name] == [(added["id"], "revoked", True)]
+    assert "kargs.revoked" in server.fail("auth/api_token", {"action": "list", "revoked": "yes"}, admin_token, status=400)
+    server.services.audit.flush()
+    details = [e["detail"] for e in server.services.audit.recent(500) if e["call"] == "auth/api_token"]
+    assert f"API token {added['id']} of 'admin' deleted" in details
+
+
+def test_a_login_attempt_is_audited_with_the_name_it_was_made_for(server) -> None:
+    server.fail("auth/login", {"username": "evil\x1b[2J\nname\x7f", "password": "wrong-password"}, status=401)
+    server.login()
+    entries = server.services.audit.recent(4)
+    assert [(e["kind"], e["username"], e["outcome"]) for e in entries] == [
+        ("call", "admin", "OK"), ("login", "admin", "OK"),
+        ("call", "evil[2Jname", "ERROR"), ("login", "evil[2Jname", "ERROR"),
+    ]

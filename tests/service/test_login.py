@@ -142,3 +142,33 @@ def test_a_one_shot_command_makes_the_stand_in_hash_only_if_it_needs_one(databas
         assert made == [1]
     finally:
         command.stop()
+
+
+def _lock_the_address(services, client: str = ATTACKER) -> None:
+    # Guesses over many names, never ten of one: only the address counter locks.
+    for i in range(services.settings.login_address_max_failures):
+        fail(services, f"guess{i}", client=client)
+    with pytest.raises(TooManyAttempts, match="from this address"):
+        services.login.login("admin", PASSWORD, client)
+
+
+def test_unlocking_a_user_lifts_the_address_lockout_it_was_refused_by(services, clock) -> None:
+    # Behind a proxy every client shares one address: an admin refused
+    # there by others' guesses must be able to get the user in again.
+    _lock_the_address(services)
+    assert services.login.unlock("admin") >= 1
+    assert services.login.login("admin", PASSWORD, ATTACKER).user.username == "admin"
+
+
+def test_unlocking_an_address_ends_every_lockout_from_it(services, clock) -> None:
+    _lock_the_address(services)
+    for _ in range(10):
+        fail(services, "admin", client="192.0.2.50")
+    # The address's counter and every name's counter from it (the guesses'
+    # and the refused admin's); other addresses' stay.
+    assert services.login.unlock_address(ATTACKER) == 2 + services.settings.login_address_max_failures
+    assert services.login.login("admin", PASSWORD, ATTACKER).user.username == "admin"
+    with pytest.raises(TooManyAttempts):
+        services.login.login("admin", PASSWORD, "192.0.2.50")
+    assert services.login.unlock_address("192.0.2.50") == 2
+    assert services.login.login("admin", PASSWORD, "192.0.2.50").user.username == "admin"

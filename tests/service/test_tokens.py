@@ -44,3 +44,13 @@ def test_token_expiry_revocation_and_last_use(services, clock) -> None:
     assert services.tokens.revoke(str(other.token.id)).state(clock()) == "revoked"
     with pytest.raises(Unauthorized, match="revoked"):
         services.auth.caller(other.secret)
+
+
+def test_a_revoked_token_leaves_the_list_unless_asked_for(services, clock) -> None:
+    kept = services.tokens.create("admin", {"name": "kept"})
+    gone = services.tokens.create("admin", {"name": "gone"})
+    services.tokens.revoke("gone", by_name=True)
+    assert [v.token.name for v in services.tokens.list()] == ["kept"]
+    listed = services.tokens.list(revoked=True)
+    assert [(v.token.name, v.state(clock())) for v in listed] == [("kept", "active"), ("gone", "revoked")]
+    assert kept.token.id != gone.token.id

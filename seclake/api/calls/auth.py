@@ -7,7 +7,7 @@ from typing import Any
 from seclake.api.authentication import token_from
 from seclake.api.registry import CallContext, call
 from seclake.api.reply import SessionRecord, TokenList, TokenRecord, UserRecord, session_record, token_record, user_record
-from seclake.api.request import Empty, LoginRequest, TokenRequest, UsernameRequest, UserRequest
+from seclake.api.request import AddressRequest, Empty, LoginRequest, TokenRequest, UsernameRequest, UserRequest
 from seclake.errors import ValidationFailed
 from seclake.model import validated
 from seclake.service.policies import changes
@@ -21,6 +21,8 @@ ACCESS_FIELDS = ("roles", "dataPolicies", "APIPolicies", "disabled")
 @call("auth/login", permission="public", request=LoginRequest, reply=SessionRecord,
       summary="Sign in; the session token goes in Servicetoken.")
 def login(ctx: CallContext, args: LoginRequest) -> Any:
+    # The call's audit entry names the user tried, as the login entry does.
+    ctx.audit_username = args.username
     return session_record(ctx.services.login.login(args.username, args.password, ctx.client))
 
 
@@ -42,10 +44,21 @@ def logout(ctx: CallContext, args: Empty) -> Any:
 @call("auth/userUnlock", permission="admin", request=UsernameRequest, reply=dict[str, Any],
       summary="End a username's login lockouts.")
 def user_unlock(ctx: CallContext, args: UsernameRequest) -> Any:
-    """End the lockouts of a username after failed logins (from any address)."""
+    """End the lockouts of a username after failed logins (from any address),
+    and those of the addresses it was refused from."""
     ended = ctx.services.login.unlock(args.username)
     ctx.audit_detail = f"user {args.username!r} unlocked ({ended} lockout counter(s) cleared)"
     return {"username": args.username, "cleared": ended}
+
+
+@call("auth/addressUnlock", permission="admin", request=AddressRequest, reply=dict[str, Any],
+      summary="End a client address's login lockouts.")
+def address_unlock(ctx: CallContext, args: AddressRequest) -> Any:
+    """End every lockout from one address: its own (failures over every
+    username) and each username's there."""
+    ended = ctx.services.login.unlock_address(args.address)
+    ctx.audit_detail = f"address {args.address} unlocked ({ended} lockout counter(s) cleared)"
+    return {"address": args.address, "cleared": ended}
 
 
 @call("auth/userList", permission="admin", request=Empty, reply=dict[str, list[UserRecord]],
@@ -99,9 +112,10 @@ def user_delete(ctx: CallContext, args: UsernameRequest) -> Any:
 
 
 @call("auth/api_token", permission="admin", request=TokenRequest, reply=TokenRecord | TokenList,
-      summary="API tokens: add (shown once), list, delete.")
+      summary="API tokens: add (shown once), list (deleted ones with revoked: true), delete.")
 def api_token(ctx: CallContext, args: TokenRequest) -> Any:
-    """``action`` add (token shown once), list (never shows tokens) or delete."""
+    """``action`` add (token shown once), list (never shows tokens; deleted
+    ones only with ``revoked``) or delete."""
     tokens = ctx.services.tokens
     # The clients send {action, args: {entry: {name, description, roles}}} to
     # add, {action, args: {id: <name or id>}} or args.entry.name to delete;
@@ -121,7 +135,7 @@ def api_token(ctx: CallContext, args: TokenRequest) -> Any:
         return created
     if args.action == "list":
         now = ctx.services.clock()
-        listed = [token_record(t, now) for t in tokens.list(args.username)]
+        listed = [token_record(t, now) for t in tokens.list(args.username, revoked=args.revoked)]
         # entries: what the clients read; tokens: seclake's earlier name.
         return {"entries": listed, "tokens": listed}
     if args.id is not None:
@@ -132,6 +146,7 @@ def api_token(ctx: CallContext, args: TokenRequest) -> Any:
         view = tokens.revoke(entry.name, where="args.entry.name", by_name=True)
     else:
         raise ValidationFailed("id", "is required: the id of the token to delete (see action list)")
-    revoked = token_record(view, ctx.services.clock())
-    ctx.audit_detail = f"API token {revoked['id']} of {revoked['username']!r} revoked"
-    return revoked
+    # Revoked, and so gone from the list; the row stays for "revoked" answers.
+    deleted = token_record(view, ctx.services.clock())
+    ctx.audit_detail = f"API token {deleted['id']} of {deleted['username']!r} deleted"
+    return deleted

@@ -388,7 +388,20 @@ func main() {
 			return fmt.Errorf("the token is not listed as added")
 		}
 		var ignored json.RawMessage
-		return call("api/auth/api_token", map[string]interface{}{"action": "delete", "args": map[string]interface{}{"id": name}}, &ignored)
+		if err := call("api/auth/api_token", map[string]interface{}{"action": "delete", "args": map[string]interface{}{"id": name}}, &ignored); err != nil {
+			return err
+		}
+		// ingext_api's DeleteToken then ListToken: the deleted token is gone.
+		var after listTokenResponse
+		if err := call("api/auth/api_token", map[string]interface{}{"action": "list"}, &after); err != nil {
+			return err
+		}
+		for _, t := range after.Entries {
+			if t.Name == name {
+				return fmt.Errorf("the deleted token %s is still listed", t.ID)
+			}
+		}
+		return nil
 	})
 	step("event search: hits, facet and histogram buckets, terms", func() error {
 		var r lakeSearchResponse
@@ -471,6 +484,22 @@ func main() {
 			return err
 		}
 		return sources(r.Hits.Hits, func(raw json.RawMessage) error { var a auditRecord; return json.Unmarshal(raw, &a) })
+	})
+	step("audit list: every auth/login entry names the user it was made for", func() error {
+		var r elasticSearchResult
+		if err := call("api/ds/audit_search", options(`action:"auth/login"`, "createdOn", "createdOn", "desc", from, now+60000), &r); err != nil {
+			return err
+		}
+		return sources(r.Hits.Hits, func(raw json.RawMessage) error {
+			var a auditRecord
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return err
+			}
+			if a.Action != "auth/login" || a.Username == "" {
+				return fmt.Errorf("an auth/login entry without its username (fluency audit list shows it blank): %s", raw)
+			}
+			return nil
+		})
 	})
 	step("a query error reaches the client with its position", func() error {
 		var r elasticSearchResult
