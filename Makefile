@@ -22,7 +22,7 @@ run: $(VENV)/.installed
 # PYTHONFAULTHANDLER: a crash (SIGSEGV in a C extension) prints every thread's
 # Python stack, also after pytest's own fault handler is gone at its exit.
 test: $(VENV)/.installed-test $(VENV)/.native web-test-tools
-	PYTHONFAULTHANDLER=1 ./scripts/test-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+	PYTHONFAULTHANDLER=1 ./scripts/test-postgres.sh $(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS)
 
 # A developer's loop: the tests not marked slow, on every core, first failure stops.
 test-quick: $(VENV)/.installed-test

@@ -181,6 +181,15 @@ def install() -> None:
         sys.meta_path.insert(0, SourceFirst())
 
 
+def building(root: Path = ROOT) -> bool:
+    """Whether ``build()`` is compiling right now (``make run`` starts it in the background)."""
+    try:
+        os.kill(int((root / "build" / "native" / "running").read_text()), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def build(echo=print, root: Path = ROOT) -> int:
     """Compile every listed module beside its source, telling how far it is.
 
@@ -206,6 +215,8 @@ def build(echo=print, root: Path = ROOT) -> int:
         return len(MODULES)
     echo(f"compiling {len(todo)} of {len(MODULES)} modules with Cython (seclake/native.py says why); "
          f"log: {stage.relative_to(root) / 'build.log'}")
+    marker = stage / "running"  # building() tells a server started meanwhile
+    marker.write_text(str(os.getpid()))
     env = dict(os.environ, SECLAKE_NATIVE="1")
     command = [sys.executable, str(root / "setup.py"), "build_ext", "--build-lib", str(lib),
                "--build-temp", str(stage / "temp")]
@@ -228,6 +239,7 @@ def build(echo=print, root: Path = ROOT) -> int:
                 shutil.copy2(built, partial)
                 os.replace(partial, target)  # atomic: an importer never meets half a file
                 placed += 1
+    marker.unlink(missing_ok=True)
     seconds = time.monotonic() - started
     if process.returncode != 0 or placed < len(todo):
         echo(f"compiled {placed} of {len(todo)} modules in {seconds:.0f} s; the others run from their "

@@ -136,3 +136,16 @@ def test_an_edited_source_runs_instead_of_its_older_build(tmp_path):
 def test_native_off_runs_every_source(tmp_path):
     name, source, _extension = _copy_of_a_built_module(tmp_path)
     assert _loaded_from(tmp_path, name, SECLAKE_NATIVE="0") == str(source)
+
+
+def test_a_compile_under_way_is_told_by_its_marker_while_its_process_lives(tmp_path):
+    # make run compiles in the background; a server started meanwhile says so instead of
+    # telling the operator to reinstall.
+    stage = tmp_path / "build" / "native"
+    assert not native.building(tmp_path)
+    stage.mkdir(parents=True)
+    (stage / "running").write_text(str(os.getpid()))
+    assert native.building(tmp_path)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (stage / "running").write_text(gone.stdout.strip())
+    assert not native.building(tmp_path)

@@ -148,10 +148,15 @@ def _warn_if_interpreted() -> None:
     from seclake import native
 
     interpreted = native.interpreted()
-    if interpreted and native.wanted():
+    if interpreted and native.wanted() and native.building():
+        logging.getLogger("seclake").info(
+            "%d of %d per-record modules run from source while they compile in the background "
+            "(build/native/make.log): the next start runs them compiled, ingest ~1.2x faster",
+            len(interpreted), len(native.MODULES))
+    elif interpreted and native.wanted():
         logging.getLogger("seclake").warning(
             "%d of %d per-record modules run from source, not compiled (%s%s): ingest is slower; "
-            "reinstall seclake where a C compiler and Python's headers are present",
+            "compile them with `make native` (a C compiler and Python's headers needed)",
             len(interpreted), len(native.MODULES), ", ".join(interpreted[:3]), ", ..." if len(interpreted) > 3 else "",
         )
 
