@@ -92,6 +92,17 @@ def _build(dataset: str, payload: list[tuple[int, bytes]], dest: str, split_id: 
         memory.release()
 
 
+def _outcome(build: Callable[[], SplitMeta]) -> SplitMeta | BaseException:
+    """A build's split, or what it raised (tantivy's panics are BaseExceptions),
+    for the flusher to judge (``Building.outcomes``); an interrupt still ends it."""
+    try:
+        return build()
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - judged by the caller
+        return e
+
+
 def _bodies(sources: Iterable[str]) -> list[tuple[int, bytes]]:
     """Every (docId, body) of the splits at ``sources``, in docId order: a merge's input."""
     payload: list[tuple[int, bytes]] = []
@@ -186,6 +197,14 @@ class Building:
 
     def metas(self) -> list[SplitMeta]:
         """The splits' metas; a build whose worker died is built again, an error raises."""
+        out = self.outcomes()
+        for outcome in out:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return out  # type: ignore[return-value]
+
+    def outcomes(self) -> list[SplitMeta | BaseException]:
+        """Each split's meta, or the error its build ended with (once every build ended)."""
         return self._finish()
 
     def settle(self) -> None:
@@ -322,6 +341,21 @@ class SplitBuilder:
         """A split of (docId, record as JSON) items: large ones in a worker process."""
         return self.build_all([(dataset, payload, dest, split_id)])[0]
 
+    def build_text_only(self, dataset: str, payload: Sequence[tuple[int, bytes]], dest: Path,
+                        split_id: str) -> SplitMeta:
+        """A split whose records are found by their words and docIds only
+        (``write_split(text_only=True)``): here, since it is for the few
+        records that failed a build alone (``Flusher``)."""
+        def records() -> Iterator[StoredRecord]:
+            for docid, body in payload:
+                try:
+                    source = orjson.loads(body)
+                except orjson.JSONDecodeError:  # its words are indexed all the same
+                    source = {}
+                yield StoredRecord(docid, source if isinstance(source, dict) else {}, body)
+
+        return write_split(records(), DATASETS[dataset], dest, split_id, dictionary=False, text_only=True)
+
     def build_all(self, jobs: Sequence[tuple[str, Sequence[tuple[int, bytes]], Path, str]]) -> list[SplitMeta]:
         """Several splits (dataset, payload, dest, split id) at once, their metas in order."""
         return self.start(jobs).metas()
@@ -355,21 +389,18 @@ class SplitBuilder:
         for future in writers:
             future.add_done_callback(self._ended)
         metas = [
-            _build(dataset, list(payload), str(dest), split_id) if not big else None
+            _outcome(lambda: _build(dataset, list(payload), str(dest), split_id)) if not big else None
             for (dataset, payload, dest, split_id), big in zip(jobs, large)
         ]
 
-        def finish() -> list[SplitMeta]:
+        def finish() -> list[SplitMeta | BaseException]:
             out = []
             for (dataset, payload, dest, split_id), meta, sent, here in zip(jobs, metas, remote, local):
+                again = lambda: self._run(_build, dataset, list(payload), str(dest), split_id)  # noqa: E731
                 if sent is not None:
-                    meta = self._installed(
-                        sent, len(payload), dest, lambda: self._run(_build, dataset, list(payload), str(dest), split_id)
-                    )
+                    meta = _outcome(lambda: self._installed(sent, len(payload), dest, again))
                 elif here is not None:
-                    meta = self._built(
-                        *here, again=lambda: self._run(_build, dataset, list(payload), str(dest), split_id)
-                    )
+                    meta = _outcome(lambda: self._built(*here, again=again))
                 out.append(meta)
             return out
 

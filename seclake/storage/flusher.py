@@ -7,10 +7,20 @@ thread flushes them: one split per dataset, UTC day and customer partition
 (``partition.py``), built by the builder, published with the new
 checkpoint in one catalog transaction. Then the log is trimmed up to what
 every reader of it no longer needs (``holds``).
+
+A split whose build fails never holds back the records after it (issue 39:
+one value tantivy refused stopped a deployment's indexing): its records are
+built again in halves, down to the records that fail alone, which are
+indexed by their words only (``write_split(text_only=True)``); their bodies
+are kept whole, and they are logged and counted. A failure of the machine,
+not of records (no space, no memory, build workers lost twice), is not
+isolated: the records stay pending, as in the log, and the flush is tried
+again.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 import time
@@ -20,6 +30,7 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from pathlib import Path
 from typing import Any
 
+from seclake.errors import Unavailable
 from seclake.record.dataset import DATASETS, time_of
 from seclake.storage import partition
 from seclake.storage.builder import Building, SplitBuilder
@@ -27,8 +38,10 @@ from seclake.storage.janitor import Janitor
 from seclake.storage.layout import Layout
 from seclake.storage.merge import DAY_MS, day_of
 from seclake.storage.shelf import Shelf
-from seclake.storage.split import Split
+from seclake.storage.split import Split, SplitMeta
 from seclake.storage.wal import WriteAheadLog
+
+log = logging.getLogger("seclake.lake")
 
 # Records waiting for the indexer; appends wait when this many, or this many
 # bytes of them, are pending (the server's memory stays bounded under load).
@@ -50,6 +63,15 @@ POLL_SECONDS = 0.05
 Items = Sequence[tuple[str, dict[str, Any]]]
 # (UTC day, partition key or None for all MIXED) of records a parse worker placed (``parsepool.Placed``).
 Placement = tuple[Sequence[int], Sequence[str] | None]
+# A split to build: (dataset, UTC day, [(docId, body)], its directory, its id).
+Job = tuple[str, int, list[tuple[int, bytes]], Path, str]
+# Failed builds a failed split's records may take to single out the records
+# that fail alone (each takes ~log2(records) of them); past it, the parts
+# still failing are indexed by their words whole.
+ISOLATING_BUILDS = 48
+# Failures of the machine, not of the records: isolating would only turn
+# every record text-only; the flush is tried again instead.
+_MACHINE = (OSError, MemoryError, Unavailable)
 
 
 class Flusher:
@@ -76,6 +98,10 @@ class Flusher:
         # ``BUSY_WINDOW`` seconds, and the start of the one under way (``busy_share``).
         self._busy: deque[tuple[float, float]] = deque()
         self._building_since: float | None = None
+        # Since start (``/metrics``): split builds that failed, and records the
+        # index could not take whole (indexed without their columns, or by their words only).
+        self.builds_failed = 0
+        self.records_quarantined = 0
 
     def reset(self, checkpoint: int) -> None:
         with self.cond:
@@ -170,7 +196,7 @@ class Flusher:
         """
         with self.lock:
             done = 0
-            flights: deque[tuple[list[tuple[int, str, int, bytes, str]], list[Path], Building]] = deque()
+            flights: deque[tuple[list[tuple[int, str, int, bytes, str]], list[Job], Building]] = deque()
             try:
                 while True:
                     while flights and flights[0][2].done():
@@ -202,7 +228,7 @@ class Flusher:
             finally:
                 self._built()
 
-    def _start(self, batch: list[tuple[int, str, int, bytes, str]]) -> tuple[list[Path], Building]:
+    def _start(self, batch: list[tuple[int, str, int, bytes, str]]) -> tuple[list[Job], Building]:
         """Start building the splits of a batch: one per dataset, UTC day and partition."""
         days: dict[tuple[str, int], list[tuple[int, bytes, str]]] = defaultdict(list)
         for seq, dataset, day, body, key in batch:
@@ -211,19 +237,32 @@ class Flusher:
         for (dataset, day), rows in days.items():
             for (seq, body, _), key in zip(rows, partition.capped([r[2] for r in rows], self.partitions)):
                 groups[(dataset, day, key)].append((seq, body))
-        jobs = []
-        for (dataset, day, _key), payload in sorted(groups.items()):
-            split_id = self.layout.new_split_id(dataset, day * DAY_MS)
-            path = self.layout.split_dir(dataset, split_id)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            jobs.append((dataset, payload, path, split_id))
-        return [path for _d, _p, path, _s in jobs], self.builder.start(jobs)
+        jobs = [self._job(dataset, day, payload) for (dataset, day, _key), payload in sorted(groups.items())]
+        return jobs, self.builder.start([(dataset, payload, path, split_id) for dataset, _day, payload, path, split_id in jobs])
+
+    def _job(self, dataset: str, day: int, payload: list[tuple[int, bytes]]) -> Job:
+        split_id = self.layout.new_split_id(dataset, day * DAY_MS)
+        path = self.layout.split_dir(dataset, split_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return dataset, day, payload, path, split_id
 
     def _publish(self, flights: deque) -> int:
         """Publish the oldest batch in flight, once built, with the log checkpoint after it; its record count."""
-        batch, paths, building = flights[0]
-        metas = building.metas()
-        opened = self.shelf.ready(Split(path) for path in paths)
+        batch, jobs, building = flights[0]
+        built: list[tuple[SplitMeta, Path]] = []
+        try:
+            for job, outcome in zip(jobs, building.outcomes()):
+                if isinstance(outcome, BaseException):
+                    built += self._salvage(job, outcome)
+                else:
+                    built.append((outcome, job[3]))
+        except BaseException:
+            for _meta, path in built:  # the splits of salvaged parts (flights' own are removed by _abandon)
+                shutil.rmtree(path, ignore_errors=True)
+            raise
+        metas = [meta for meta, _path in built]
+        self._report(metas)
+        opened = self.shelf.ready(Split(path) for _meta, path in built)
         # Handed to the catalog: from here a failure leaves its directories
         # for the janitor to judge at the next start (``leftovers``).
         flights.popleft()
@@ -247,11 +286,72 @@ class Flusher:
         self.wal.trim(min([self.indexed_seq] + [hold() for hold in self.holds]))
         return len(batch)
 
+    def _salvage(self, job: Job, error: BaseException) -> list[tuple[SplitMeta, Path]]:
+        """The splits of a job whose build failed: its records built again in
+        halves, those failing alone indexed by their words only (module doc)."""
+        dataset, day, payload, path, _split_id = job
+        self.builds_failed += 1
+        shutil.rmtree(path, ignore_errors=True)
+        if isinstance(error, _MACHINE):
+            log.error("a split of %d %s records (log sequences %d-%d) failed to build: %s; they stay pending, "
+                      "the flush is tried again", len(payload), dataset, payload[0][0], payload[-1][0], error)
+            raise error
+        log.error("a split of %d %s records (log sequences %d-%d) failed to build (%s: %s); building its records "
+                  "in parts to set apart those that fail", len(payload), dataset, payload[0][0], payload[-1][0],
+                  type(error).__name__, error)
+        built: list[tuple[SplitMeta, Path]] = []
+        failures = [0]
+        try:
+            self._isolate(dataset, day, payload, built, failures)
+        except BaseException:
+            for _meta, done in built:
+                shutil.rmtree(done, ignore_errors=True)
+            raise
+        return built
+
+    def _isolate(self, dataset: str, day: int, payload: list[tuple[int, bytes]],
+                 built: list[tuple[SplitMeta, Path]], failures: list[int]) -> None:
+        """Build the halves of ``payload`` (which failed whole), each apart, halving again what fails."""
+        middle = len(payload) // 2
+        for part in (payload[:middle], payload[middle:]):
+            _dataset, _day, _payload, path, split_id = self._job(dataset, day, part)
+            try:
+                built.append((self.builder.build(dataset, part, path, split_id), path))
+                continue
+            except _MACHINE:
+                raise
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as e:  # noqa: BLE001 - tantivy's panics too: isolated like any failure
+                self.builds_failed += 1
+                failures[0] += 1
+                shutil.rmtree(path, ignore_errors=True)
+                reason = f"{type(e).__name__}: {e}"
+            if len(part) > 1 and failures[0] < ISOLATING_BUILDS:
+                self._isolate(dataset, day, part, built, failures)
+                continue
+            # Failing alone (or past the bound): found by its words and docId, its body kept whole.
+            meta = self.builder.build_text_only(dataset, part, path, split_id)
+            meta.refused = [(docid, f"its build failed ({reason[:300]}); indexed by the words of its JSON only")
+                            for docid, _body in part]
+            built.append((meta, path))
+
+    def _report(self, metas: list[SplitMeta]) -> None:
+        """Log and count the records the index could not take whole."""
+        for meta in metas:
+            if not meta.refused:
+                continue
+            self.records_quarantined += len(meta.refused)
+            for docid, reason in meta.refused[:10]:
+                log.warning("the %s record at log sequence %d is searchable in part only: %s", meta.dataset, docid, reason)
+            if len(meta.refused) > 10:
+                log.warning("... and %d more records of split %s", len(meta.refused) - 10, meta.split_id)
+
     @staticmethod
     def _abandon(flights: deque) -> None:
         """After a failed flush: wait for the builds still running and remove
         the splits they wrote (never published; their records stay pending)."""
-        for _batch, paths, building in flights:
+        for _batch, jobs, building in flights:
             building.settle()
-            for path in paths:
+            for _dataset, _day, _payload, path, _split_id in jobs:
                 shutil.rmtree(path, ignore_errors=True)

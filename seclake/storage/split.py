@@ -36,7 +36,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,9 @@ class SplitMeta:
     files: dict[str, str] | None = None
     # Format 3: the numbered path sets of its records (``shape.py``).
     shapes: Shapes | None = None
+    # (docId, why) of the records the index could not take whole, indexed in
+    # part (``_write``), for the flusher to log and count; not stored.
+    refused: list[tuple[int, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         data = {
@@ -177,7 +180,7 @@ def build_schema(fields: FieldMap, version: int = FORMAT_VERSION) -> tantivy.Sch
 
 def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, split_id: str,
                 version: int | None = None, stop: Callable[[], bool] | None = None,
-                dictionary: bool = True) -> SplitMeta:
+                dictionary: bool = True, text_only: bool = False) -> SplitMeta:
     """Write records as a split at ``dest`` (which must not exist) and return its meta.
 
     ``records`` is read once, so a generator that parses records as they are
@@ -188,13 +191,20 @@ def write_split(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, s
     aborts running merges on close). However the write fails, the staging
     directory is removed. ``dictionary=False``: the record store trains no
     compression dictionary (``recordstore.py``).
+
+    A record the index cannot take whole never fails the split: a value its
+    typed column refuses costs the record its number and address columns
+    only, and a record whose document cannot be made at all is indexed by
+    the words of its JSON (``text_only`` indexes every record so: the
+    flusher's last resort for records that fail a build alone). Either way
+    its body is stored whole and it is listed in ``SplitMeta.refused``.
     """
     version = WRITE_FORMAT if version is None else version
     if version not in READABLE_FORMATS:
         raise ValueError(f"split format {version} is not one of {READABLE_FORMATS}")
     staging = dest.with_name(dest.name + ".staging")
     try:
-        return _write(records, dataset, dest, staging, split_id, version, stop, dictionary)
+        return _write(records, dataset, dest, staging, split_id, version, stop, dictionary, text_only)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -215,17 +225,29 @@ def _stoppable(items: Iterable, stop: Callable[[], bool]) -> Iterable:
 
 
 def _write(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, staging: Path, split_id: str,
-           version: int, stop: Callable[[], bool] | None, dictionary: bool = True) -> SplitMeta:
+           version: int, stop: Callable[[], bool] | None, dictionary: bool = True,
+           text_only: bool = False) -> SplitMeta:
     # Every document is built before the index is made: the schema holds the
     # split's typed fields, known only once every record has been seen.
     documents = Documents(dataset, version)
     customers = CustomerSet()
     docs: list[dict[str, Any]] = []
     bodies: list[tuple[int, bytes]] = []
+    refused: list[tuple[int, str]] = []
     for rec in _checked(records, stop):
         body = rec.body if rec.body is not None else orjson.dumps(rec.source)
         customers.add(rec.source)
-        doc = documents.document(rec.source, rec.docid, time_of(rec.source, dataset))
+        ts = time_of(rec.source, dataset)
+        if text_only:
+            doc = _words_of(rec.docid, ts, body)
+            refused.append((rec.docid, "indexed by the words of its JSON only"))
+        else:
+            try:
+                doc = documents.document(rec.source, rec.docid, ts)
+            except Exception as e:  # noqa: BLE001 - one record never fails its split
+                doc = _words_of(rec.docid, ts, body)
+                refused.append((rec.docid, f"its document could not be made ({type(e).__name__}: {e}); "
+                                           "indexed by the words of its JSON only"))
         if version == 1:
             doc["src"] = body
         else:
@@ -244,9 +266,17 @@ def _write(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, stagin
     index.register_tokenizer(TOKENIZER, _analyzer())
     writer = index.writer(WRITER_HEAP_BYTES, 1)
     from_dict, add = tantivy.Document.from_dict, writer.add_document
+    typed = {*fields.numbers.values(), *fields.ips.values()}
     try:
         for doc in _checked(docs, stop):
-            add(from_dict(doc, schema))
+            try:
+                made = from_dict(doc, schema)
+            except ValueError as e:
+                # A value its column refuses (an IPv6 zone id did, issue 39):
+                # the record keeps its terms, text and body, not its columns.
+                made = from_dict({k: v for k, v in doc.items() if k not in typed}, schema)
+                refused.append((doc["docid"], f"{e}; indexed without its number and address columns"))
+            add(made)
     except SplitAborted:
         writer.rollback()  # its indexing threads write no more into the staging directory
         raise
@@ -265,12 +295,20 @@ def _write(records: Iterable[StoredRecord], dataset: Dataset, dest: Path, stagin
         format_version=version,
         # As a reader holds it: the writer's index of path sets need not travel back from a worker.
         shapes=None if documents.shapes is None else Shapes.from_json(documents.shapes.to_json()),
+        refused=refused,
     )
     meta.size_bytes = sum(p.stat().st_size for p in staging.iterdir() if p.is_file())
     meta.files = {p.name: file_digest(p) for p in index_files(staging)}
     (staging / META_FILE).write_text(json.dumps(meta.to_json()))
     seal(staging, dest)
     return meta
+
+
+def _words_of(docid: int, ts: int, body: bytes) -> dict[str, Any]:
+    """A record's document when the index cannot take its values: its id,
+    time and the text of its JSON in the default field (found by its words
+    and its docId; its body is stored whole)."""
+    return {"docid": docid, "ts": ts, "all": [body.decode("utf-8", "replace")]}
 
 
 def meta_of(split: Any) -> Any:

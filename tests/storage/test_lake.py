@@ -112,9 +112,9 @@ def test_a_flush_whose_build_fails_beside_another_removes_both_splits_and_keeps_
         building = start(jobs)
         if sum(len(payload) for _d, payload, _p, _s in jobs) == 10:
             def broken():
-                building_metas()
+                building_outcomes()
                 raise OSError(28, "No space left on device")
-            building_metas, building.metas = building.metas, broken
+            building_outcomes, building.outcomes = building.outcomes, broken
         return building
 
     monkeypatch.setattr(lake.builder, "start", failing_second)

@@ -15,9 +15,10 @@ from seclake.query import ast
 from seclake.query.matcher import matches
 from seclake.record.dataset import EVENTS
 from seclake.record.flatten import leaves
-from seclake.record.value import as_ip, scalar_text, tokens
+from seclake.record.value import as_ip, ip_text, scalar_text, tokens
 from seclake.search.plan import SearchPlan
 from seclake.search.root import Root
+from seclake.storage import document
 from seclake.storage.split import STOP_CHECK_RECORDS, Split, SplitAborted, StoredRecord, write_split
 from seclake.storage.wal import encoded
 
@@ -154,3 +155,25 @@ def test_hostile_values_in_every_field_never_fail_a_build_and_every_record_is_fo
             res = root.search(SearchPlan(dataset="event", query=q, limit=len(records)))
             want = {r.docid for r in records if matches(q, r.source, EVENTS)}
             assert {h.docid for h in res.hits} == want, q
+
+
+def test_a_value_its_column_refuses_costs_the_record_its_columns_only(tmp_path, monkeypatch):
+    # As an IPv6 zone id did before issue 39: classification let through a
+    # value tantivy's address column refuses, and the whole split failed.
+    # Whatever the next such value is, its record alone loses its columns.
+    monkeypatch.setattr(document, "ip_text", lambda value: value if isinstance(value, str) and "%" in value else ip_text(value))
+    records = [StoredRecord(1, {"@timestamp": T0, "ip": "fe80::1%10", "n": 5}),
+               StoredRecord(2, {"@timestamp": T0, "ip": "10.0.0.7", "n": 6})]
+    meta = write_split(records, EVENTS, tmp_path / "s1", "s1")
+    assert [docid for docid, _why in meta.refused] == [1]
+    assert "fe80::1%10" in meta.refused[0][1]
+    split = Split(tmp_path / "s1")
+    with ThreadPoolExecutor(1) as pool:
+        root = Root(lambda _dataset, _lo, _hi: [split], pool)
+
+        def found(q: ast.Node) -> list[int]:
+            return sorted(h.docid for h in root.search(SearchPlan(dataset="event", query=q, limit=5)).hits)
+
+        assert found(ast.Term("ip", "fe80::1%10")) == [1]  # its terms are there
+        assert found(ast.Cidr("ip", ipaddress.ip_network("10.0.0.0/8"))) == [2]  # the others' columns too
+        assert found(ast.Range("n", 0, 10, True, True, "number")) == [2]
