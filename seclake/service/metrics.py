@@ -180,6 +180,19 @@ class LakeCollector(Collector):
                 "(killed, or out of memory) since start; a build is run again in new ones, a merge at the next round.")
             lost.add_metric([], getattr(self.lake, "workers_lost", 0))
             yield lost
+        flusher = getattr(self.lake, "flusher", None)
+        if flusher is not None:
+            failed = CounterMetricFamily(
+                "seclake_split_builds_failed", "Split builds of new records that failed since start (see the server "
+                "log): their records are built again in parts, a failure of the machine (no space) tried again later.")
+            failed.add_metric([], flusher.builds_failed)
+            yield failed
+            quarantined = CounterMetricFamily(
+                "seclake_records_quarantined", "Records since start the index could not take whole, searchable in "
+                "part only (without their number and address columns, or by their words and docId), their "
+                "bodies kept whole; the server log names each with the reason.")
+            quarantined.add_metric([], flusher.records_quarantined)
+            yield quarantined
         if self.parsers is not None:
             bodies = CounterMetricFamily(
                 "seclake_parse_worker_bodies", "Import bodies parsed in parse worker processes since start.")
