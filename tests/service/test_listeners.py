@@ -669,3 +669,20 @@ def test_an_unfinished_frame_is_kept_at_the_end_of_its_stream():
     assert octets.feed(b"30 <13>only twenty") == [] and octets.end() == [("<13>only twenty", True)]
     digits = _Framer()
     assert digits.feed(b"30") == [] and digits.end() == []
+
+
+def test_a_flood_of_faults_is_logged_once_a_minute_with_its_count(monkeypatch, caplog):
+    from seclake.service.listeners import Listeners
+
+    spec = ListenerSpec.parse("syslog+tcp://127.0.0.1:1")
+    listeners = Listeners([spec], ingestion=None)
+    try:
+        with caplog.at_level("WARNING", logger="seclake.listeners"):
+            for i in range(1000):
+                listeners._fault(spec, "evicted_per_address", f"192.0.2.1: closed ({i})")
+            assert len(caplog.records) == 1 and listeners.faults[spec.name]["evicted_per_address"] == 1000
+            monkeypatch.setattr(listeners_module, "FAULT_LOG_SECONDS", 0.0)
+            listeners._fault(spec, "evicted_per_address", "192.0.2.1: closed (last)")
+        assert len(caplog.records) == 2 and "(1000 since" in caplog.records[1].getMessage()
+    finally:
+        listeners.stop()
