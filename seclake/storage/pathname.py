@@ -60,8 +60,15 @@ def inside(directory: Path, *names: str, what: str, where: str = "") -> Path:
     symbolic links followed, still under ``directory`` (itself resolved: a
     data dir on a linked disk is the operator's choice); else ``UnsafeName``."""
     path = directory
+    linked = False
     for name in names:
         path = path / entry(name, what, where)
+        # Plain names below the directory stay inside it unless one is a link
+        # (one lstat each): only then is the whole path resolved (~85 us,
+        # 10,000 splits at start would pay 0.85 s).
+        linked = linked or path.is_symlink()
+    if not linked:
+        return path
     root = directory.resolve()
     real = path.resolve()
     if root not in real.parents:  # a name never stands for the directory itself
