@@ -16,6 +16,7 @@ from tantivy import FieldType, Occur, Query
 
 from seclake.errors import QueryError
 from seclake.query import ast
+from seclake.query.cost import NODE_BYTES, pattern_bytes
 from seclake.query.pattern import range_regex
 from seclake.record.dataset import Dataset
 from seclake.record.value import as_number, keyword, tokens
@@ -38,8 +39,12 @@ class TantivyCompiler:
         self.schema = split.schema
         self.fields = split.fields
         self.dataset = dataset
+        # Memory of what was compiled (``query.cost``): one automaton per
+        # pattern *and field searched*, which the query text cannot tell.
+        self.cost = 0
 
     def compile(self, node: ast.Node) -> Query:
+        self.cost += NODE_BYTES
         method: Callable[[ast.Node], Query] = getattr(self, "_" + type(node).__name__)
         return method(node)
 
@@ -90,6 +95,7 @@ class TantivyCompiler:
         return self._any([self._regex(f, pattern, path) for f in self.split.keyword_fields()])
 
     def _regex(self, field: str, pattern: str, path: str | None) -> Query:
+        self.cost += pattern_bytes(pattern)
         try:
             return Query.regex_query(self.schema, field, pattern)
         except ValueError as e:
@@ -203,5 +209,8 @@ class TantivyCompiler:
         return Query.boolean_query([(Occur.Must, Query.all_query()), (Occur.MustNot, self.compile(node.child))])
 
 
-def compile_for_split(node: ast.Node, split: Split, dataset: Dataset) -> tantivy.Query:
-    return TantivyCompiler(split, dataset).compile(node)
+def compile_for_split(node: ast.Node, split: Split, dataset: Dataset) -> tuple[tantivy.Query, int]:
+    """The query for this split, and the bytes it holds (an estimate that errs high)."""
+    compiler = TantivyCompiler(split, dataset)
+    query = compiler.compile(node)
+    return query, compiler.cost

@@ -20,7 +20,6 @@ from cachetools import LRUCache
 from tantivy import FieldType, Occur, Query
 
 from seclake.query import ast
-from seclake.query.cost import query_bytes
 from seclake.query.tantivy_compiler import compile_for_split
 from seclake.record.dataset import DATASETS
 from seclake.storage.fieldmap import SEP
@@ -112,10 +111,16 @@ class LeafTask:
     catalog: bool = False
 
 
-# Compiled queries hold tantivy's automata (``query.cost``): bounded by
-# their estimated bytes, not their number, so a few pattern-heavy queries
-# cannot pile up gigabytes across splits.
-COMPILED_CACHE_BYTES = 256 << 20
+# Compiled queries hold tantivy's automata: bounded by their bytes as the
+# compiler counts them (``query.cost`` per automaton, one per pattern and
+# field searched: it errs high), not their number, so a few pattern-heavy
+# queries cannot pile up gigabytes across splits. Charged per pattern only,
+# 256 MB let distinct wildcard queries keep ~200-325 MB (issue 39.6); 64 MB
+# keeps at most that much (measured: +13-18 MB, scripts/measure-query-memory.py),
+# and holds a paged pattern query's splits (a few hundred KB each): only
+# repeats gain from the cache, and a miss costs most of a millisecond per
+# split and pattern.
+COMPILED_CACHE_BYTES = 64 << 20
 _COMPILED: LRUCache = LRUCache(maxsize=COMPILED_CACHE_BYTES, getsizeof=lambda entry: entry[1])
 _COMPILED_LOCK = threading.Lock()
 
@@ -133,8 +138,7 @@ def _compiled(split: Split, task: LeafTask) -> Query:
         entry = _COMPILED.get(key)
     if entry is not None:
         return entry[0]
-    query = compile_for_split(task.query, split, DATASETS[task.dataset])
-    size = query_bytes(task.query)
+    query, size = compile_for_split(task.query, split, DATASETS[task.dataset])
     if size <= COMPILED_CACHE_BYTES // 8:  # one query never pushes out most of the others
         with _COMPILED_LOCK:
             _COMPILED[key] = (query, size)
