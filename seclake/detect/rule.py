@@ -77,7 +77,17 @@ MAX_FILE_BYTES = 1 << 20
 FIELDS = (
     "name", "behavior", "description", "dataset", "query", "mustFilters", "mustNotFilters", "keyField",
     "keyPattern", "keyType", "attributes", "risks", "riskScore", "scope", "enabled", "threshold",
+    "generate", "correlation",
 )
+# Correlation rules (Sigma's, docs/rules.md): what they count, how they compare.
+CORRELATION_TYPES = ("event_count", "value_count", "temporal", "temporal_ordered")
+OPERATORS = ("gte", "gt", "lte", "lt", "eq", "neq")
+MAX_CORRELATED = 32  # rules one correlation refers to
+MAX_GROUP_BY = 8
+# A correlation's timespan may be longer than a threshold's window (Sigma
+# rules use days), its state per group is bounded all the same (detect/correlation.py).
+MAX_TIMESPAN_MS = 7 * 86_400_000
+MAX_CORRELATION_COUNT = 10_000
 _UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _WINDOW = re.compile(r"^\s*(\d{1,9})\s*(ms|s|m|h|d)?\s*$")
 
@@ -170,6 +180,9 @@ class Threshold:
     value: float
     # The record path of ``field`` in the rule's dataset.
     path: str | None = None
+    # Windows are kept per key and per the values of these fields (all present).
+    group_by: tuple[str, ...] = ()
+    group_paths: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"function": self.function}
@@ -177,6 +190,43 @@ class Threshold:
             d["field"] = self.field
         d["window"] = window_text(self.window_ms)
         d["value"] = int(self.value) if float(self.value).is_integer() else self.value
+        if self.group_by:
+            d["groupBy"] = list(self.group_by)
+        return d
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """A rule made of other rules' matches (Sigma's correlation rules): per group of
+    ``group_by`` values within ``timespan_ms``, the referenced rules' matches
+    (event_count), the distinct values of ``field`` among them (value_count),
+    which referenced rules matched (temporal) or whether they matched in
+    their listed order (temporal_ordered), compared to ``count`` by ``op``."""
+
+    type: str
+    rules: tuple[str, ...]
+    group_by: tuple[str, ...]
+    timespan_ms: int
+    op: str
+    count: int
+    field: str | None = None
+    # alias -> ((rule name, that rule's field), ...): a group-by name read
+    # under another field name in each referenced rule (Sigma's ``aliases``).
+    aliases: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+
+    def field_of(self, name: str, rule: str) -> str | None:
+        """The field ``rule``'s records hold group-by ``name`` at (an alias resolved); None: not in that rule."""
+        for alias, fields_ in self.aliases:
+            if alias == name:
+                return dict(fields_).get(rule)
+        return name
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": self.type, "rules": list(self.rules), "groupBy": list(self.group_by),
+                             "timespan": window_text(self.timespan_ms),
+                             "condition": {self.op: self.count, **({"field": self.field} if self.field else {})}}
+        if self.aliases:
+            d["aliases"] = {alias: dict(fields_) for alias, fields_ in self.aliases}
         return d
 
 
@@ -198,6 +248,9 @@ class Rule:
     enabled: bool = True
     threshold: Threshold | None = None
     key_pattern: tuple[Template, ...] = ()
+    # False: its matches only feed correlation rules, they make no behavior of their own.
+    generate: bool = True
+    correlation: Correlation | None = None
     # The parsed selector (query AND filters); not part of a rule's identity.
     selector: ast.Node = field(default_factory=ast.MatchAll, compare=False, repr=False)
 
@@ -246,6 +299,19 @@ class Rule:
                 out.append({"key": attr.field, "aliase": attr.aliase, "value": ", ".join(texts)[:MAX_ATTRIBUTE_VALUE]})
         return out
 
+    def group_of(self, record: dict[str, Any]) -> str | None:
+        """The threshold window's group within the key: ``groupBy`` values joined; None when one is absent."""
+        t = self.threshold
+        if t is None or not t.group_paths:
+            return ""
+        out = []
+        for path in t.group_paths:
+            texts = [x for x in _extract(values_at(record, path), ()) if x != ""]
+            if not texts:
+                return None
+            out.append(texts[0])
+        return GROUP_SEPARATOR.join(out)
+
     def signal_value(self, record: dict[str, Any]) -> float | str | None:
         """What the record adds to the threshold window: 1 for count, the number
         at the field for sum, its keyword for distinct; None when it adds nothing."""
@@ -282,10 +348,20 @@ class Rule:
         }
         if self.key_pattern:
             d["keyPattern"] = _templates_out(self.key_pattern)
+        if not self.generate:
+            d["generate"] = False
+        if self.correlation is not None:
+            d["correlation"] = self.correlation.to_dict()
+            for name in ("query", "mustFilters", "mustNotFilters", "keyField", "threshold"):
+                del d[name]
         return d
 
     def with_enabled(self, enabled: bool) -> Rule:
         return rule_from_dict({**self.to_dict(), "enabled": enabled})
+
+
+# Between the values of several group-by fields in a key: a unit separator, which log values do not hold.
+GROUP_SEPARATOR = "\x1f"
 
 
 def window_text(ms: int) -> str:
@@ -389,6 +465,7 @@ class ThresholdInput(Closed):
     field: RecordField | None = None
     window: Annotated[int, BeforeValidator(_window)] = Field(description='"5m", "1h" or seconds; 1s to 1d.')
     value: Number
+    groupBy: Annotated[list[RecordField], Field(min_length=1, max_length=MAX_GROUP_BY)] | None = None
 
     @field_validator("field")
     @classmethod
@@ -416,6 +493,35 @@ class ThresholdInput(Closed):
         return value
 
 
+def _timespan(value: Any) -> int:
+    """A correlation's timespan in milliseconds: Sigma's "5m", "1h", "1d", "1w" or seconds; 1s to 7d."""
+    if isinstance(value, str) and value.strip().endswith("w") and value.strip()[:-1].isdigit():
+        value = f"{int(value.strip()[:-1]) * 7}d"
+    if isinstance(value, str) and (m := _WINDOW.match(value)):
+        ms = int(m.group(1)) * _UNITS[m.group(2) or "s"]
+        if MIN_WINDOW_MS <= ms <= MAX_TIMESPAN_MS:
+            return ms
+        raise PydanticCustomError("window", "must be between 1s and 7d, not {value}", {"value": repr(value[:40])})
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
+            and MIN_WINDOW_MS <= value * 1000 <= MAX_TIMESPAN_MS:
+        return int(round(value * 1000))
+    raise PydanticCustomError("window", "{value} is not a timespan; write e.g. 30s, 5m, 1h, 1d or 1w (at most 7d)",
+                              {"value": repr(value)[:40]})
+
+
+class CorrelationInput(Closed):
+    """A correlation rule's ``correlation`` (docs/rules.md): Sigma's correlation fields."""
+
+    type: Literal[CORRELATION_TYPES]  # type: ignore[valid-type]
+    rules: Annotated[list[_texts(100, _matching(NAME_PATTERN))], Field(min_length=1, max_length=MAX_CORRELATED),
+                     BeforeValidator(_one_or_more)]
+    groupBy: Annotated[list[RecordField], Field(max_length=MAX_GROUP_BY), BeforeValidator(_one_or_more)] | None = None
+    timespan: Annotated[int, BeforeValidator(_timespan)]
+    condition: dict[str, Any] | None = None
+    aliases: dict[_texts(MAX_FIELD, _not_blank, _field_name),
+                  dict[_texts(100, _matching(NAME_PATTERN)), RecordField]] | None = None
+
+
 class RuleInput(Closed):
     """A rule as a request or a file holds it (docs/rules.md): the shapes.
     What the fields mean together (the query, the threshold's field) is
@@ -428,15 +534,17 @@ class RuleInput(Closed):
     query: _texts(MAX_QUERY) | None = None
     mustFilters: Annotated[list[FilterInput], Field(max_length=256)] | None = None
     mustNotFilters: Annotated[list[FilterInput], Field(max_length=256)] | None = None
-    keyField: RecordField
+    keyField: RecordField | None = None  # required but for a correlation rule (its key: the groupBy values)
     keyPattern: Templates | None = None
-    keyType: _texts(32, _matching(KEY_TYPE_PATTERN))
+    keyType: _texts(32, _matching(KEY_TYPE_PATTERN)) | None = None
     attributes: Annotated[list[AttributeInput], Field(max_length=MAX_ATTRIBUTES)] | None = None
     risks: Annotated[list[_texts(MAX_RISK, _not_blank)], Field(max_length=MAX_RISKS)] | None = None
     riskScore: Annotated[Integer, Field(ge=0, le=MAX_RISK_SCORE)]
     scope: _texts(MAX_SCOPE, _not_blank) | None = None
     enabled: Flag = True
     threshold: ThresholdInput | None = None
+    generate: Flag = True
+    correlation: CorrelationInput | None = None
 
 
 def _named(exc: SeclakeError, at: str) -> SeclakeError:
@@ -460,6 +568,11 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
     sent = validated(RuleInput, d, where)
     dataset_name = sent.dataset or "event"
     dataset = RULE_DATASETS[dataset_name]
+    if sent.correlation is not None:
+        return _correlation_rule(sent, dataset_name, where)
+    for name in ("keyField", "keyType"):
+        if getattr(sent, name) is None:
+            raise ValidationFailed(_at(where, name), "is required")
 
     limits = limits or QueryLimits()
     query = sent.query or ""
@@ -494,6 +607,7 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
     threshold = None if t is None else Threshold(
         t.function, t.field, t.window, t.value if t.function == "sum" else int(t.value),
         dataset.resolve(t.field) if t.field else None,
+        tuple(t.groupBy or ()), tuple(dataset.resolve(f) for f in t.groupBy or ()),
     )
     return Rule(
         name=sent.name, behavior=sent.behavior, description=sent.description or "", dataset=dataset_name,
@@ -502,7 +616,75 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
                          for a in sent.attributes or []),
         risks=tuple(sent.risks or ()), risk_score=sent.riskScore, scope=sent.scope or "global",
         enabled=sent.enabled, threshold=threshold, key_pattern=_templates(sent.keyPattern),
-        selector=ast.and_(node, filters),
+        generate=sent.generate, selector=ast.and_(node, filters),
+    )
+
+
+# keyType of a correlation's key, from its first group-by field, when the rule names none.
+_KEY_TYPES = {"ip": "ip", "address": "ip", "user": "username", "username": "username", "host": "host",
+              "hostname": "host", "@sender": "host", "computer": "host", "domain": "domain"}
+
+
+def _correlation_rule(sent: RuleInput, dataset_name: str, where: str) -> Rule:
+    """A correlation rule: no query of its own; keyed by its group-by values."""
+    c = sent.correlation
+    assert c is not None
+    at = _at(where, "correlation")
+    for name in ("query", "mustFilters", "mustNotFilters", "keyField", "keyPattern", "threshold", "attributes"):
+        if getattr(sent, name):
+            raise ValidationFailed(_at(where, name), "a correlation rule has none: it is made of its rules' matches"
+                                   + (" (its attributes are its groupBy values)" if name == "attributes" else ""))
+    if sent.name in c.rules:
+        raise ValidationFailed(_at(at, "rules"), f"must not name the rule itself ({sent.name})")
+    if len(set(c.rules)) != len(c.rules):
+        raise ValidationFailed(_at(at, "rules"), "names a rule twice")
+    condition = c.condition
+    if condition is None:
+        if c.type in ("event_count", "value_count"):
+            raise ValidationFailed(_at(at, "condition"), f"is required for {c.type}, e.g. {{gte: 10}}")
+        condition = {"gte": len(c.rules)}
+    ops = [k for k in condition if k in OPERATORS]
+    other = [k for k in condition if k not in OPERATORS and k != "field"]
+    if len(ops) != 1 or other:
+        raise ValidationFailed(_at(at, "condition"),
+                               f"must hold exactly one of {', '.join(OPERATORS)} (and field for value_count)"
+                               + (f"; unknown: {', '.join(map(str, other))[:80]}" if other else ""))
+    op, count = ops[0], condition[ops[0]]
+    if isinstance(count, bool) or not isinstance(count, int | float) or not math.isfinite(count) \
+            or not float(count).is_integer() or not 0 <= count <= MAX_CORRELATION_COUNT:
+        raise ValidationFailed(_at(at, f"condition.{op}"), f"must be a whole number from 0 to {MAX_CORRELATION_COUNT}")
+    count = int(count)
+    field_ = condition.get("field")
+    if c.type == "value_count":
+        if not isinstance(field_, str) or not field_.strip() or len(field_) > MAX_FIELD or "\x00" in field_:
+            raise ValidationFailed(_at(at, "condition.field"), "is required for value_count: the field whose distinct values count")
+    elif field_ is not None:
+        raise ValidationFailed(_at(at, "condition.field"), f"is only for value_count, not {c.type}")
+    if c.type in ("temporal", "temporal_ordered"):
+        if op not in ("gte", "gt") or not (1 <= count + (op == "gt") <= len(c.rules)):
+            raise ValidationFailed(_at(at, "condition"),
+                                   f"a {c.type} condition counts the rules that matched: gte 1 to {len(c.rules)}")
+        if c.type == "temporal_ordered" and count + (op == "gt") != len(c.rules):
+            raise ValidationFailed(_at(at, "condition"), "temporal_ordered needs every rule, in order")
+    group_by = tuple(c.groupBy or ())
+    aliases = tuple((alias, tuple(sorted(fields_.items()))) for alias, fields_ in sorted((c.aliases or {}).items()))
+    for alias, fields_ in aliases:
+        if alias not in group_by:
+            raise ValidationFailed(_at(at, f"aliases.{alias}"), "is not one of groupBy")
+        missing = [r for r in c.rules if r not in dict(fields_)]
+        if missing:
+            raise ValidationFailed(_at(at, f"aliases.{alias}"), f"names no field for rule {missing[0]}")
+    first = group_by[0] if group_by else ""
+    key_type = sent.keyType or _KEY_TYPES.get(first.rsplit(".", 1)[-1].lower(), "group" if group_by else "rule")
+    return Rule(
+        name=sent.name, behavior=sent.behavior, description=sent.description or "", dataset=dataset_name,
+        query="", must_filters=(), must_not_filters=(), key_field="", key_type=key_type,
+        attributes=(),
+        risks=tuple(sent.risks or ()), risk_score=sent.riskScore, scope=sent.scope or "global",
+        enabled=sent.enabled, generate=sent.generate,
+        correlation=Correlation(c.type, tuple(c.rules), group_by, c.timespan, op, count,
+                                field_ if isinstance(field_, str) else None, aliases),
+        selector=ast.MatchNone(),
     )
 
 
