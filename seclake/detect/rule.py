@@ -78,6 +78,7 @@ FIELDS = (
     "name", "behavior", "description", "dataset", "query", "mustFilters", "mustNotFilters", "keyField",
     "keyPattern", "keyType", "attributes", "risks", "riskScore", "scope", "enabled", "threshold",
     "generate", "correlation",
+    "sigma", "sigmaId", "level", "status", "tags", "references", "falsePositives", "author",
 )
 # Correlation rules (Sigma's, docs/rules.md): what they count, how they compare.
 CORRELATION_TYPES = ("event_count", "value_count", "temporal", "temporal_ordered")
@@ -231,6 +232,27 @@ class Correlation:
 
 
 @dataclass(frozen=True)
+class SigmaSource:
+    """A rule imported from Sigma (seclake/sigma/, docs/detections.md): the
+    rule's text, which its selector is converted from whenever it is read,
+    and what the rule says of itself, kept and shown."""
+
+    text: str
+    sigma_id: str
+    level: str | None = None
+    status: str | None = None
+    tags: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    false_positives: tuple[str, ...] = ()
+    author: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sigma": self.text, "sigmaId": self.sigma_id, "level": self.level, "status": self.status,
+                "tags": list(self.tags), "references": list(self.references),
+                "falsePositives": list(self.false_positives), "author": self.author}
+
+
+@dataclass(frozen=True)
 class Rule:
     name: str
     behavior: str
@@ -251,6 +273,7 @@ class Rule:
     # False: its matches only feed correlation rules, they make no behavior of their own.
     generate: bool = True
     correlation: Correlation | None = None
+    sigma: SigmaSource | None = None
     # The parsed selector (query AND filters); not part of a rule's identity.
     selector: ast.Node = field(default_factory=ast.MatchAll, compare=False, repr=False)
 
@@ -354,6 +377,8 @@ class Rule:
             d["correlation"] = self.correlation.to_dict()
             for name in ("query", "mustFilters", "mustNotFilters", "keyField", "threshold"):
                 del d[name]
+        if self.sigma is not None:
+            d.update(self.sigma.to_dict())
         return d
 
     def with_enabled(self, enabled: bool) -> Rule:
@@ -545,6 +570,15 @@ class RuleInput(Closed):
     threshold: ThresholdInput | None = None
     generate: Flag = True
     correlation: CorrelationInput | None = None
+    # A Sigma rule's text (docs/detections.md): the selector is converted from it; query is then unused.
+    sigma: _texts(MAX_FILE_BYTES) | None = None
+    sigmaId: _texts(100) | None = None
+    level: _texts(20) | None = None
+    status: _texts(20) | None = None
+    tags: Annotated[list[_texts(MAX_RISK)], Field(max_length=MAX_RISKS)] | None = None
+    references: Annotated[list[_texts(MAX_BEHAVIOR * 5)], Field(max_length=MAX_RISKS)] | None = None
+    falsePositives: Annotated[list[_texts(MAX_BEHAVIOR * 5)], Field(max_length=MAX_RISKS)] | None = None
+    author: _texts(MAX_BEHAVIOR) | None = None
 
 
 def _named(exc: SeclakeError, at: str) -> SeclakeError:
@@ -582,7 +616,8 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
     must_not = tuple((f.field, tuple(f.terms) if isinstance(f.terms, list) else f.terms)
                      for f in sent.mustNotFilters or [])
     try:
-        node = parse(query, dataset, default_operator="AND", limits=limits)
+        node = _sigma_selector(sent.sigma, where) if sent.sigma is not None else \
+            parse(query, dataset, default_operator="AND", limits=limits)
     except (QueryError, LimitExceeded) as e:
         raise _named(e, _at(where, "query")) from None
     try:
@@ -597,7 +632,7 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
             raise
         # parse_filters always writes "<where>.mustFilters"; a file's rule has no where.
         raise ValidationFailed(e.field.lstrip("."), e.message.removeprefix(f"{e.field}: ")) from None
-    if not query.strip() and not must:
+    if not query.strip() and not must and sent.sigma is None:
         # A rule over every record is almost always a mistake, and costly.
         raise ValidationFailed(_at(where, "query"), "is required: say which records the rule selects")
 
@@ -616,8 +651,25 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
                          for a in sent.attributes or []),
         risks=tuple(sent.risks or ()), risk_score=sent.riskScore, scope=sent.scope or "global",
         enabled=sent.enabled, threshold=threshold, key_pattern=_templates(sent.keyPattern),
-        generate=sent.generate, selector=ast.and_(node, filters),
+        generate=sent.generate, selector=ast.and_(node, filters), sigma=_sigma_source(sent),
     )
+
+
+def _sigma_selector(text: str, where: str) -> ast.Node:
+    from seclake.sigma.conversion import selector  # pySigma is loaded only where Sigma rules are
+    from seclake.sigma.unsupported import Unsupported
+
+    try:
+        return selector(text)
+    except Unsupported as e:
+        raise ValidationFailed(_at(where, "sigma"), f"cannot run as Sigma means it: {e}") from None
+
+
+def _sigma_source(sent: RuleInput) -> SigmaSource | None:
+    if sent.sigma is None:
+        return None
+    return SigmaSource(sent.sigma, sent.sigmaId or sent.name, sent.level, sent.status, tuple(sent.tags or ()),
+                       tuple(sent.references or ()), tuple(sent.falsePositives or ()), sent.author)
 
 
 # keyType of a correlation's key, from its first group-by field, when the rule names none.

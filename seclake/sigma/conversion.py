@@ -1,0 +1,128 @@
+"""One Sigma rule (its YAML text) -> what seclake stores and runs.
+
+``selector(text)`` is the query tree the rule's detection and log source
+mean in seclake's records; ``rule_dict(text)`` the seclake rule (the shape
+``detect/rule.py`` reads) made of it:
+
+* name = the Sigma ``id``; behavior = its ``title``;
+* risks = its ATT&CK technique tags (``attack.t1059.001`` -> ``T1059.001``);
+* riskScore from ``level`` (``LEVEL_SCORES``);
+* key chosen by the log source (host for endpoint logs, user for cloud and
+  identity logs), unless the import names another;
+* the Sigma text itself is kept (``sigma``): the rule is converted again
+  from it when it is read back, so what runs is always what pySigma makes of
+  the rule as written, and an export gives the rule back unmodified.
+
+Converting takes pySigma a few milliseconds; ``selector`` keeps the trees of
+the texts it converted last, so reloading a rule book converts only the rules
+that changed.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from sigma.collection import SigmaCollection
+from sigma.correlations import SigmaCorrelationRule
+from sigma.exceptions import SigmaError
+from sigma.rule import SigmaRule
+
+from seclake.query import ast
+from seclake.sigma.backend import SeclakeBackend
+from seclake.sigma.logsource import resolve
+from seclake.sigma.pipeline import pipeline
+from seclake.sigma.unsupported import Unsupported
+
+# riskScore by Sigma level; a summary's bands (docs/rules.md: 2000 medium,
+# 4000 high, 6000 serious, 8000 critical) put one critical Sigma hit at
+# critical and one high at serious.
+LEVEL_SCORES = {"informational": 500, "low": 1000, "medium": 3000, "high": 6000, "critical": 9000}
+DEFAULT_LEVEL = "medium"
+_TECHNIQUE = re.compile(r"^attack\.(t\d{4}(?:\.\d{3})?)$", re.IGNORECASE)
+MAX_TEXT = 4000
+# What a behavior shows of the record, when it has them (docs/detections.md).
+ATTRIBUTES = (
+    ("host.name", "host"), ("user.name", "user"), ("process.executable", "process"),
+    ("process.command_line", "command line"), ("process.parent.executable", "parent"),
+    ("source.ip", "source"), ("event.code", "event id"),
+)
+
+
+def parse(text: str) -> SigmaRule | SigmaCorrelationRule:
+    """The one Sigma rule in ``text``; ``Unsupported`` for text that is not exactly one valid rule."""
+    try:
+        collection = SigmaCollection.from_yaml(text)
+    except SigmaError as e:
+        raise Unsupported("invalid Sigma", str(e)) from None
+    except Exception as e:  # YAML errors and hostile shapes pySigma does not anticipate
+        raise Unsupported("invalid Sigma", f"{type(e).__name__}: {e}") from None
+    if collection.errors:
+        raise Unsupported("invalid Sigma", str(collection.errors[0]))
+    if len(collection.rules) != 1:
+        raise Unsupported("invalid Sigma", f"holds {len(collection.rules)} rules; send one rule per text")
+    return collection.rules[0]
+
+
+@lru_cache(maxsize=8192)
+def selector(text: str) -> ast.Node:
+    """The records the Sigma rule in ``text`` fires on, as a seclake query tree."""
+    rule = parse(text)
+    if isinstance(rule, SigmaCorrelationRule):
+        raise Unsupported("correlation rule", "Sigma correlation rules are not imported yet")
+    source = resolve(rule.logsource)
+    backend = SeclakeBackend(pipeline(source.family, source.category))
+    try:
+        conditions = backend.convert_rule(rule)
+    except Unsupported:
+        raise
+    except SigmaError as e:
+        raise Unsupported("invalid Sigma", str(e)) from None
+    detection = ast.or_(*conditions)
+    if isinstance(detection, ast.MatchNone):
+        raise Unsupported("invalid Sigma", "the condition selects nothing")
+    return ast.and_(source.selector, detection)
+
+
+def techniques(tags: list[str]) -> list[str]:
+    """ATT&CK technique ids of Sigma tags: ``attack.t1059.001`` -> ``T1059.001`` (tactics left out)."""
+    out = []
+    for tag in tags:
+        m = _TECHNIQUE.match(tag)
+        if m and m.group(1).upper() not in out:
+            out.append(m.group(1).upper())
+    return out
+
+
+def rule_dict(text: str, *, key_field: str | None = None, key_type: str | None = None,
+              enabled: bool = True) -> dict[str, Any]:
+    """The seclake rule (``detect/rule.py``'s shape) for the Sigma rule in ``text``."""
+    rule = parse(text)
+    selector(text)  # converts (cached), or says why it cannot be
+    assert isinstance(rule, SigmaRule)
+    if rule.id is None:
+        raise Unsupported("no id", "a Sigma rule needs an id: it becomes the seclake rule's name")
+    source = resolve(rule.logsource)
+    tags = [str(t) for t in rule.tags]
+    level = rule.level.name.lower() if rule.level else DEFAULT_LEVEL
+    return {
+        "name": str(rule.id),
+        "behavior": (rule.title or str(rule.id))[:200],
+        "description": (rule.description or "")[:MAX_TEXT],
+        "dataset": "event",
+        "keyField": key_field or source.key_field,
+        "keyType": key_type or (source.key_type if not key_field else "key"),
+        "attributes": [{"field": f, "aliase": a} for f, a in ATTRIBUTES if f != (key_field or source.key_field)],
+        "risks": techniques(tags),
+        "riskScore": LEVEL_SCORES[level],
+        "enabled": enabled,
+        "sigma": text,
+        "sigmaId": str(rule.id),
+        "level": level,
+        "status": rule.status.name.lower() if rule.status else None,
+        "tags": tags,
+        "references": [str(r) for r in rule.references][:50],
+        "falsePositives": [str(f) for f in rule.falsepositives][:50],
+        "author": (rule.author or "")[:200] or None,
+    }
