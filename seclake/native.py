@@ -60,6 +60,7 @@ MODULES = (
     "seclake.ingest.record",
     "seclake.ingest.suricata",
     "seclake.ingest.syslog",
+    "seclake.ingest.sysmon",
     "seclake.ingest.timestamp",
     "seclake.ingest.vendor",
     "seclake.ingest.winsecurity",

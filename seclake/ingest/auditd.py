@@ -41,6 +41,7 @@ _TYPES = {
 }
 _OUTCOMES = {"success": "success", "yes": "success", "failed": "failure", "no": "failure"}
 _MAX_ARGS = 64
+_MAX_PIECES = 256  # pieces of one long EXECVE argument (auditd splits at ~7.5 KB; a line is at most 64 KiB)
 
 
 def matches(fields: dict[str, Any], raw: str) -> bool:
@@ -71,7 +72,15 @@ def common_of(fields: dict[str, Any], raw: str) -> tuple[dict[str, Any], str | N
         user = {"name": acting, "target": {"name": account or _name(fields.get("id"))}}
     else:
         user = {"name": account or acting, "id": text(fields.get("uid"))}
+    # The login (audit) id follows a user through su and sudo; the effective id is who the process runs as.
+    auid = text(fields.get("auid"))
+    user["audit"] = {"id": auid if auid not in ("4294967295", "unset") else None}
+    user["effective"] = {"id": text(fields.get("euid"))}
     exe = _decoded(fields.get("exe"))
+    args = _args(fields)
+    program = args[0] if args else None
+    if exe is None and program is not None and program.startswith("/"):
+        exe = program  # an EXECVE or PROCTITLE naming the program by its path
     common = {
         "event": {"category": category, "type": event_type, "action": action,
                   "outcome": _OUTCOMES.get(result) if isinstance(result, str) else None,
@@ -80,8 +89,11 @@ def common_of(fields: dict[str, Any], raw: str) -> tuple[dict[str, Any], str | N
         "source": {"ip": ip(fields.get("addr")),
                    "address": _name(fields.get("hostname")) if not ip(fields.get("addr")) else None},
         "process": {"pid": number(fields.get("pid")), "executable": exe,
-                    "name": _decoded(fields.get("comm")) or (exe.rsplit("/", 1)[-1] if exe else None),
-                    "command_line": _command_line(fields)},
+                    "name": _decoded(fields.get("comm")) or (exe or program or "").rsplit("/", 1)[-1] or None,
+                    "command_line": " ".join(args) if args else _command_line(fields),
+                    "args": args, "args_count": len(args) if args else None,
+                    "parent": {"pid": number(fields.get("ppid"))},
+                    "working_directory": _decoded(fields.get("cwd")) if kind == "CWD" else None},
         "observer": {"vendor": "Linux", "product": "auditd"},
         "host": {"name": sender(fields)},
     }
@@ -103,6 +115,52 @@ def _decoded(value: Any) -> str | None:
             return bytes.fromhex(value).replace(b"\x00", b" ").decode("utf-8", "replace").strip() or None
         except ValueError:
             return None
+    return value
+
+
+def _args(fields: dict[str, Any]) -> list[str] | None:
+    """The arguments of an EXECVE record (``a0``..``aN``; an argument too long for one record comes in
+    pieces ``aN[0]``, ``aN[1]``... after ``aN_len``) or of a PROCTITLE (``proctitle``, hex with NUL
+    between the arguments), at most ``_MAX_ARGS``, decoded."""
+    kind = fields.get("type")
+    if kind == "PROCTITLE":
+        title = text(fields.get("proctitle"))
+        if title is None:
+            return None
+        if len(title) % 2 == 0 and _HEX.fullmatch(title):
+            raw = bytes.fromhex(title)
+            parts = [part.decode("utf-8", "replace") for part in raw.split(b"\x00")[:_MAX_ARGS]]
+        else:
+            parts = [title]  # printable: auditd wrote it as is (quotes already taken off)
+        return [part for part in parts if part] or None
+    if kind != "EXECVE":
+        return None
+    count = min(number(fields.get("argc")) or 0, _MAX_ARGS)
+    args = []
+    for i in range(count):
+        value = fields.get(f"a{i}")
+        if value is None and f"a{i}[0]" in fields:
+            pieces = []
+            for j in range(_MAX_PIECES):
+                piece = fields.get(f"a{i}[{j}]")
+                if piece is None:
+                    break
+                pieces.append(_piece(piece))
+            arg = "".join(pieces).strip() or None
+        else:
+            arg = _decoded(value)
+        if arg:
+            args.append(arg)
+    return args or None
+
+
+def _piece(value: Any) -> str:
+    """One piece of a long EXECVE argument, decoded alone (hex or quoted, each piece as auditd wrote it)."""
+    value = text(value)
+    if value is None:
+        return ""
+    if len(value) % 2 == 0 and _HEX.fullmatch(value):
+        return bytes.fromhex(value).replace(b"\x00", b" ").decode("utf-8", "replace")
     return value
 
 

@@ -48,6 +48,7 @@ from seclake.ingest import (
     panos,
     suricata,
     syslog,
+    sysmon,
     winsecurity,
     zeek,
 )
@@ -66,8 +67,9 @@ from seclake.ingest.timestamp import parse_time
 
 FORMATS = frozenset({"auto", "jsonl", "syslog", "cef", "leef", "kv"})
 BLANK = " \t\r\n\v\f"
-# JSON sources with their own mapping to the common names, told apart by their keys (first match wins).
-JSON_SOURCES = (winsecurity, zeek, suricata, cloudtrail, okta, entra)
+# JSON sources with their own mapping to the common names, told apart by their keys (first match wins:
+# Sysmon is a Windows event of one channel, so it comes before the other Windows events).
+JSON_SOURCES = (sysmon, winsecurity, zeek, suricata, cloudtrail, okta, entra)
 
 
 def parse_line(

@@ -21,7 +21,7 @@ SEARCH = "ds/get_index_zoom_histogram_lv3"
 SOURCES = {"linux": "authlog", "windows": "winsecurity", "aws": "cloudtrail", "okta": "okta", "azure": "entra",
            "zeek": "zeek", "suricata": "suricata", "fortigate": "fortigate", "cisco": "asa", "paloalto": "panos",
            "arcsight": "cef", "qradar": "leef", "auditd": "auditd"}
-JSON_SOURCES = ["winsecurity", "zeek", "suricata", "cloudtrail", "okta", "entra"]
+JSON_SOURCES = ["winsecurity", "sysmon", "zeek", "suricata", "cloudtrail", "okta", "entra"]
 
 
 def _search(srv, token, query, facets=()):

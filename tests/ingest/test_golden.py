@@ -21,6 +21,7 @@ PARAMS: dict[str, dict] = {
     "sshd": {"vendor": "linux", "dataset": "event", "fmt": "auto"},
     "authlog": {"vendor": "linux", "dataset": "event", "fmt": "auto"},
     "winsecurity": {"vendor": "windows", "dataset": "event", "fmt": "auto"},
+    "sysmon": {"vendor": "windows", "dataset": "event", "fmt": "auto"},
     "auditd": {"vendor": "linux", "dataset": "event", "fmt": "auto"},
     "leef": {"vendor": "qradar", "dataset": "event", "fmt": "auto"},
     "asa": {"vendor": "cisco", "dataset": "event", "fmt": "auto"},
