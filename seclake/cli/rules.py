@@ -85,25 +85,64 @@ def export(
 
 @app.command("import")
 def import_(
-    paths: Paths,
+    paths: Annotated[list[Path], typer.Argument(
+        help="Rule files (seclake YAML or Sigma), directories of them (walked, as a SigmaHQ rules*/ tree), "
+             "or zip files (a SigmaHQ release zip as it is).", show_default=False)],
     replace: Annotated[bool, typer.Option("--replace", help="Also delete the rules the files do not hold.")] = False,
+    status: Annotated[list[str] | None, typer.Option("--status", help="Sigma rules of this status only (repeat or comma-separate: stable,test).")] = None,
+    level: Annotated[str | None, typer.Option("--level", help="Sigma rules of this level and above only (informational, low, medium, high, critical).")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Sigma rules with a tag starting with this only (repeat: attack.t1059).")] = None,
+    key_field: Annotated[str | None, typer.Option("--key-field", help="Key Sigma rules' behaviors by this field instead of their log source's (host.name, user.name, source.ip).")] = None,
+    key_type: Annotated[str | None, typer.Option("--key-type", help="The key type with --key-field (host, username, ip...).")] = None,
+    disabled: Annotated[bool, typer.Option("--disabled", help="Import Sigma rules disabled (enable them later, in bulk, on the rules page).")] = False,
+    list_skipped: Annotated[bool, typer.Option("--list-skipped", help="Name every skipped Sigma rule and why.")] = False,
     data_dir: DataDir = None,
     config: ConfigFile = None,
 ) -> None:
-    """Add and update rules from YAML files in one transaction; any invalid file imports nothing."""
-    rules, errors, files = _read(paths)
-    if not files:
-        # --replace with nothing to read would delete every rule.
-        typer.echo("error: no rule files (*.yaml) found there; nothing imported", err=True)
+    """Add and update rules from seclake YAML and Sigma files in one transaction.
+
+    An invalid seclake rule file imports nothing. A Sigma rule that cannot
+    run as Sigma means it is skipped with its reason (counted by reason);
+    the others are imported.
+    """
+    from seclake.sigma.importer import LEVELS, Filters, read
+
+    missing = [p for p in paths if not p.exists()]
+    for p in missing:
+        typer.echo(f"error: {p}: no such file or directory", err=True)
+    if missing:
         raise typer.Exit(2)
-    if errors:
-        typer.echo(f"{len(errors)} problem(s) in {files} files; nothing imported", err=True)
+    if level is not None and level not in LEVELS:
+        typer.echo(f"error: --level: {level!r} is not one of {', '.join(LEVELS)}", err=True)
+        raise typer.Exit(2)
+    if key_type is not None and key_field is None:
+        typer.echo("error: --key-type goes with --key-field", err=True)
+        raise typer.Exit(2)
+    statuses = frozenset(s.strip().lower() for given in status or [] for s in given.split(",") if s.strip())
+    report = read(paths, Filters(statuses, level, tuple(tag or ())), key_field=key_field, key_type=key_type,
+                  enabled=not disabled)
+    if not report.files:
+        # --replace with nothing to read would delete every rule.
+        typer.echo("error: no rule files (*.yaml, *.yml, *.zip) found there; nothing imported", err=True)
+        raise typer.Exit(2)
+    for e in report.errors:
+        typer.echo(f"invalid: {e}", err=True)
+    if report.errors:
+        typer.echo(f"{len(report.errors)} problem(s) in {report.files} files; nothing imported", err=True)
         raise typer.Exit(1)
-    done = open_services(data_dir, config).rules.import_rules(rules, replace=replace)
+    for s in report.skipped if list_skipped else []:
+        typer.echo(f"skipped: {s}", err=True)
+    done = open_services(data_dir, config).rules.import_rules(report.rules, replace=replace) if report.rules else None
+    added, updated, unchanged, deleted = (done.added, done.updated, done.unchanged, done.deleted) if done else (0, 0, 0, 0)
     typer.echo(
-        f"imported {len(rules)} rules: {done.added} added, {done.updated} updated, {done.unchanged} unchanged"
-        + (f", {done.deleted} deleted" if replace else "")
+        f"imported {len(report.rules)} rules: {added} added, {updated} updated, {unchanged} unchanged"
+        + (f", {deleted} deleted" if replace else "")
     )
+    if report.sigma:
+        typer.echo(f"Sigma: {report.sigma} rules read, {report.sigma - len(report.skipped) - len(report.filtered)} "
+                   f"imported, {len(report.filtered)} filtered out, {len(report.skipped)} skipped")
+        for reason, count in report.by_reason().most_common():
+            typer.echo(f"  skipped {count}: {reason}")
 
 
 @app.command("run")
