@@ -12,6 +12,7 @@ Summaries are folded from the saved behaviors in the same transaction.
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import threading
@@ -24,13 +25,17 @@ from sqlalchemy import delete, insert, select, tuple_
 
 from seclake.db.database import Database
 from seclake.detect.behavior import MAX_CUSTOMER, MAX_KEY, customer_of, make_behavior
+from seclake.detect.correlation import Group
 from seclake.detect.history import CAPACITY as HISTORY_CAPACITY
 from seclake.detect.history import History
 from seclake.detect.scorelevel import score_level
 from seclake.detect.ruleset import SOURCE_DATASETS, RuleSet
+from seclake.detect.rule import GROUP_SEPARATOR
 from seclake.detect.signal import Window
 from seclake.detect.state import DetectorProgress, SignalState
+from seclake.record.flatten import values_at
 from seclake.record.identity import RecordIds
+from seclake.record.value import scalar_text
 
 log = logging.getLogger("seclake.detect")
 
@@ -63,8 +68,11 @@ class Detector:
         self.summaries = summaries
         self.lock = threading.RLock()
         self.history = self._new_history()
-        # (rule, customer, key): each customer's records count only toward its own windows.
-        self.windows: dict[tuple[str, str, str], Window] = {}
+        # (rule, customer, key): each customer's records count only toward its own windows;
+        # a correlation rule's groups (``correlation.Group``) live here too, keyed by their values.
+        self.windows: dict[tuple[str, str, str], Window | Group] = {}
+        # (correlation rule, customer) -> heap of (end, group) of windows judged at their end.
+        self._ends: dict[tuple[str, str], list[tuple[int, str]]] = {}
         self._dirty: set[tuple[str, str]] = set()
         self.sequence = 0  # behaviors made so far: the next one's `sequence`
         self.seq = 0  # the log sequence the in-memory state is exact for
@@ -117,10 +125,102 @@ class Detector:
                         record = orjson.loads(bodies[i])  # type: ignore[index]
                     numbers = ruleset.matching(dataset, record)
                 for n in numbers:
-                    behavior = self._apply(rules[n][0], record, first_seq + i)
-                    if behavior is not None:
-                        out.append(behavior)
+                    rule = rules[n][0]
+                    if rule.generate:
+                        behavior = self._apply(rule, record, first_seq + i)
+                        if behavior is not None:
+                            out.append(behavior)
+                    if ruleset.correlations_of(rule.name):
+                        self._correlate(ruleset, rule.name, rule.dataset, record, first_seq + i, out)
         return out
+
+    # -- correlation rules ------------------------------------------------
+
+    def _correlate(self, ruleset: RuleSet, name: str, dataset: str, record: dict[str, Any], seq: int,
+                   out: list[dict[str, Any]], depth: int = 0) -> None:
+        """Feed a match of rule ``name`` to the correlation rules referring to it; their behaviors to ``out``.
+
+        A correlation that fires is a match of its own name in turn (Sigma's
+        correlations of correlations); the rule set refuses cycles, ``depth`` is a second guard.
+        """
+        ts = record.get("@timestamp")
+        ts = ts if isinstance(ts, int) and not isinstance(ts, bool) else 0
+        customer = customer_of(record)[:MAX_CUSTOMER]
+        for corr in ruleset.correlations_of(name):
+            c = corr.correlation
+            index = c.rules.index(name)
+            values = ruleset.group_values(corr, name, dataset, record)
+            if values is None:
+                continue  # a group-by field is absent: Sigma counts no such event
+            value = None
+            if c.type == "value_count":
+                value = ruleset.counted_value(corr, name, dataset, record)
+            group = GROUP_SEPARATOR.join(values)[:MAX_KEY * 2]
+            fired = self._close_ended(corr, customer, ts)
+            wkey = (corr.name, customer, group)
+            state = self.windows.get(wkey)
+            if state is None:
+                state = self.windows[wkey] = Group(c)
+            was_empty, end = state.is_empty(), state.end()
+            got = state.observe(ts, index, value, seq)
+            if got is not None:
+                fired.append((group, got))
+            if state.end() is not None and state.end() != end:
+                heapq.heappush(self._ends.setdefault((corr.name, customer), []), (state.end(), group))
+            self._live += was_empty - state.is_empty()
+            self._dirty.add(wkey)
+            if self._live > self.max_windows:
+                self._evict()
+            for fired_group, (have, at_seq) in fired:
+                behavior = self._correlated(corr, customer, fired_group, ts, have, at_seq, record)
+                if behavior is not None:
+                    out.append(behavior)
+                if depth < 8 and ruleset.correlations_of(corr.name):
+                    # The next correlation reads its group from the fields of this one's group.
+                    self._correlate(ruleset, corr.name, dataset, _group_record(corr, fired_group, record), seq,
+                                    out, depth + 1)
+
+    def _close_ended(self, corr, customer: str, ts: int) -> list[tuple[str, tuple[int, int]]]:
+        """Judge the windows of ``corr`` (judged at their end) that ``ts`` is at or past the end of."""
+        ends = self._ends.get((corr.name, customer))
+        fired: list[tuple[str, tuple[int, int]]] = []
+        while ends and ends[0][0] <= ts:
+            end, group = heapq.heappop(ends)
+            state = self.windows.get((corr.name, customer, group))
+            if isinstance(state, Group) and state.end() == end:  # else: judged already, or dropped
+                got = state.close()
+                self._live -= 1
+                self._dirty.add((corr.name, customer, group))
+                if got is not None:
+                    fired.append((group, got))
+        if ends is not None and not ends:
+            del self._ends[(corr.name, customer)]
+        return fired
+
+    def _correlated(self, corr, customer: str, group: str, ts: int, have: int, seq: int,
+                    record: dict[str, Any]) -> dict[str, Any] | None:
+        """The behavior of a correlation rule met for ``group``: keyed by its group-by values."""
+        if not corr.generate:
+            return None
+        c = corr.correlation
+        values = group.split(GROUP_SEPARATOR) if c.group_by else []
+        key = (" | ".join(values) if values else corr.name)[:MAX_KEY]
+        flags = self.history.observe(customer, corr.key_type, key, corr.behavior)
+        ids = self.ids()
+        behavior = make_behavior(
+            corr, {"@timestamp": ts, "@customer": customer, "@type": record.get("@type")}, key=key,
+            event_id=ids.text(seq), sequence=ids.number(self.sequence + 1), history=flags,
+            score_level=score_level(corr.risk_score, self.bands),
+        )
+        what = {"event_count": "matches", "value_count": f"distinct {c.field}",
+                "temporal": "rules matched", "temporal_ordered": "rules matched in order"}[c.type]
+        behavior["description"] = (f"{corr.description} ({what} of {', '.join(c.rules)}: {have}, "
+                                   f"{c.op} {c.count} within {c.timespan_ms // 1000}s)").lstrip()
+        behavior["attributes"] = [{"key": f, "aliase": f, "value": v[:1000]} for f, v in zip(c.group_by, values)]
+        self.sequence += 1
+        if self.made is not None:
+            self.made.labels(corr.name).inc()
+        return behavior
 
     def _apply(self, rule, record: dict[str, Any], seq: int) -> dict[str, Any] | None:
         """The behavior a matching rule makes of ``record``, if its key, windows and threshold say so."""
@@ -131,7 +231,10 @@ class Detector:
         customer = customer_of(record)[:MAX_CUSTOMER]
         aggregate = None
         if rule.threshold is not None:
-            wkey = (rule.name, customer, key)
+            group = rule.group_of(record)
+            if group is None:
+                return None  # a groupBy field is absent: no window to count in
+            wkey = (rule.name, customer, key + GROUP_SEPARATOR + group if group else key)
             window = self.windows.get(wkey)
             if window is None:
                 window = self.windows[wkey] = Window(rule.threshold)
@@ -165,6 +268,7 @@ class Detector:
             self._unsaved_behaviors.extend(behaviors)
 
     def live_windows(self) -> int:
+        """Threshold windows and correlation groups holding entries."""
         return self._live
 
     def _evict(self) -> None:
@@ -241,6 +345,7 @@ class Detector:
                 self.seq = self.saved_seq = progress.seq if progress else 0
                 self.sequence = progress.sequence if progress else 0
                 self.windows = {}
+                self._ends = {}
                 # The rules once, not once per saved window (each look reads the
                 # rules' generation: 7,677 windows took 0.19 s to restore on the
                 # bench's 2M-event lake, at every start of the server and of each command).
@@ -248,10 +353,17 @@ class Detector:
                 saved = select(SignalState.rule, SignalState.customer, SignalState.key, SignalState.state)
                 for rule_name, customer, key, state in s.execute(saved):
                     rule = rules.get(rule_name)
+                    window: Window | Group | None = None
                     if rule is not None and rule.threshold is not None:
                         window = Window.from_json(rule.threshold, json.loads(state))
-                        if not window.is_empty():  # an empty window is a new one
-                            self.windows[(rule_name, customer, key)] = window
+                    elif rule is not None and rule.correlation is not None:
+                        window = Group.from_json(rule.correlation, json.loads(state))
+                        if window.end() is not None:
+                            self._ends.setdefault((rule_name, customer), []).append((window.end(), key))
+                    if window is not None and not window.is_empty():  # an empty window is a new one
+                        self.windows[(rule_name, customer, key)] = window
+                for ends in self._ends.values():
+                    heapq.heapify(ends)
                 self._live = len(self.windows)
             count = 0
             for seq, dataset, record in replay(self.saved_seq) if replay is not None else ():
@@ -290,3 +402,19 @@ class Detector:
             self._dirty.clear()
             self._unsaved_behaviors = []
             self.saved_seq = self.seq
+
+
+def _group_record(corr, group: str, record: dict[str, Any]) -> dict[str, Any]:
+    """What a fired correlation passes on to a correlation of it: its group-by
+    values at their field names (under @fields, where the event dataset reads
+    a field name), with the record's time, customer and type."""
+    out: dict[str, Any] = {"@timestamp": record.get("@timestamp"), "@customer": record.get("@customer"),
+                           "@type": record.get("@type"), "@fields": {}}
+    for name, value in zip(corr.correlation.group_by, group.split(GROUP_SEPARATOR)):
+        at = out if name.startswith("@") else out["@fields"]
+        *parents, last = name.split(".")
+        for part in parents:
+            nxt = at.get(part)
+            at = at.setdefault(part, {}) if not isinstance(nxt, dict) else nxt
+        at[last] = value
+    return out

@@ -12,6 +12,7 @@ are not used.
 
 from __future__ import annotations
 
+import logging
 import pickle
 from collections.abc import Iterable
 from functools import cached_property
@@ -21,7 +22,10 @@ from seclake.detect.rule import Rule
 from seclake.query.gate import Gate, gate_of
 from seclake.query.matcher import RecordView
 from seclake.record.dataset import DATASETS
+from seclake.record.flatten import values_at
+from seclake.record.value import keyword, scalar_text
 
+log = logging.getLogger("seclake.detect")
 SOURCE_DATASETS = ("event", "flow")
 _NO_RULES: tuple[list, list] = ([], [])
 
@@ -30,9 +34,15 @@ class RuleSet:
     def __init__(self, rules: Iterable[Rule], version: Any):
         self.version = version
         self.enabled = list(rules)
+        # rule name -> the enabled correlation rules referring to it (detect/correlation.py).
+        self._correlations = _correlations(self.enabled)
+        # (correlation, referenced rule, dataset) -> record paths of its group-by fields, of its field.
+        self._paths: dict[tuple[str, str, str], tuple[tuple[str | None, ...], str | None]] = {}
         # dataset -> (rules as (rule, its gate's number or -1), in rule order, the distinct gates).
         self._by_dataset: dict[str, tuple[list[tuple[Rule, int]], list[Gate]]] = {d: ([], []) for d in SOURCE_DATASETS}
         for rule in self.enabled:
+            if rule.correlation is not None:
+                continue  # no selector: it is fed by the rules it names
             rules, gates = self._by_dataset.setdefault(rule.dataset, ([], []))
             gate = gate_of(rule.selector, rule.data)
             if gate is None:
@@ -68,10 +78,74 @@ class RuleSet:
                 out.append(n)
         return out
 
+    def correlations_of(self, name: str) -> list[Rule]:
+        """The enabled correlation rules that name rule ``name``."""
+        return self._correlations.get(name, _NONE)
+
+    def _paths_of(self, corr: Rule, name: str, dataset: str) -> tuple[tuple[str | None, ...], str | None]:
+        at = (corr.name, name, dataset)
+        paths = self._paths.get(at)
+        if paths is None:
+            c, data = corr.correlation, DATASETS[dataset]
+            assert c is not None
+            group = tuple(None if (f := c.field_of(g, name)) is None else data.resolve(f) for g in c.group_by)
+            paths = self._paths[at] = (group, data.resolve(c.field) if c.field else None)
+        return paths
+
+    def group_values(self, corr: Rule, name: str, dataset: str, record: dict[str, Any]) -> list[str] | None:
+        """The values of ``corr``'s group-by fields in a record of rule ``name`` (first non-empty value of
+        each, as text); None when one is absent."""
+        out = []
+        for path in self._paths_of(corr, name, dataset)[0]:
+            text = None if path is None else next(
+                (t for t in map(scalar_text, values_at(record, path)) if t != ""), None)
+            if text is None:
+                return None
+            out.append(text)
+        return out
+
+    def counted_value(self, corr: Rule, name: str, dataset: str, record: dict[str, Any]) -> str | None:
+        """value_count's field in a record of rule ``name``: its first value's keyword; None when absent."""
+        path = self._paths_of(corr, name, dataset)[1]
+        for v in values_at(record, path) if path is not None else ():
+            return keyword(v)
+        return None
+
     @cached_property
     def shipped(self) -> bytes:
         """The rule set as a worker receives it (pickled once per generation)."""
         return pickle.dumps((self.version, self.enabled))
+
+
+_NONE: list[Rule] = []
+
+
+def _correlations(rules: list[Rule]) -> dict[str, list[Rule]]:
+    """Rule name -> the correlation rules naming it; a correlation that names
+    itself through others (a cycle) is left out, with a warning."""
+    named: dict[str, tuple[str, ...]] = {r.name: r.correlation.rules for r in rules if r.correlation is not None}
+    # Kahn's order: a correlation is sound once every correlation it names is;
+    # what is never sound is on a cycle or fed by one.
+    sound: set[str] = set()
+    waiting = dict(named)
+    while True:
+        ready = [n for n, refs in waiting.items() if all(r not in named or r in sound for r in refs)]
+        if not ready:
+            break
+        for n in ready:
+            sound.add(n)
+            del waiting[n]
+    out: dict[str, list[Rule]] = {}
+    for rule in rules:
+        if rule.correlation is None:
+            continue
+        if rule.name not in sound:
+            log.warning("correlation rule %s refers to itself through %s: left out", rule.name,
+                        ", ".join(rule.correlation.rules))
+            continue
+        for ref in rule.correlation.rules:
+            out.setdefault(ref, []).append(rule)
+    return out
 
 
 # In a worker: the last rule set received, rebuilt only when the generation changes.

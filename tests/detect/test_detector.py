@@ -313,3 +313,93 @@ def test_a_history_bigger_than_memory_gives_the_flags_of_one_that_fits_across_a_
 
     assert "seclake_detector_history_dropped_total" in generate_latest(again.services.metrics.registry).decode()
 
+
+
+# -- correlation rules (detect/correlation.py) ---------------------------------------------
+
+QUIET_FAILED = {**FAILED, "generate": False}
+LOGIN = {"name": "ssh-login", "behavior": "Login", "query": '"accepted password"', "keyField": "src",
+         "keyType": "ip", "riskScore": 10, "generate": False}
+SPRAY = {"name": "spray", "behavior": "Password Spray", "description": "Many users tried from one address",
+         "riskScore": 5000, "risks": ["T1110.003"],
+         "correlation": {"type": "value_count", "rules": ["ssh-failed"], "groupBy": ["src"], "timespan": "5m",
+                         "condition": {"gte": 3, "field": "user"}}}
+GUESSED = {"name": "guessed", "behavior": "Password Guessed", "riskScore": 8000,
+           "correlation": {"type": "temporal_ordered", "rules": ["ssh-failed", "ssh-login"],
+                           "groupBy": ["src", "user"], "timespan": "5m"}}
+QUIET_HOST = {"name": "quiet-host", "behavior": "Few failures", "riskScore": 50,
+              "correlation": {"type": "event_count", "rules": ["ssh-failed"], "groupBy": ["src"], "timespan": "1m",
+                              "condition": {"lt": 2}}}
+CORRELATIONS = (QUIET_FAILED, LOGIN, SPRAY, GUESSED, QUIET_HOST)
+
+
+def accepted(i: int, src: str = "203.0.113.7", user: str = "admin", dt: int = 1000) -> tuple[str, dict]:
+    return ("event", {"@timestamp": T0 + i * dt, "@message": f"Accepted password for {user} from {src}",
+                      "@customer": "acme", "@fields": {"src": src, "user": user}})
+
+
+def test_correlation_rules_fire_per_group_and_their_rules_make_no_behavior_of_their_own(rigs):
+    rig = rigs(rules=CORRELATIONS)
+    rig.ingestion.append_records([
+        failed(0, user="root"), failed(1, user="admin"), accepted(2, user="admin"),   # admin guessed, in order
+        failed(3, user="oracle"),                                                     # third user: a spray
+        accepted(4, src="198.51.100.9", user="bob"), failed(5, src="198.51.100.9", user="bob"),  # wrong order
+    ])
+    b = rig.behaviors()
+    assert [(x["behaviorRule"], x["key"]) for x in b] == [
+        ("guessed", "203.0.113.7 | admin"), ("spray", "203.0.113.7")]
+    assert b[0]["attributes"] == [{"key": "src", "aliase": "src", "value": "203.0.113.7"},
+                                  {"key": "user", "aliase": "user", "value": "admin"}]
+    assert b[0]["keyType"] == "group" and b[1]["keyType"] == "group" and b[1]["risks"] == ["T1110.003"]
+    assert "distinct user of ssh-failed: 3, gte 3 within 300s" in b[1]["description"]
+    # The record that completed it is named: the accepted login (3rd) for guessed, the 4th for spray.
+    ids = rig.services.record_ids
+    seqs = [ids.sequence(int(x["eventId"], 16)) for x in b]
+    assert seqs[1] - seqs[0] == 1
+    # A group of one failure in its minute is judged once a failure comes past that minute
+    # (from any address): 198.51.100.9 had one, 203.0.113.7 had three.
+    rig.ingestion.append_records([failed(120, src="192.0.2.1")])
+    quiet = [x["key"] for x in rig.behaviors() if x["behaviorRule"] == "quiet-host"]
+    assert quiet == ["198.51.100.9"]
+
+
+def test_correlation_groups_survive_a_restart_and_backfill_gives_what_streaming_gives(rigs, monkeypatch):
+    from seclake.detect import detector as detector_module
+
+    # A bound of 40 live windows and groups, so eviction happens in both runs.
+    monkeypatch.setattr(detector_module, "MAX_WINDOWS", 40)
+    items = []
+    for i in range(240):
+        src = f"203.0.113.{i % 4}" if i % 3 else f"10.9.{i // 256}.{i % 256}"
+        items.append(accepted(i, src=src, user=f"u{i % 5}", dt=7000) if i % 7 == 0
+                     else failed(i, src=src, user=f"u{i % 5}", dt=7000))
+    rules = (*CORRELATIONS, BRUTE)
+    streaming = rigs("streaming", rules=rules)
+    for i in range(0, 120, 40):
+        streaming.ingestion.append_records(items[i:i + 40])
+    streaming.services.detector.save()
+    streaming.stop()
+    streaming = rigs("streaming", rules=rules)  # the rest after a restart: groups come back from the table
+    for i in range(120, len(items), 40):
+        streaming.ingestion.append_records(items[i:i + 40])
+    streamed = streaming.behaviors()
+    assert {b["behaviorRule"] for b in streamed} == {"spray", "guessed", "quiet-host", "ssh-brute"}
+    assert streaming.services.detector.windows_evicted > 0
+
+    quiet = rigs("backfill", rules=())
+    quiet.ingestion.append_records(items)
+    for r in rules:
+        quiet.book.add(rule_from_dict(r))
+    backfill(quiet.ingestion, quiet.book, DEFAULT_BANDS, None, None, quiet.services.record_ids)
+    assert [_essence(quiet, b) for b in quiet.behaviors()] == [_essence(streaming, b) for b in streamed]
+
+
+def test_a_threshold_grouped_by_fields_counts_each_group_apart(rigs):
+    per_user = {**BRUTE, "name": "per-user", "threshold": {**BRUTE["threshold"], "value": 3, "groupBy": ["user"]}}
+    rig = rigs(rules=(per_user,))
+    # 4 failures from one address, 2 users: no user reaches 3. Then a third for alice.
+    rig.ingestion.append_records([failed(i, user=("alice", "bob")[i % 2]) for i in range(4)])
+    assert rig.behaviors() == []
+    rig.ingestion.append_records([failed(5, user="alice"), ("event", {**failed(6)[1], "@fields": {"src": "203.0.113.7"}})])
+    b = rig.behaviors()
+    assert [(x["behaviorRule"], x["key"]) for x in b] == [("per-user", "203.0.113.7")]
