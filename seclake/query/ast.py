@@ -19,6 +19,15 @@ Two ways a value can match, used by several nodes:
 * keyword rule (every other path): the value matches when
   ``keyword(query_value) in keyword_terms(v)``; so ``Deny`` == ``deny``,
   ``"443"`` == ``443``, ``"007"`` == ``7``.
+* cased rule (a node's ``cased=True``, Sigma's ``|cased``): the value's text
+  as ingested (``scalar_text(v)``), case kept, is compared; on a text path or
+  the default field, its tokens with their case (``cased_tokens``).
+
+Sigma rules need nodes the Lucene syntax never builds (``Contains``,
+``FieldRef``, ``Regex`` of flavor ``re2``, ``cased``): the Sigma backend
+builds them directly. The lake engine answers them exactly by searching a
+superset in its index and reading each candidate record
+(``query/tantivy_compiler.py``: ``needs_records``).
 
 Arrays (at any level of the path) match when any element matches.
 """
@@ -29,7 +38,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Literal
 
-from seclake.query.pattern import literal_regex
+from seclake.query.pattern import check_re2, literal_regex
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -54,23 +63,38 @@ class Term:
 
     path: str | None
     value: str
+    # Sigma's ``|cased``: scalar_text(v) == value exactly (text path or the
+    # default field: the query's tokens, case kept, adjacent in one value).
+    cased: bool = False
 
 
 @dataclass(frozen=True)
 class Wildcard:
     """A ``*``/``?`` pattern at ``path``.
 
-    ``pattern`` is lowercased and keeps Lucene's escaping: an unescaped ``*``
-    is any run of characters, ``?`` exactly one character, and ``\\*``,
-    ``\\?``, ``\\\\`` are the literal characters. No other backslashes occur.
+    ``pattern`` keeps Lucene's escaping: an unescaped ``*`` is any run of
+    characters, ``?`` exactly one character, and ``\\*``, ``\\?``, ``\\\\``
+    are the literal characters. No other backslashes occur. Unless ``cased``
+    it is lowercased (here, whoever built the node).
 
     Keyword path: the pattern must match a whole keyword term of some value
     (any of ``keyword_terms(v)``). Default field or text path: it must match
-    one whole token of some value.
+    one whole token of some value. ``cased``: the whole ``scalar_text(v)``
+    (keyword path) or one token with its case (``cased_tokens``), case kept.
     """
 
     path: str | None
     pattern: str
+    cased: bool = False
+
+    def __post_init__(self) -> None:
+        # The engines compare lowercased candidates with the pattern's
+        # literals: a tree built outside the parser (the Sigma backend) may
+        # hand an uncased pattern in its case.
+        if not self.cased:
+            lowered = self.pattern.lower()
+            if lowered != self.pattern:
+                object.__setattr__(self, "pattern", lowered)
 
     def parts(self) -> tuple[str, ...]:
         """The pattern as literal strings and the wildcard markers ``*`` and ``?``.
@@ -119,18 +143,64 @@ class Wildcard:
 
 @dataclass(frozen=True)
 class Regex:
-    """A regular expression at ``path``, matched like ``Wildcard``.
+    """A regular expression at ``path``.
 
-    ``pattern`` is the user's Lucene regex translated into the syntax RE2 and
-    Rust's ``regex`` read the same way (literals escaped as ``\\xHH``, ``.`` as
-    ``(?s:.)``, ``\\d``/``\\w``/``\\s`` as ASCII classes). It is unanchored
-    text but always matched against the whole string, case-insensitively and
-    in linear time: ``pattern.full_matcher(pattern)`` in Python, tantivy
-    ``(?i:pattern)``.
+    flavor "lucene" (a ``/.../`` of the search syntax), matched like
+    ``Wildcard``: ``pattern`` is the user's Lucene regex translated into the
+    syntax RE2 and Rust's ``regex`` read the same way (literals escaped as
+    ``\\xHH``, ``.`` as ``(?s:.)``, ``\\d``/``\\w``/``\\s`` as ASCII classes).
+    It is unanchored text but always matched against the whole string,
+    case-insensitively and in linear time: ``pattern.full_matcher(pattern)``
+    in Python, tantivy ``(?i:pattern)``.
+
+    flavor "re2" (Sigma's ``|re``): ``pattern`` is RE2 syntax as written
+    (``(?i)``, ``(?:...)``, ``\\d``, classes, ``^``/``$``), checked by
+    ``pattern.check_re2`` when the node is built. It matches when it is
+    found anywhere in the text of one value (``scalar_text(v)``, a search,
+    not a full match; anchors pin it), case-sensitively unless the pattern
+    says ``(?i)``; on every path, text paths and the default field included,
+    the whole value is searched (never single tokens). Linear time (RE2).
     """
 
     path: str | None
     pattern: str
+    flavor: Literal["lucene", "re2"] = "lucene"
+
+    def __post_init__(self) -> None:
+        if self.flavor == "re2":
+            check_re2(self.pattern)  # a QueryError saying what, now rather than at match time
+        elif self.flavor != "lucene":
+            raise ValueError(f"regex flavor must be 'lucene' or 're2', not {self.flavor!r}")
+
+
+@dataclass(frozen=True)
+class Contains:
+    """``value`` is a substring of the text of some value at ``path`` (no
+    wildcards: every character is literal), ignoring case unless ``cased``.
+
+    Keyword path: a substring of one of ``keyword_terms(v)`` (so it is
+    ``Wildcard("*value*")``), or with ``cased`` of ``scalar_text(v)``. Text
+    path: of the value's whole text (across tokens: ``"Corrupted MAC on"``).
+    path None (Sigma's field-less keywords): of the text of ANY value of the
+    default field (every scalar leaf but the date fields). Case is ignored by
+    comparing ``str.lower()`` of both. An empty ``value`` matches any value.
+    """
+
+    path: str | None
+    value: str
+    cased: bool = False
+
+
+@dataclass(frozen=True)
+class FieldRef:
+    """Some value at ``path`` equals some value at ``other`` (Sigma's
+    ``|fieldref``): by the keyword rule (``keyword(a) == keyword(b)``: case
+    ignored, numbers by value), or with ``cased`` by ``scalar_text``. A
+    record lacking either field does not match."""
+
+    path: str
+    other: str
+    cased: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,7 +270,9 @@ class Not:
     child: Node
 
 
-Node = MatchAll | MatchNone | Term | Wildcard | Regex | Range | Exists | Cidr | And | Or | Not
+Node = (
+    MatchAll | MatchNone | Term | Wildcard | Regex | Contains | FieldRef | Range | Exists | Cidr | And | Or | Not
+)
 
 
 def and_(*children: Node) -> Node:

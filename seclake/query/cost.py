@@ -45,6 +45,10 @@ def query_bytes(node: ast.Node) -> int:
             total += pattern_bytes(current.regex())
         elif isinstance(current, ast.Regex):
             total += pattern_bytes(current.pattern)
+        elif isinstance(current, ast.Contains):
+            # An automaton per wildcard it compiles to (tantivy_compiler): at
+            # most a leading and a trailing one, each no longer than the value.
+            total += 2 * pattern_bytes(current.value)
         elif isinstance(current, ast.Range) and current.kind == "string":
             regex = range_regex(current.lo, current.hi, current.include_lo, current.include_hi)  # type: ignore[arg-type]
             total += pattern_bytes(regex or "")

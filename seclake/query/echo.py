@@ -16,6 +16,11 @@ Shapes:
     {"bool": {"must": [...], "must_not": [...]}}  And (Not children go to must_not)
     {"bool": {"should": [...]}}            Or
     {"bool": {"must_not": [x]}}            Not
+    Sigma's nodes (never parsed from Lucene text; rules built by the Sigma backend):
+    {"term": {"f": {"value": "Deny", "case_insensitive": false}}}  cased Term (Wildcard alike)
+    {"regexp": {"f": {"value": "(?i)x", "flavor": "re2"}}}          Regex of flavor re2
+    {"contains": {"f": {"value": "MAC on", "case_insensitive": true}}}
+    {"fieldref": {"field": "f", "other": "g", "case_insensitive": true}}
 """
 
 from __future__ import annotations
@@ -40,15 +45,25 @@ def _echo(node: ast.Node, dataset: Dataset | None) -> dict[str, Any]:
     if isinstance(node, ast.MatchNone):
         return {"match_none": {}}
     if isinstance(node, ast.Term):
+        if node.cased:
+            return {"term": {node.path or DEFAULT_FIELD: {"value": node.value, "case_insensitive": False}}}
         if node.path is None:
             return {"match_phrase": {DEFAULT_FIELD: node.value}}
         if dataset is not None and dataset.is_text(node.path):
             return {"match_phrase": {node.path: node.value}}
         return {"term": {node.path: node.value}}
     if isinstance(node, ast.Wildcard):
+        if node.cased:
+            return {"wildcard": {node.path or DEFAULT_FIELD: {"value": node.pattern, "case_insensitive": False}}}
         return {"wildcard": {node.path or DEFAULT_FIELD: node.pattern}}
     if isinstance(node, ast.Regex):
+        if node.flavor == "re2":
+            return {"regexp": {node.path or DEFAULT_FIELD: {"value": node.pattern, "flavor": "re2"}}}
         return {"regexp": {node.path or DEFAULT_FIELD: node.pattern}}
+    if isinstance(node, ast.Contains):
+        return {"contains": {node.path or DEFAULT_FIELD: {"value": node.value, "case_insensitive": not node.cased}}}
+    if isinstance(node, ast.FieldRef):
+        return {"fieldref": {"field": node.path, "other": node.other, "case_insensitive": not node.cased}}
     if isinstance(node, ast.Range):
         bounds: dict[str, Any] = {}
         if node.lo is not None:

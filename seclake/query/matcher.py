@@ -10,6 +10,7 @@ ast.py. It reads values with the same functions indexing uses
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -18,7 +19,7 @@ from cachetools import LRUCache, cached
 
 from seclake.query import ast, datemath
 from seclake.query.cost import query_bytes
-from seclake.query.pattern import full_matcher
+from seclake.query.pattern import full_matcher, search_matcher
 from seclake.record.dataset import Dataset
 from seclake.record.flatten import exists_at, leaves, values_at
 from seclake.record.value import as_number, ip_in_network, keyword, scalar_text, tokens
@@ -53,7 +54,7 @@ def compile_matcher(node: ast.Node, dataset: Dataset) -> Matcher:
 class RecordView:
     """One record with the views the query reads, each computed at most once."""
 
-    __slots__ = ("data", "dataset", "_values", "_lowered", "_tokens", "_keywords")
+    __slots__ = ("data", "dataset", "_values", "_lowered", "_tokens", "_keywords", "_texts")
 
     def __init__(self, data: dict, dataset: Dataset):
         self.data = data
@@ -62,6 +63,7 @@ class RecordView:
         self._lowered: dict[str | None, list[str]] = {}
         self._tokens: dict[str, list[str]] = {}
         self._keywords: dict[str, frozenset[str]] = {}
+        self._texts: dict[str | None, list[str]] = {}
 
     def values(self, path: str) -> list:
         # Looked up path by path (values_at gives what leaves(), which
@@ -90,12 +92,20 @@ class RecordView:
         """Lowercased text of each value of a text field, or of the default field (None)."""
         got = self._lowered.get(path)
         if got is None:
+            got = self._lowered[path] = [t.lower() for t in self.texts(path)]
+        return got
+
+    def texts(self, path: str | None) -> list[str]:
+        """The text of each value at ``path`` as ingested, case kept (None:
+        the default field, every scalar leaf but the date fields)."""
+        got = self._texts.get(path)
+        if got is None:
             if path is None:
                 dates = self.dataset.date_fields
-                got = [scalar_text(v).lower() for p, v in leaves(self.data) if p not in dates]
+                got = [scalar_text(v) for p, v in leaves(self.data) if p not in dates]
             else:
-                got = [scalar_text(v).lower() for v in self.values(path)]
-            self._lowered[path] = got
+                got = [scalar_text(v) for v in self.values(path)]
+            self._texts[path] = got
         return got
 
     def tokens(self, lowered: str) -> list[str]:
@@ -131,6 +141,8 @@ class _Compiler:
 
     def _Term(self, node: ast.Term) -> Test:
         path = node.path
+        if node.cased:
+            return self._cased_term(node)
         if self.text_path(path):
             query = tokens(node.value)
             if not query:
@@ -147,11 +159,50 @@ class _Compiler:
         kw = keyword(node.value)
         return lambda rec: kw in rec.keywords(path)
 
+    def _cased_term(self, node: ast.Term) -> Test:
+        path, value = node.path, node.value
+        if self.text_path(path):
+            query = cased_tokens(value)
+            if not query:
+                return lambda rec: False
+            needle = max(query, key=len)
+            return lambda rec: any(
+                needle in text and _has_phrase(cased_tokens(text), query) for text in rec.texts(path)
+            )
+        return lambda rec: any(text == value for text in rec.texts(path))
+
     def _Wildcard(self, node: ast.Wildcard) -> Test:
+        if node.cased:
+            test = _wildcard_test(node)
+            path = node.path
+            if self.text_path(path):
+                return lambda rec: any(test(t) for text in rec.texts(path) for t in cased_tokens(text))
+            return lambda rec: any(test(text) for text in rec.texts(path))
         return self._pattern(node.path, _wildcard_test(node))
 
     def _Regex(self, node: ast.Regex) -> Test:
+        if node.flavor == "re2":
+            # Sigma's |re: searched in each whole value, text paths included.
+            found = search_matcher(node.pattern)
+            path = node.path
+            return lambda rec: any(found(text) for text in rec.texts(path))
         return self._pattern(node.path, full_matcher(node.pattern))
+
+    def _Contains(self, node: ast.Contains) -> Test:
+        path, value = node.path, node.value
+        if node.cased:
+            return lambda rec: any(value in text for text in rec.texts(path))
+        if not self.text_path(path):
+            # On a keyword, exactly the wildcard *value*: the lake runs it so.
+            return self._Wildcard(contains_wildcard(node))
+        needle = value.lower()
+        return lambda rec: any(needle in low for low in rec.lowered(path))
+
+    def _FieldRef(self, node: ast.FieldRef) -> Test:
+        path, other = node.path, node.other
+        if node.cased:
+            return lambda rec: not set(rec.texts(path)).isdisjoint(rec.texts(other))
+        return lambda rec: not _keywords_of(rec, path).isdisjoint(_keywords_of(rec, other))
 
     def _pattern(self, path: str | None, test: Callable[[str], Any]) -> Test:
         """A pattern against single tokens (text) or whole keyword terms."""
@@ -195,6 +246,24 @@ class _Compiler:
         return lambda rec: not test(rec)
 
 
+def _keywords_of(rec: RecordView, path: str) -> set[str]:
+    return {keyword(v) for v in rec.values(path)}
+
+
+_CASED_TOKEN = re.compile(r"[^\W_]+")  # record.value's tokens, case kept (a fixed pattern, not the user's)
+
+
+def cased_tokens(text: str) -> list[str]:
+    """The tokens of ``text`` (runs of letters and digits) with their case."""
+    return _CASED_TOKEN.findall(text)
+
+
+def contains_wildcard(node: ast.Contains) -> ast.Wildcard:
+    """The wildcard ``*value*`` of an uncased Contains on a keyword path."""
+    escaped = "".join("\\" + c if c in "*?\\" else c for c in node.value.lower())
+    return ast.Wildcard(node.path, "*" + escaped + "*")
+
+
 def _has_phrase(toks: list[str], query: list[str]) -> bool:
     n = len(query)
     first = query[0]
@@ -226,7 +295,7 @@ def _wildcard_test(node: ast.Wildcard) -> Callable[[str], bool]:
     if shape == ("*", "=", "*"):
         inner = literals[0]
         return lambda s: inner in s
-    return full_matcher(node.regex())
+    return full_matcher(node.regex(), cased=node.cased)
 
 
 def _number(value: Any) -> int | float | None:

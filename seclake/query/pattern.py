@@ -206,6 +206,15 @@ class _Translator:
 
     def group(self) -> _Piece:
         open_at = self.i
+        if self.s.startswith("(?", open_at):
+            # Lucene reads "(?i)" as a group holding the literal "?i": a
+            # PCRE flag or "(?:" silently matching something else.
+            raise self.error(
+                "'(?' (a PCRE group option such as '(?i)' or '(?:') is not Lucene regex syntax; "
+                "Lucene regexes already ignore case here and every group is non-capturing",
+                "'(' without '?', or '\\?' for a literal '?'",
+                at=open_at,
+            )
         self.i += 1
         self.depth += 1
         if self.depth > MAX_NESTING:
@@ -301,30 +310,42 @@ def translate(source: str, offset: int = 0) -> str:
     return piece.text
 
 
-def _options() -> re2.Options:
+def _options(case_sensitive: bool) -> re2.Options:
     options = re2.Options()
-    options.case_sensitive = False
+    options.case_sensitive = case_sensitive
     options.never_capture = True  # a yes/no answer needs no groups
     options.log_errors = False  # refusals are raised as QueryError, not printed
     options.max_mem = MAX_PROGRAM_BYTES
     return options
 
 
-_OPTIONS = _options()
+_OPTIONS = _options(False)
+_CASED = _options(True)
 _ANCHOR_BOTH = re2._re2.RE2.Anchor.ANCHOR_BOTH
+_UNANCHORED = re2._re2.RE2.Anchor.UNANCHORED
 _NO_MATCH = (-1, -1)
 
 
-def full_matcher(body: str, offset: int = 0) -> Callable[[str], bool]:
-    """A test: does the regex ``body`` match the whole of a text, ignoring case.
+def full_matcher(body: str, offset: int = 0, cased: bool = False) -> Callable[[str], bool]:
+    """A test: does the regex ``body`` match the whole of a text, ignoring
+    case unless ``cased``.
 
     Linear in the text's length (RE2). ``body`` is this module's translated
     syntax (``translate``, ``literal_regex``), which RE2 reads as Rust does.
     A pattern RE2 cannot compile is a QueryError at ``offset``.
     """
-    program = re2._re2.RE2(body.encode("utf-8", "surrogatepass"), _OPTIONS)
+    program = re2._re2.RE2(body.encode("utf-8", "surrogatepass"), _CASED if cased else _OPTIONS)
     if not program.ok():
-        raise QueryError(f"regular expression: {program.error()}", offset, None)
+        raise QueryError(f"regular expression: {_error_text(program)}", offset, None)
+    return _test(program, _ANCHOR_BOTH)
+
+
+def _error_text(program) -> str:
+    error = program.error()
+    return error.decode("utf-8", "replace") if isinstance(error, bytes) else str(error)
+
+
+def _test(program, anchor) -> Callable[[str], bool]:
     match = program.Match
 
     def test(text: str) -> bool:
@@ -332,9 +353,44 @@ def full_matcher(body: str, offset: int = 0) -> Callable[[str], bool]:
         # back to characters on every match (4x the cost of the match itself).
         # "surrogatepass": a lone surrogate from a JSON escape must not raise.
         data = text.encode("utf-8", "surrogatepass")
-        return match(_ANCHOR_BOTH, data, 0, len(data))[0] != _NO_MATCH
+        return match(anchor, data, 0, len(data))[0] != _NO_MATCH
 
     return test
+
+
+# Sigma's ``|re`` is PCRE-like; what RE2 lacks (lookaround, backreferences,
+# possessive and atomic groups, recursion) it refuses at compile time, and
+# the refusal is said in these words rather than RE2's terse ones.
+_RE2_LACKS = (
+    "RE2 (linear-time matching) has no lookahead/lookbehind '(?=' '(?!' '(?<=' '(?<!', "
+    "backreferences '\\1', atomic or possessive groups"
+)
+
+
+def _re2_program(pattern: str):
+    if not isinstance(pattern, str):
+        raise QueryError(f"a regular expression must be a string, not {type(pattern).__name__}")
+    program = re2._re2.RE2(pattern.encode("utf-8", "surrogatepass"), _CASED)
+    if not program.ok():
+        error = _error_text(program)
+        hint = f" ({_RE2_LACKS})" if "perl operator" in error or "escape sequence" in error or "repetition" in error else ""
+        raise QueryError(f"regular expression {pattern[:200]!r}: {error}{hint}", None, None)
+    return program
+
+
+def check_re2(pattern: str) -> None:
+    """Refuse, with a QueryError saying why, a pattern ``search_matcher`` cannot run."""
+    _re2_program(pattern)
+
+
+def search_matcher(pattern: str) -> Callable[[str], bool]:
+    """A test: is the RE2 ``pattern`` found anywhere in a text (Sigma's ``|re``).
+
+    A search, not a full match (``^``/``$`` anchor it), case-sensitive
+    unless the pattern says ``(?i)``; ``.`` does not match a newline unless
+    ``(?s)``. Linear in the text's length.
+    """
+    return _test(_re2_program(pattern), _UNANCHORED)
 
 
 # A string range is compiled to a regex over the split's terms (tantivy has no

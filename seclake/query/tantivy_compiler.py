@@ -4,6 +4,18 @@ One method per node kind (sqlglot style). Splits are immutable and each has
 its own field map (seclake/storage/fieldmap.py), so a tree is compiled once
 per split it is searched in. A path that a split has no typed field for
 matches nothing there, which is the truth for that split.
+
+Some nodes Sigma rules need cannot be answered from the index alone: it
+holds keywords lowercased and text as lowercased tokens, so a case-sensitive
+match (``cased``), an RE2 search over a whole value (``Regex`` flavor re2), a
+substring across the tokens of a text value or of any value (``Contains`` on
+a text path or the default field) and a comparison of two fields
+(``FieldRef``) are compiled to a *superset* of their records (the uncased
+match, the tokens the substring must hold, the fields' existence), and a
+subset where they sit under a negation (nothing: NOT nothing is everything),
+so the whole query compiles to a superset of its answer. ``needs_records``
+says so, and the leaf (``search/leaf.py``) reads the candidates' records and
+keeps those the matcher (the reference meaning) accepts.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ from tantivy import FieldType, Occur, Query
 from seclake.errors import QueryError
 from seclake.query import ast
 from seclake.query.cost import NODE_BYTES, pattern_bytes
+from seclake.query.matcher import contains_wildcard
 from seclake.query.pattern import range_regex
 from seclake.record.dataset import Dataset
 from seclake.record.value import as_number, keyword, tokens
@@ -42,6 +55,9 @@ class TantivyCompiler:
         # Memory of what was compiled (``query.cost``): one automaton per
         # pattern *and field searched*, which the query text cannot tell.
         self.cost = 0
+        # False under an odd number of negations: an inexact node then
+        # compiles to a subset of its records (see the module's doc).
+        self.positive = True
 
     def compile(self, node: ast.Node) -> Query:
         self.cost += NODE_BYTES
@@ -72,6 +88,10 @@ class TantivyCompiler:
         return Query.boolean_query([(Occur.Should, q) for q in queries])
 
     def _Term(self, node: ast.Term) -> Query:
+        if node.cased:
+            if not self.positive:
+                return Query.empty_query()
+            node = ast.Term(node.path, node.value)  # the uncased match holds every cased one
         path = node.path
         if path is not None and path == self.dataset.time_field:
             number = as_number(node.value)
@@ -105,10 +125,50 @@ class TantivyCompiler:
             raise QueryError(f"the pattern{where} is too complex to run ({str(e)[:160]})") from None
 
     def _Wildcard(self, node: ast.Wildcard) -> Query:
+        if node.cased:
+            if not self.positive:
+                return Query.empty_query()
+            node = ast.Wildcard(node.path, node.pattern.lower())
         return self._pattern_query(node.path, node.regex())
 
     def _Regex(self, node: ast.Regex) -> Query:
+        if node.flavor == "re2":
+            if not self.positive:
+                return Query.empty_query()
+            return self._present(node.path)
         return self._pattern_query(node.path, node.pattern)
+
+    def _Contains(self, node: ast.Contains) -> Query:
+        path = node.path
+        keyword_path = path is not None and not self.dataset.is_text(path)
+        if keyword_path and not node.cased:
+            return self._Wildcard(contains_wildcard(node))  # exact: a keyword's terms hold the value's text
+        if not self.positive:
+            return Query.empty_query()
+        if keyword_path:
+            return self._Wildcard(contains_wildcard(ast.Contains(path, node.value)))
+        # A substring of one value's text holds the substring's inner tokens
+        # whole, its first token as the end of one, its last as the start of
+        # one (the tokens a text field indexes).
+        toks = tokens(node.value)
+        if not toks:
+            return self._present(path)
+        if len(toks) == 1:
+            return self._Wildcard(ast.Wildcard(path, f"*{toks[0]}*"))
+        parts = [ast.Wildcard(path, f"*{toks[0]}"), *(ast.Term(path, t) for t in toks[1:-1]),
+                 ast.Wildcard(path, f"{toks[-1]}*")]
+        return Query.boolean_query([(Occur.Must, self.compile(part)) for part in parts])
+
+    def _FieldRef(self, node: ast.FieldRef) -> Query:
+        if not self.positive:
+            return Query.empty_query()
+        return Query.boolean_query(
+            [(Occur.Must, self.split.exists_query(node.path)), (Occur.Must, self.split.exists_query(node.other))]
+        )
+
+    def _present(self, path: str | None) -> Query:
+        """Every record holding ``path`` (None: every record)."""
+        return Query.all_query() if path is None else self.split.exists_query(path)
 
     def _Exists(self, node: ast.Exists) -> Query:
         return self.split.exists_query(node.path)
@@ -195,7 +255,7 @@ class TantivyCompiler:
         clauses = []
         for child in children:
             if isinstance(child, ast.Not):
-                clauses.append((Occur.MustNot, self.compile(child.child)))
+                clauses.append((Occur.MustNot, self._negated(child.child)))
             else:
                 clauses.append((Occur.Must, self.compile(child)))
         if all(occur == Occur.MustNot for occur, _ in clauses):
@@ -206,7 +266,38 @@ class TantivyCompiler:
         return Query.boolean_query([(Occur.Should, self.compile(c)) for c in node.children])
 
     def _Not(self, node: ast.Not) -> Query:
-        return Query.boolean_query([(Occur.Must, Query.all_query()), (Occur.MustNot, self.compile(node.child))])
+        return Query.boolean_query([(Occur.Must, Query.all_query()), (Occur.MustNot, self._negated(node.child))])
+
+    def _negated(self, node: ast.Node) -> Query:
+        """``node`` compiled to be negated: with the polarity flipped."""
+        self.positive = not self.positive
+        try:
+            return self.compile(node)
+        finally:
+            self.positive = not self.positive
+
+
+def needs_records(node: ast.Node, dataset: Dataset) -> bool:
+    """Whether ``node`` has parts the index answers only as a superset
+    (see the module's doc), so each candidate record must be read."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ast.And, ast.Or)):
+            stack.extend(current.children)
+        elif isinstance(current, ast.Not):
+            stack.append(current.child)
+        elif isinstance(current, ast.FieldRef):
+            return True
+        elif isinstance(current, (ast.Term, ast.Wildcard)) and current.cased:
+            return True
+        elif isinstance(current, ast.Regex) and current.flavor == "re2":
+            return True
+        elif isinstance(current, ast.Contains) and (
+            current.cased or current.path is None or dataset.is_text(current.path)
+        ):
+            return True
+    return False
 
 
 def compile_for_split(node: ast.Node, split: Split, dataset: Dataset) -> tuple[tantivy.Query, int]:

@@ -19,8 +19,10 @@ import tantivy
 from cachetools import LRUCache
 from tantivy import FieldType, Occur, Query
 
+from seclake.errors import QueryError
 from seclake.query import ast
-from seclake.query.tantivy_compiler import compile_for_split
+from seclake.query.matcher import compile_matcher
+from seclake.query.tantivy_compiler import compile_for_split, needs_records
 from seclake.record.dataset import DATASETS
 from seclake.storage.fieldmap import SEP
 from seclake.storage.split import Split
@@ -138,11 +140,79 @@ def _compiled(split: Split, task: LeafTask) -> Query:
         entry = _COMPILED.get(key)
     if entry is not None:
         return entry[0]
-    query, size = compile_for_split(task.query, split, DATASETS[task.dataset])
+    dataset = DATASETS[task.dataset]
+    query, size = compile_for_split(task.query, split, dataset)
+    if needs_records(task.query, dataset):
+        query, size = _verified(split, query, task.query, dataset)
     if size <= COMPILED_CACHE_BYTES // 8:  # one query never pushes out most of the others
         with _COMPILED_LOCK:
             _COMPILED[key] = (query, size)
     return query
+
+
+# A query with parts the index answers only as a superset (case-sensitive,
+# RE2 searches, substrings across tokens, field comparisons: Sigma's) has
+# each candidate record of a split read and matched; past this many
+# candidates in one split it is refused, saying how to narrow it.
+MAX_CANDIDATES = 200_000
+
+
+def _verified(split: Split, superset: Query, node: ast.Node, dataset) -> tuple[Query, int]:
+    """The exact query: of the candidates (``superset``'s records), those the
+    matcher, the reference meaning of the tree, accepts.
+
+    Every count, hit, facet and histogram then runs on exactly those, as for
+    any other query, and the result is cached for the next page. docIds are
+    a fast field only (no terms: format 2), so the kept records are named as
+    ``superset`` AND runs of docIds (ranges over the column), where a run is
+    consecutive candidates all kept; or ``superset`` AND NOT the runs of
+    rejected ones, whichever needs fewer ranges (each is a scan of the
+    column: ~1 ms per 200k records).
+    """
+    searcher = split.searcher
+    count = searcher.search(superset, 1).count
+    if count == 0:
+        return Query.empty_query(), 0
+    if count > MAX_CANDIDATES:
+        raise QueryError(
+            f"the query's case-sensitive, regular-expression (re2), substring or field-comparison parts "
+            f"need each candidate record read, and {count} records of one split qualify "
+            f"(at most {MAX_CANDIDATES}); narrow it with a field term or a shorter time range"
+        )
+    res = searcher.search(superset, count, order_by_field="docid", order=tantivy.Order.Asc)
+    docids = sorted(int(d) for d, _ in res.hits)
+    match = compile_matcher(node, dataset)
+    bodies = split.bodies_of(docids)
+    kept = {d for d, body in bodies.items() if match(orjson.loads(body))}
+    if not kept:
+        return Query.empty_query(), 0
+    if len(kept) == len(docids):
+        return superset, 1000
+    keep_runs = _runs(docids, kept, True)
+    drop_runs = _runs(docids, kept, False)
+    runs, occur = (keep_runs, Occur.Must) if len(keep_runs) <= len(drop_runs) else (drop_runs, Occur.MustNot)
+    ranges = Query.boolean_query(
+        [(Occur.Should, Query.range_query(split.schema, "docid", FieldType.Unsigned, lo, hi)) for lo, hi in runs]
+    )
+    return Query.boolean_query([(Occur.Must, superset), (occur, ranges)]), 1000 + 200 * len(runs)
+
+
+def _runs(docids: list[int], kept: set[int], keep: bool) -> list[tuple[int, int]]:
+    """(first, last) docIds of each run of consecutive ``docids`` whose
+    membership in ``kept`` is ``keep``."""
+    runs: list[tuple[int, int]] = []
+    start = last = None
+    for d in docids:
+        if (d in kept) == keep:
+            if start is None:
+                start = d
+            last = d
+        elif start is not None:
+            runs.append((start, last))
+            start = None
+    if start is not None:
+        runs.append((start, last))
+    return runs
 
 
 def run_leaf(split: Split, task: LeafTask) -> LeafResult:
