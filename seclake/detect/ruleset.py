@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from seclake.detect.rule import Rule
-from seclake.query.gate import Gate, gate_of
+from seclake.detect.ruleindex import RuleIndex
 from seclake.query.matcher import RecordView
 from seclake.record.dataset import DATASETS
 from seclake.record.flatten import values_at
@@ -27,7 +27,7 @@ from seclake.record.value import keyword, scalar_text
 
 log = logging.getLogger("seclake.detect")
 SOURCE_DATASETS = ("event", "flow")
-_NO_RULES: tuple[list, list] = ([], [])
+_NO_RULES: tuple[list, None] = ([], None)
 
 
 class RuleSet:
@@ -38,45 +38,30 @@ class RuleSet:
         self._correlations = _correlations(self.enabled)
         # (correlation, referenced rule, dataset) -> record paths of its group-by fields, of its field.
         self._paths: dict[tuple[str, str, str], tuple[tuple[str | None, ...], str | None]] = {}
-        # dataset -> (rules as (rule, its gate's number or -1), in rule order, the distinct gates).
-        self._by_dataset: dict[str, tuple[list[tuple[Rule, int]], list[Gate]]] = {d: ([], []) for d in SOURCE_DATASETS}
+        # dataset -> (rules as (rule, its number), in rule order; their index: which a record can match).
+        by_dataset: dict[str, list[Rule]] = {d: [] for d in SOURCE_DATASETS}
         for rule in self.enabled:
-            if rule.correlation is not None:
-                continue  # no selector: it is fed by the rules it names
-            rules, gates = self._by_dataset.setdefault(rule.dataset, ([], []))
-            gate = gate_of(rule.selector, rule.data)
-            if gate is None:
-                number = -1
-            elif gate in gates:
-                number = gates.index(gate)
-            else:
-                number = len(gates)
-                gates.append(gate)
-            rules.append((rule, number))
+            if rule.correlation is None:  # a correlation has no selector: the rules it names feed it
+                by_dataset.setdefault(rule.dataset, []).append(rule)
+        self._by_dataset: dict[str, tuple[list[tuple[Rule, int]], RuleIndex | None]] = {
+            d: ([(r, n) for n, r in enumerate(rules)], RuleIndex([r.selector for r in rules], DATASETS[d]))
+            for d, rules in by_dataset.items()
+        }
 
     def rules(self, dataset: str) -> list[tuple[Rule, int]]:
         return self._by_dataset.get(dataset, _NO_RULES)[0]
 
     def matching(self, dataset: str, record: dict[str, Any]) -> list[int]:
         """The numbers (in ``rules(dataset)``) of the rules whose selector matches ``record``, in rule order."""
-        rules, gates = self._by_dataset.get(dataset, _NO_RULES)
+        rules, index = self._by_dataset.get(dataset, _NO_RULES)
         if not rules:
             return []
-        # One view per record: every rule reads each path once.
+        # One view per record: every rule reads each path once. The index
+        # (detect/ruleindex.py) names the rules whose gates the record passes:
+        # only those run their matcher.
         view = RecordView(record, DATASETS[dataset])
-        # Each gate is looked at once per record, when a rule first needs it.
-        passed: list[bool | None] = [None] * len(gates)
-        out = []
-        for n, (rule, number) in enumerate(rules):
-            if number >= 0:
-                ok = passed[number]
-                if ok is None:
-                    ok = passed[number] = gates[number].admits(view)
-                if not ok:
-                    continue
-            if rule.matcher()(view):
-                out.append(n)
-        return out
+        assert index is not None
+        return [n for n in index.candidates(view) if rules[n][0].matcher()(view)]
 
     def correlations_of(self, name: str) -> list[Rule]:
         """The enabled correlation rules that name rule ``name``."""

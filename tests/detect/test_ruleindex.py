@@ -1,0 +1,115 @@
+"""The rule index: a record meets only the rules it can match, and the
+rules it matches are exactly those whose matcher says so."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seclake.detect.rule import rule_from_dict
+from seclake.detect.ruleindex import RuleIndex, needs_of
+from seclake.detect.ruleset import RuleSet
+from seclake.query import ast
+from seclake.query.matcher import RecordView
+from seclake.record.dataset import EVENTS
+
+F = "@fields."
+PATHS = ["event.code", "process.executable", "process.command_line", "winlog.channel"]
+WORDS = ["1", "4688", "007", "7", "C:\\Windows\\System32\\whoami.exe", "whoami", "powershell -enc AAA",
+         "Security", "sysmon", "cmd.exe /c whoami", "ab", "ÉCOLE", "école", ""]
+
+
+def rule(name: str, selector: ast.Node):
+    base = rule_from_dict({"name": name, "behavior": name, "query": "x:1", "keyField": "host.name",
+                           "keyType": "host", "riskScore": 1})
+    return dataclasses.replace(base, selector=selector)
+
+
+def leaf(draw) -> ast.Node:
+    path = F + draw(st.sampled_from(PATHS))
+    word = draw(st.sampled_from(WORDS))
+    kind = draw(st.sampled_from(["term", "cased", "wild", "contains", "exists"]))
+    if kind == "term":
+        return ast.Term(path, word)
+    if kind == "cased":
+        return ast.Term(path, word, cased=True)
+    if kind == "wild":
+        cut = draw(st.integers(0, len(word)))
+        # Lucene's escaping: a literal backslash is written twice.
+        body = word[cut:].replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")
+        return ast.Wildcard(path, draw(st.sampled_from(["*", "", "?*"])) + body + draw(st.sampled_from(["*", "", "?"])))
+    if kind == "contains" and hasattr(ast, "Contains"):
+        return ast.Contains(path, word[: draw(st.integers(0, len(word)))], cased=draw(st.booleans()))
+    return ast.Exists(path)
+
+
+@st.composite
+def trees(draw, depth: int = 0) -> ast.Node:
+    if depth >= 2 or draw(st.integers(0, 2)) == 0:
+        return leaf(draw)
+    kind = draw(st.sampled_from(["and", "or", "not"]))
+    if kind == "not":
+        return ast.Not(draw(trees(depth + 1)))
+    children = tuple(draw(st.lists(trees(depth + 1), min_size=1, max_size=3)))
+    return ast.And(children) if kind == "and" else ast.Or(children)
+
+
+records = st.fixed_dictionaries({}, optional={
+    "@fields": st.fixed_dictionaries({}, optional={
+        p: st.one_of(st.sampled_from(WORDS), st.integers(0, 5000), st.lists(st.sampled_from(WORDS), max_size=2))
+        for p in PATHS
+    }),
+})
+
+
+@settings(max_examples=200, deadline=None)
+@given(selectors=st.lists(trees(), min_size=1, max_size=12), record=records)
+def test_the_index_keeps_exactly_the_rules_whose_matcher_matches(selectors, record):
+    ruleset = RuleSet([rule(f"r{i}", s) for i, s in enumerate(selectors)], 1)
+    every = [n for n, (r, _) in enumerate(ruleset.rules("event")) if r.matcher()(RecordView(record, EVENTS))]
+    assert ruleset.matching("event", record) == every
+
+
+def sigma_like(i: int):
+    """A rule as the Sigma backend writes one for a Sysmon event: its event code, an
+    image's end or original name, a command line's piece (several thousand of them)."""
+    code = F + "event.code"
+    image, command = F + "process.executable", F + "process.command_line"
+    return rule(f"r{i}", ast.And((
+        ast.Term(code, str(1 + i % 20)),
+        ast.Or((ast.Wildcard(image, f"*\\\\tool{i}.exe"), ast.Term(F + "process.pe.original_file_name", f"tool{i}.exe"))),
+        ast.Wildcard(command, f"*-flag{i % 50}*"),
+        ast.Not(ast.Wildcard(command, "*benign*")),
+    )))
+
+
+def test_a_record_meets_only_the_rules_it_can_match_among_thousands():
+    rules = [sigma_like(i) for i in range(2000)]
+    index = RuleIndex([r.selector for r in rules], EVENTS)
+    assert index.stats()["always"] == 0
+    record = {"@fields": {"event": {"code": "1"}, "process": {
+        "executable": "C:\\Temp\\tool40.exe", "command_line": "tool40.exe -flag40 -x"}}}
+    view = RecordView(record, EVENTS)
+    # Filed by the image's name (shared by one rule), checked against the flag and the code.
+    assert index.candidates(view) == [40]
+    ruleset = RuleSet(rules, 1)
+    assert ruleset.matching("event", record) == [40]
+    record["@fields"]["process"]["command_line"] = "tool40.exe -flag41"
+    assert ruleset.matching("event", record) == []
+    # A record of another event code meets none.
+    assert index.candidates(RecordView({"@fields": {"event": {"code": "4688"}}}, EVENTS)) == []
+
+
+def test_what_gives_no_gate_and_what_does():
+    code, cmd = F + "event.code", F + "process.command_line"
+    assert needs_of(ast.Not(ast.Term(code, "1")), EVENTS) == []
+    assert needs_of(ast.Wildcard(cmd, "*"), EVENTS) == []
+    assert needs_of(ast.Wildcard(cmd, "*whoami*", cased=True), EVENTS) == []
+    assert needs_of(ast.Term(None, "whoami"), EVENTS) == []  # the default field: tokens, not keywords
+    assert needs_of(ast.Or((ast.Term(code, "1"), ast.Exists(cmd))), EVENTS) == [], "one branch passes ungated"
+    [gate] = needs_of(ast.Wildcard(cmd, "*\\\\whoami.exe /*"), EVENTS)
+    assert {(n.kind, n.text) for n in gate} == {("s", "\\whoami.exe /")}
+    [gate] = needs_of(ast.Term(code, "007"), EVENTS)
+    assert {(n.kind, n.text) for n in gate} == {("k", "7")}
