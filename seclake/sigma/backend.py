@@ -39,6 +39,7 @@ from sigma.types import CompareOperators, Placeholder, SigmaBool, SigmaCasedStri
 
 from seclake.query import ast
 from seclake.record.dataset import EVENTS
+from seclake.sigma.pipeline import PLACES
 from seclake.sigma.unsupported import Unsupported
 
 _FLAGS = {SigmaRegularExpressionFlag.IGNORECASE: "i", SigmaRegularExpressionFlag.MULTILINE: "m",
@@ -53,10 +54,21 @@ def _node(name: str, reason: str) -> Any:
     return node
 
 
-def _path(field: str | None) -> str:
+def paths(field: str | None) -> list[str]:
+    """The record paths one (mapped) Sigma field has its value at: ``a|b`` is a or b (pipeline.PLACES)."""
     if not field:
         raise Unsupported("field-less value", "a value without a field where a field is needed")
-    return EVENTS.resolve(field)
+    return [EVENTS.resolve(name) for name in field.split(PLACES)]
+
+
+def _at(field: str | None, test: Any) -> ast.Node:
+    """``test(path)`` at whichever place the field has: true at any of them."""
+    return ast.or_(*(test(path) for path in paths(field)))
+
+
+def _absent(field: str | None) -> ast.Node:
+    """No place of the field holds a value."""
+    return ast.not_(_at(field, ast.Exists))
 
 
 def _parts(value: SigmaString) -> list[str | SpecialChars]:
@@ -128,22 +140,22 @@ class SeclakeBackend(Backend):
 
     def convert_condition_field_eq_val_str(self, cond: ConditionFieldEqualsValueExpression,
                                            state: ConversionState) -> ast.Node:
-        return string_node(_path(cond.field), cond.value)
+        return _at(cond.field, lambda path: string_node(path, cond.value))
 
     def convert_condition_field_eq_val_str_case_sensitive(self, cond: ConditionFieldEqualsValueExpression,
                                                           state: ConversionState) -> ast.Node:
-        return string_node(_path(cond.field), cond.value)
+        return _at(cond.field, lambda path: string_node(path, cond.value))
 
     def convert_condition_field_eq_val_num(self, cond: ConditionFieldEqualsValueExpression,
                                            state: ConversionState) -> ast.Node:
         # The keyword rule compares numbers as numbers: 1 matches 1, "1" and "1.0".
         value: SigmaNumber = cond.value
-        return ast.Term(_path(cond.field), str(value.number))
+        return _at(cond.field, lambda path: ast.Term(path, str(value.number)))
 
     def convert_condition_field_eq_val_bool(self, cond: ConditionFieldEqualsValueExpression,
                                             state: ConversionState) -> ast.Node:
         value: SigmaBool = cond.value
-        return ast.Term(_path(cond.field), "true" if value.boolean else "false")
+        return _at(cond.field, lambda path: ast.Term(path, "true" if value.boolean else "false"))
 
     def convert_condition_field_eq_val_timestamp_part(self, cond: Any, state: ConversionState) -> ast.Node:
         raise Unsupported("timestamp part", f"|{cond.value.timestamp_part.name.lower()} on {cond.field}")
@@ -155,25 +167,24 @@ class SeclakeBackend(Backend):
             raise Unsupported("regex", "this seclake reads regexes as Lucene's only")
         flags = "".join(sorted(_FLAGS[f] for f in cond.value.flags))
         pattern = str(cond.value.regexp)
-        return regex(_path(cond.field), f"(?{flags}){pattern}" if flags else pattern, flavor="re2")
+        pattern = f"(?{flags}){pattern}" if flags else pattern
+        return _at(cond.field, lambda path: regex(path, pattern, flavor="re2"))
 
     def convert_condition_field_eq_val_cidr(self, cond: ConditionFieldEqualsValueExpression,
                                             state: ConversionState) -> ast.Node:
-        return ast.Cidr(_path(cond.field), ipaddress.ip_network(cond.value.network, strict=False))
+        network = ipaddress.ip_network(cond.value.network, strict=False)
+        return _at(cond.field, lambda path: ast.Cidr(path, network))
 
     def convert_condition_field_compare_op_val(self, cond: ConditionFieldEqualsValueExpression,
                                                state: ConversionState) -> ast.Node:
         op, number = cond.value.op, cond.value.number.number
-        path = _path(cond.field)
-        if op is CompareOperators.LT:
-            return ast.Range(path, None, number, include_hi=False)
-        if op is CompareOperators.LTE:
-            return ast.Range(path, None, number)
-        if op is CompareOperators.GT:
-            return ast.Range(path, number, None, include_lo=False)
-        if op is CompareOperators.GTE:
-            return ast.Range(path, number, None)
-        raise Unsupported("comparison", f"operator {op.name} on {cond.field}")
+        bounds = {CompareOperators.LT: dict(lo=None, hi=number, include_hi=False),
+                  CompareOperators.LTE: dict(lo=None, hi=number),
+                  CompareOperators.GT: dict(lo=number, hi=None, include_lo=False),
+                  CompareOperators.GTE: dict(lo=number, hi=None)}.get(op)
+        if bounds is None:
+            raise Unsupported("comparison", f"operator {op.name} on {cond.field}")
+        return _at(cond.field, lambda path: ast.Range(path, **bounds))
 
     def convert_condition_field_eq_field(self, cond: ConditionFieldEqualsValueExpression,
                                          state: ConversionState) -> ast.Node:
@@ -181,20 +192,21 @@ class SeclakeBackend(Backend):
         if ref.starts_with or ref.ends_with:
             raise Unsupported("fieldref", "|fieldref with |startswith or |endswith")
         field_ref = _node("FieldRef", "fieldref")
-        return field_ref(_path(cond.field), _path(ref.field))
+        others = paths(ref.field)
+        return _at(cond.field, lambda path: ast.or_(*(field_ref(path, other) for other in others)))
 
     def convert_condition_field_eq_val_null(self, cond: ConditionFieldEqualsValueExpression,
                                             state: ConversionState) -> ast.Node:
         # Sigma's null: the field is absent (an empty string is a value, as in seclake's _exists_).
-        return ast.not_(ast.Exists(_path(cond.field)))
+        return _absent(cond.field)
 
     def convert_condition_field_exists(self, cond: ConditionFieldEqualsValueExpression,
                                        state: ConversionState) -> ast.Node:
-        return ast.Exists(_path(cond.field))
+        return _at(cond.field, ast.Exists)
 
     def convert_condition_field_not_exists(self, cond: ConditionFieldEqualsValueExpression,
                                            state: ConversionState) -> ast.Node:
-        return ast.not_(ast.Exists(_path(cond.field)))
+        return _absent(cond.field)
 
     def convert_condition_field_eq_query_expr(self, cond: Any, state: ConversionState) -> ast.Node:
         raise Unsupported("query expression", f"a backend-specific query expression on {cond.field}")

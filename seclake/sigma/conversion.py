@@ -72,7 +72,7 @@ def selector(text: str) -> ast.Node:
     if isinstance(rule, SigmaCorrelationRule):
         raise Unsupported("correlation rule", "Sigma correlation rules are not imported yet")
     source = resolve(rule.logsource)
-    backend = SeclakeBackend(pipeline(source.family, source.category))
+    backend = SeclakeBackend(pipeline(source.family, source.category, source.service))
     try:
         conditions = backend.convert_rule(rule)
     except Unsupported:

@@ -97,6 +97,7 @@ class Source:
     key_field: str
     key_type: str
     category: str | None = None
+    service: str | None = None
 
 
 def _term(path: str, value: str | int) -> ast.Node:
@@ -139,7 +140,7 @@ def _windows(category: str | None, service: str | None) -> Source:
         channels = WINDOWS_CHANNELS.get(service)
         if channels is None:
             raise Unsupported("log source not supported", f"product=windows, service={service}")
-        return Source("windows", _windows_event(channels), *HOST_KEY)
+        return Source("windows", _windows_event(channels), *HOST_KEY, service=service)
     if category in POWERSHELL_IDS and service in (None, POWERSHELL_IDS[category][0]):
         channel_service, event_id = POWERSHELL_IDS[category]
         return Source("windows", _windows_event(WINDOWS_CHANNELS[channel_service], (event_id,)), *HOST_KEY, category)
