@@ -196,6 +196,9 @@ class RuleDaoRequest(Closed):
     name: Text | None = None
     enabled: Flag | None = None
     args: RuleArgs | None = Field(None, description="The clients' form: {id: name} or {entry: rule}.")
+    sigma: Text | None = Field(None, description="add/update: a Sigma rule as YAML text (docs/detections.md), instead of bucket.")
+    keyField: Text | None = Field(None, description="With sigma: key its behaviors by this field, not its log source's.")
+    keyType: Text | None = Field(None, description="With sigma and keyField: the key's type.")
 
 
 class RuleArgs(Open):
@@ -210,7 +213,8 @@ def _line_or_record(value: Any) -> Any:
 
 
 class RuleTestRequest(Closed):
-    bucket: dict[str, Any] = Field(description="A rule, or {name} of a stored one.")
+    bucket: dict[str, Any] | None = Field(None, description="A rule, or {name} of a stored one.")
+    sigma: Text | None = Field(None, description="A Sigma rule as YAML text, instead of bucket.")
     input: Annotated[Any, BeforeValidator(_line_or_record)] = Field(description="A log line or a record.")
 
 

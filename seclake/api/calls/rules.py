@@ -9,8 +9,11 @@
   The clients' form ``{action, args: {id, entry}}`` means ``name`` and
   ``bucket``; their toggle sends no ``enabled`` and flips the rule; ``list``
   also answers ``entries`` (with ``tags`` and ``groups``), ``get`` ``entry``.
-* ``ds/eventwatch_rule_test {bucket, input}``: what one rule makes of one
-  event, stored nowhere.
+* ``ds/eventwatch_rule_test {bucket | sigma, input}``: what one rule makes of
+  one event, stored nowhere.
+* ``sigma``: a Sigma rule's YAML text, in add/update (with optional
+  ``keyField``/``keyType``) and in rule_test, instead of ``bucket``
+  (docs/detections.md).
 
 Rules are searched as the records of a small in-memory dataset (their wire
 shape, ``description`` as text) by ``seclake.search.memory``, so a query or a
@@ -82,9 +85,20 @@ def bucket_search(ctx: CallContext, args: SearchRequest) -> dict[str, Any]:
     }
 
 
+def _sigma(text: str, key_field: str | None = None, key_type: str | None = None) -> dict[str, Any]:
+    """The rule a Sigma text makes (docs/detections.md); why not, named ``sigma``."""
+    from seclake.sigma.conversion import rule_dict
+    from seclake.sigma.unsupported import Unsupported
+
+    try:
+        return rule_dict(text, key_field=key_field, key_type=key_type)
+    except Unsupported as e:
+        raise ValidationFailed("sigma", f"cannot run as Sigma means it: {e}") from None
+
+
 def _bucket(bucket: dict[str, Any] | None, ctx: CallContext) -> Rule:
     if bucket is None:
-        raise ValidationFailed("bucket", "is required: the rule, as an object")
+        raise ValidationFailed("bucket", "is required: the rule, as an object (or sigma: a Sigma rule's text)")
     return rule_from_dict(bucket, "bucket", limits=QueryLimits.from_settings(ctx.settings))
 
 
@@ -105,6 +119,12 @@ def bucket_dao(ctx: CallContext, args: RuleDaoRequest) -> dict[str, Any]:
     if args.args is not None:
         bucket = args.args.entry if bucket is None else bucket
         name = args.args.id if name is None else name
+    if args.sigma is not None:
+        if action not in ("add", "update"):
+            raise ValidationFailed("sigma", f"goes with add or update, not {action}")
+        if bucket is not None:
+            raise ValidationFailed("sigma", "send the rule as bucket or as sigma, not both")
+        bucket = _sigma(args.sigma, args.keyField, args.keyType)
     assert ctx.caller is not None
     if action in WRITE_ACTIONS and not ctx.caller.may("admin"):
         raise Forbidden(
@@ -172,6 +192,12 @@ def _threshold_note(rule: Rule, record: dict[str, Any], counts: bool) -> tuple[s
       summary="What one rule makes of one event; nothing stored.")
 def rule_test(ctx: CallContext, args: RuleTestRequest) -> dict[str, Any]:
     bucket = args.bucket
+    if args.sigma is not None:
+        if bucket is not None:
+            raise ValidationFailed("sigma", "send the rule as bucket or as sigma, not both")
+        bucket = _sigma(args.sigma)
+    if bucket is None:
+        raise ValidationFailed("bucket", "is required: a rule, {name} of a stored one, or sigma: a Sigma rule's text")
     if set(bucket) == {"name"}:
         rule = _book(ctx).get(check_name(bucket["name"], "bucket.name"))
     else:
