@@ -221,7 +221,7 @@ def test_rule_test_with_a_record_and_an_ad_hoc_rule(srv, analyst: str) -> None:
         ({"bucket": {"name": "brute-force-source"}, "input": "   "}, "kargs.input: is a blank line"),
         ({"bucket": {"name": "../x"}, "input": "a"}, "kargs.bucket.name: "),
         ({"bucket": bucket("t", keyType=""), "input": "a"}, "kargs.bucket.keyType: "),
-        ({"bucket": bucket("t"), "input": "a", "store": True}, "kargs.store: unknown field; use bucket, input"),
+        ({"bucket": bucket("t"), "input": "a", "store": True}, "kargs.store: unknown field; use bucket, sigma, input"),
     ],
 )
 def test_bad_rule_tests_name_the_field(srv, analyst: str, kargs: dict[str, Any], starts: str) -> None:
