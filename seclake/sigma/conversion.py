@@ -79,6 +79,8 @@ def selector(text: str) -> ast.Node:
         raise
     except SigmaError as e:
         raise Unsupported("invalid Sigma", str(e)) from None
+    except RecursionError:
+        raise Unsupported("invalid Sigma", "its condition is nested too deeply") from None
     detection = ast.or_(*conditions)
     if isinstance(detection, ast.MatchNone):
         raise Unsupported("invalid Sigma", "the condition selects nothing")
