@@ -160,3 +160,67 @@ def test_string_range_bounds_are_limited_whatever_the_data():
     with pytest.raises(QueryError, match="longer than"):
         range_regex("a" * 201, None, True, True)
     assert range_regex("a" * 200, "b" * 200, True, True)
+
+
+# -- Sigma's |re: RE2 searches (ast.Regex flavor "re2") ----------------------
+
+from seclake.query import ast  # noqa: E402
+from seclake.query.matcher import compile_matcher  # noqa: E402
+from seclake.query.pattern import check_re2, search_matcher  # noqa: E402
+from seclake.record.dataset import EVENTS  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "pattern, text, found",
+    [
+        ("(?i)\\\\windows\\\\temp\\\\", "C:\\WINDOWS\\Temp\\a.exe", True),
+        ("\\\\windows\\\\temp\\\\", "C:\\WINDOWS\\Temp\\a.exe", False),  # case-sensitive unless (?i)
+        ("(?:-nop|-noprofile)\\s", "powershell -nop -w hidden", True),
+        ("^powershell", "x powershell", False),
+        ("\\.exe$", "a.exe", True),
+        ("\\.exe$", "a.exe.txt", False),
+        ("\\d{2,}", "port 80", True),
+        ("a.b", "a\nb", False),  # '.' stops at a newline, as PCRE's does
+        ("(?s)a.b", "a\nb", True),
+    ],
+)
+def test_re2_search_keeps_sigma_meaning(pattern, text, found):
+    assert search_matcher(pattern)(text) is found
+
+
+@pytest.mark.parametrize("pattern, says", [
+    ("(?<=a)b", "lookahead/lookbehind"),
+    ("foo(?!bar)", "lookahead/lookbehind"),
+    ("(a)\\1", "backreferences"),
+    ("a++", "possessive"),
+    ("[z-a]", "invalid character class range"),
+    ("(unclosed", "missing )"),
+])
+def test_what_re2_cannot_run_is_refused_when_the_node_is_built(pattern, says):
+    with pytest.raises(QueryError, match=re.escape(says)):
+        ast.Regex("@fields.x", pattern, "re2")
+    with pytest.raises(QueryError):
+        check_re2(pattern)
+
+
+@pytest.mark.parametrize("pattern", ["(a|aa)*c", "(a*)*c", "(x+x+)+y", "(a|a?)+c", "^(a+)+$"])
+def test_hostile_re2_patterns_stay_linear(pattern):
+    # Catastrophic for a backtracking engine (Python's re, PCRE): 2**n steps.
+    test = compile_matcher(ast.Regex("@fields.cmd", pattern, "re2"), EVENTS)
+    record = {"@fields": {"cmd": "a" * 200_000 + "!"}}
+    import time
+
+    started = time.perf_counter()
+    assert test(record) is False
+    assert time.perf_counter() - started < 0.5
+
+
+def test_contains_on_a_long_value_and_many_values_stays_linear():
+    import time
+
+    record = {"@message": "ab " * 100_000, "@fields": {"v": ["ab" * 1000] * 1000}}
+    started = time.perf_counter()
+    for node in (ast.Contains(None, "ab ab abx"), ast.Contains("@message", "AB AB ABX", cased=True),
+                 ast.Contains("@fields.v", "abba"), ast.Term("@message", "ab ab abx", cased=True)):
+        assert compile_matcher(node, EVENTS)(record) is False
+    assert time.perf_counter() - started < 2
