@@ -155,6 +155,7 @@ def _compiled(split: Split, task: LeafTask) -> Query:
 # each candidate record of a split read and matched; past this many
 # candidates in one split it is refused, saying how to narrow it.
 MAX_CANDIDATES = 200_000
+VERIFY_BATCH = 4096
 
 
 def _verified(split: Split, superset: Query, node: ast.Node, dataset) -> tuple[Query, int]:
@@ -182,8 +183,10 @@ def _verified(split: Split, superset: Query, node: ast.Node, dataset) -> tuple[Q
     res = searcher.search(superset, count, order_by_field="docid", order=tantivy.Order.Asc)
     docids = sorted(int(d) for d, _ in res.hits)
     match = compile_matcher(node, dataset)
-    bodies = split.bodies_of(docids)
-    kept = {d for d, body in bodies.items() if match(orjson.loads(body))}
+    kept: set[int] = set()
+    for at in range(0, len(docids), VERIFY_BATCH):  # a batch of records in memory at a time, not all
+        bodies = split.bodies_of(docids[at : at + VERIFY_BATCH])
+        kept.update(d for d, body in bodies.items() if match(orjson.loads(body)))
     if not kept:
         return Query.empty_query(), 0
     if len(kept) == len(docids):

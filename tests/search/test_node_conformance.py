@@ -86,3 +86,11 @@ def test_too_many_candidates_in_a_split_is_a_clear_error(engine, monkeypatch):
     node = ast.Regex("@message", "(?i)unlikely-to-be-cached-[0-9]", "re2")
     with pytest.raises(QueryError, match="candidate record"):
         root.search(SearchPlan(dataset="event", query=node, limit=10))
+
+
+def test_candidates_are_read_a_batch_at_a_time(engine, monkeypatch):
+    root, ids = engine
+    monkeypatch.setattr(leaf, "VERIFY_BATCH", 2)
+    node = ast.Regex("@message", "^(?:sshd\\[811|Process Create|policy change$)", "re2")
+    result = root.search(SearchPlan(dataset="event", query=node, limit=100))
+    assert sorted(ids[h.docid] for h in result.hits) == ["a1", "p1", "p2", "s1"]
