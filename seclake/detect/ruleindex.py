@@ -40,6 +40,7 @@ import re2
 from seclake.query import ast
 from seclake.query.matcher import RecordView
 from seclake.record.dataset import Dataset
+from seclake.record.flatten import leaves
 from seclake.record.value import keyword
 
 log = logging.getLogger("seclake.detect")
@@ -126,7 +127,9 @@ class RuleIndex:
         self._literals: dict[str, dict[str, int]] = {}  # path -> literal -> its number in the path's set
         # Each rule's other gates, as gate numbers; each gate as (keyword needs, literal needs).
         self._checks: list[tuple[int, ...]] = []
-        self._gates: list[tuple[tuple[tuple[str, str], ...], tuple[tuple[str, int], ...]]] = []
+        # A gate's alternatives grouped by path: one look per path, not per alternative (Sigma's
+        # pipelines write a field under three names, and a rule ORs dozens of values).
+        self._gates: list[tuple[tuple[tuple[str, frozenset[str]], ...], tuple[tuple[str, frozenset[int]], ...]]] = []
         gate_numbers: dict[Gate, int] = {}
         for number, gates in enumerate(needs):
             for gate in gates:
@@ -153,24 +156,36 @@ class RuleIndex:
                     continue
                 if gate not in gate_numbers:
                     gate_numbers[gate] = len(self._gates)
-                    self._gates.append((
-                        tuple((n.path, n.text) for n in sorted(gate) if n.kind == "k"),
-                        tuple((n.path, self._literals[n.path][n.text]) for n in sorted(gate) if n.kind == "s"),
-                    ))
+                    keywords: dict[str, set[str]] = {}
+                    literals: dict[str, set[int]] = {}
+                    for n in gate:
+                        if n.kind == "k":
+                            keywords.setdefault(n.path, set()).add(n.text)
+                        else:
+                            literals.setdefault(n.path, set()).add(self._literals[n.path][n.text])
+                    self._gates.append((tuple((p, frozenset(k)) for p, k in sorted(keywords.items())),
+                                        tuple((p, frozenset(x)) for p, x in sorted(literals.items()))))
                 checks.append(gate_numbers[gate])
             self._checks.append(tuple(checks))
         self._sets: dict[str, re2.Set | None] = {path: _literal_set(path, lits) for path, lits in self._literals.items()}
 
     def candidates(self, view: RecordView) -> list[int]:
         """The rules ``view``'s record passes every gate of, in rule order."""
-        found = _Found(self._sets, view)
+        # The paths the record has, from one walk over its leaves: a rule set of
+        # Sigma rules names ~300 paths, and looking each up took most of the time.
+        present = {path for path, _ in leaves(view.data)}
+        found = _Found(self._sets, view, present)
         out = set(self.always)
-        for path, by_keyword in self._keywords.items():
+        keyword_index = self._keywords
+        for path in present.intersection(keyword_index):
+            by_keyword = keyword_index[path]
             for kw in view.keywords(path):
                 rules = by_keyword.get(kw)
                 if rules:
                     out.update(rules)
-        for path, filed in self._literal_rules.items():
+        literal_index = self._literal_rules
+        for path in present.intersection(literal_index):
+            filed = literal_index[path]
             hits = found.literals(path)
             if hits is None:  # the set could not run: every rule filed there is a candidate
                 for rules in filed:
@@ -187,7 +202,7 @@ class RuleIndex:
             for g in checks[number]:
                 got = passed.get(g)
                 if got is None:
-                    got = passed[g] = _passes(gates[g], view, found)
+                    got = passed[g] = _passes(gates[g], view, found, present)
                 if not got:
                     ok = False
                     break
@@ -205,17 +220,19 @@ class RuleIndex:
 class _Found:
     """Per record: which literals each field's values hold (one RE2 set search per value)."""
 
-    __slots__ = ("sets", "view", "got")
+    __slots__ = ("sets", "view", "present", "got")
 
-    def __init__(self, sets: dict[str, re2.Set | None], view: RecordView):
-        self.sets, self.view, self.got = sets, view, {}
+    def __init__(self, sets: dict[str, re2.Set | None], view: RecordView, present: set[str]):
+        self.sets, self.view, self.present, self.got = sets, view, present, {}
 
     def literals(self, path: str) -> set[int] | None:
         if path in self.got:
             return self.got[path]
         s = self.sets.get(path)
         hits: set[int] | None = None
-        if s is not None:
+        if path not in self.present:
+            hits = set()
+        elif s is not None:
             hits = set()
             try:
                 for term in self.view.keywords(path):
@@ -226,15 +243,16 @@ class _Found:
         return hits
 
 
-def _passes(gate, view: RecordView, found: _Found) -> bool:
+def _passes(gate, view: RecordView, found: _Found, present: set[str]) -> bool:
     keywords, literals = gate
-    for path, kw in keywords:
-        if kw in view.keywords(path):
+    for path, wanted in keywords:
+        if path in present and not wanted.isdisjoint(view.keywords(path)):
             return True
-    for path, at in literals:
-        hits = found.literals(path)
-        if hits is None or at in hits:
-            return True
+    for path, wanted in literals:
+        if path in present:
+            hits = found.literals(path)
+            if hits is None or not wanted.isdisjoint(hits):
+                return True
     return False
 
 
