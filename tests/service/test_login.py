@@ -102,14 +102,16 @@ def test_login_records_last_login_and_audit(services, clock) -> None:
 
 def test_unknown_user_costs_about_as_much_as_a_wrong_password(services) -> None:
     def timed(username: str) -> float:
-        samples = []
-        for _ in range(5):
-            started = time.perf_counter()
-            fail(services, username)
-            samples.append(time.perf_counter() - started)
-        return statistics.median(samples)
+        started = time.perf_counter()
+        fail(services, username)
+        return time.perf_counter() - started
 
-    known, unknown = timed("admin"), timed("nobody-at-all")
+    # In turns: a shared machine's drift (other tests beside this one) weighs on both alike.
+    samples: dict[str, list[float]] = {"admin": [], "nobody-at-all": []}
+    for _ in range(7):
+        for username, taken in samples.items():
+            taken.append(timed(username))
+    known, unknown = statistics.median(samples["admin"]), statistics.median(samples["nobody-at-all"])
     assert 0.5 < unknown / known < 2, (known, unknown)
 
 

@@ -100,7 +100,8 @@ def test_a_worker_reads_a_bulk_body_as_the_request_thread_does(pool):
     assert got == [e if e.error is not None else e._replace(record=orjson.loads(orjson.dumps(e.record)))
                    for e in expected]
     assert [e.error["type"] if e.error else e.dataset for e in got] == [
-        "event", "illegal_argument_exception", "document_parsing_exception", "document_parsing_exception", "flow", "event"]
+        "event", "illegal_argument_exception", "invalid_index_name_exception", "document_parsing_exception", "flow",
+        "event"]
     records = [e for e in expected if e.error is None]
     assert parsed.prepared.matched == (3, {i: m for i, e in enumerate(records)
                                            if (m := ruleset.matching(e.dataset, e.record))})
