@@ -97,6 +97,7 @@ class Services:
                 settings.data_dir,
                 self.db,
                 commit_interval=settings.commit_interval_seconds,
+                merge_quiet=settings.merge_quiet_seconds,
                 store=self.split_store,
                 partitions=settings.customer_partitions,
                 merge_after=ONE_SHOT_MERGE_AFTER if one_shot else 0.0,

@@ -83,6 +83,10 @@ class Settings(BaseSettings):
     commit_interval_seconds: float = Field(
         1.0, gt=0, le=60, description="Accepted records become searchable within about this time."
     )
+    merge_quiet_seconds: float = Field(
+        30.0, gt=0, le=86400,
+        description="A day (of a partition) that has received nothing for this long is merged into one split; until then its splits merge in tiers.",
+    )
     customer_partitions: int = Field(
         1,
         ge=1,

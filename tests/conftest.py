@@ -233,9 +233,12 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def services(database_url: str, tmp_path: Path, clock: Clock) -> Iterator[Services]:
-    """Migrated services on each database, with the admin created, on a fake clock."""
-    settings = load_settings(data_dir=tmp_path / "data", database_url=database_url, admin_password=ADMIN_PASSWORD)
+def services(database_url: str, tmp_path: Path, clock: Clock, request: pytest.FixtureRequest) -> Iterator[Services]:
+    """Migrated services on each database, with the admin created, on a fake clock;
+    ``@pytest.mark.settings(name=value, ...)`` on a test or module changes settings."""
+    marker = request.node.get_closest_marker("settings")
+    settings = load_settings(data_dir=tmp_path / "data", database_url=database_url, admin_password=ADMIN_PASSWORD,
+                             **(marker.kwargs if marker else {}))
     svc = Services(settings, clock=clock)
     svc.prepare()
     try:

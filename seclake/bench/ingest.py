@@ -270,7 +270,7 @@ def wait_quiet(data_dir: Path, timeout: float = 900.0) -> float:
 
     Queries are timed over a lake at rest, and the read-only views of the
     engine layer and of raw tantivy open the same splits the server has.
-    A day not yet quiet (``merge.SETTLE_MS`` since its newest split) counts
+    A day not yet quiet (setting ``merge_quiet_seconds`` since its newest split) counts
     as one to merge: merges that waited for a busy indexer leave days of
     several splits of different tiers, which only the quiet-day merge joins,
     and a lake with none to merge *now* was taken as at rest with up to 8
@@ -279,9 +279,10 @@ def wait_quiet(data_dir: Path, timeout: float = 900.0) -> float:
     from seclake.db.database import Database
     from seclake.settings import load_settings
     from seclake.storage.catalog import PUBLISHED, Catalog
-    from seclake.storage.merge import SETTLE_MS, merge_candidates
+    from seclake.storage.merge import merge_candidates
 
     settings = load_settings(data_dir=data_dir)
+    settle_ms = int(settings.merge_quiet_seconds * 1000)  # as the server's merger (bench_env passes it on)
     db = Database(settings.effective_database_url)
     catalog = Catalog(db)
     started = time.perf_counter()
@@ -291,7 +292,7 @@ def wait_quiet(data_dir: Path, timeout: float = 900.0) -> float:
         while True:
             entries = catalog.entries(PUBLISHED)
             ids = {e.split_id for e in entries}
-            settled = not merge_candidates(entries, now_ms=int(time.time() * 1000) + SETTLE_MS)
+            settled = not merge_candidates(entries, now_ms=int(time.time() * 1000) + settle_ms, settle_ms=settle_ms)
             stable = stable + 1 if ids == last and settled else 0
             last = ids
             if stable >= 3:

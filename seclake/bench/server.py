@@ -21,7 +21,9 @@ def bench_env(data_dir: Path) -> dict[str, str]:
     Retention is off: the data has a fixed end date, which would otherwise
     age out of the default 90 days as the calendar moves on.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SECLAKE_")}
+    # Only the merge's quiet time passes on (the tests' tiny runs shorten it: wait_quiet
+    # reads the same setting).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECLAKE_") or k == "SECLAKE_MERGE_QUIET_SECONDS"}
     env.update({
         "SECLAKE_DATA_DIR": str(data_dir),
         "SECLAKE_ADMIN_PASSWORD": PASSWORD,

@@ -22,7 +22,7 @@ from seclake.storage.catalog import PUBLISHED, Catalog
 from seclake.storage.flusher import BUSY_WINDOW
 from seclake.storage.janitor import Janitor
 from seclake.storage.layout import Layout
-from seclake.storage.merge import FACTOR, merge_candidates
+from seclake.storage.merge import FACTOR, SETTLE_MS, merge_candidates
 from seclake.storage.shelf import Shelf
 from seclake.storage.split import Split, SplitAborted
 
@@ -48,8 +48,10 @@ BUSY_FACTOR = 4 * FACTOR
 class Merger:
     def __init__(self, layout: Layout, catalog: Catalog, shelf: Shelf, builder: SplitBuilder, janitor: Janitor,
                  partitions: int, stopping: Callable[[], bool] = lambda: False,
-                 busy_share: Callable[[], float] = lambda: 0.0):
+                 busy_share: Callable[[], float] = lambda: 0.0, settle_ms: int = SETTLE_MS):
         self.layout = layout
+        # How long a day must be quiet before its last merge (setting merge_quiet_seconds).
+        self.settle_ms = settle_ms
         self.catalog = catalog
         self.shelf = shelf
         self.builder = builder
@@ -84,7 +86,8 @@ class Merger:
             entries = [e for e in self.catalog.entries(PUBLISHED) if e.split_id not in damaged]
             busy = self._busy()
             groups = merge_candidates(entries, factor=BUSY_FACTOR if busy else FACTOR,
-                                      now_ms=None if busy else int(time.time() * 1000), partitions=self.partitions)
+                                      now_ms=None if busy else int(time.time() * 1000), partitions=self.partitions,
+                                      settle_ms=self.settle_ms)
             workers = max(1, min(self.builder.merge_workers, len(groups)))
             with ThreadPoolExecutor(workers, thread_name_prefix="seclake-merge") as pool:
                 futures = [pool.submit(self._merge_one, group) for group in groups]

@@ -107,10 +107,13 @@ def test_every_class_has_a_peer_query_and_a_window():
 
 
 @pytest.mark.slow
-def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path):
+def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path, monkeypatch):
     out, results = tmp_path / "benchmarks.md", tmp_path / "tiny.json"
+    # Days quiet for 3 s get their last merge (30 s by default: the run waited for it).
+    monkeypatch.setenv("SECLAKE_MERGE_QUIET_SECONDS", "3")
     opts = BenchOptions(events=20_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
-                        data_dir=tmp_path / "data", cli_ingest=False, parse_lines=200, baseline="HEAD")
+                        data_dir=tmp_path / "data", cli_ingest=False, parse_lines=200, baseline="HEAD",
+                        scaling_events=3_000)
     try:
         r = run(opts, echo=lambda s: None)
     except BenchFailed as e:  # a disagreement is a failure of seclake or of the harness: show it

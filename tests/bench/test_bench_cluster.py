@@ -33,11 +33,13 @@ def bench_ray_processes() -> list[str]:
     return out
 
 
-def test_cluster_stage_reports_cluster_mode_beside_embedded_with_agreeing_answers(tmp_path):
+def test_cluster_stage_reports_cluster_mode_beside_embedded_with_agreeing_answers(tmp_path, monkeypatch):
     out, results = tmp_path / "benchmarks.md", tmp_path / "tiny.json"
-    opts = BenchOptions(events=20_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
+    # Only the cluster stage is looked at: no ingest scaling, no baseline, a short wait for the last merges.
+    monkeypatch.setenv("SECLAKE_MERGE_QUIET_SECONDS", "3")
+    opts = BenchOptions(events=10_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
                         data_dir=tmp_path / "data", cli_ingest=False, peers=False, cluster=True,
-                        parse_lines=0)
+                        parse_lines=0, scaling_events=None, baseline=None)
     try:
         r = run(opts, echo=lambda s: None)
     except BenchFailed as e:  # a disagreement is a failure of cluster mode or of the harness: show it
