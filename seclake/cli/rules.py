@@ -105,6 +105,7 @@ def import_(
     run as Sigma means it is skipped with its reason (counted by reason);
     the others are imported.
     """
+    from seclake.errors import ValidationFailed
     from seclake.sigma.importer import LEVELS, Filters, read
 
     missing = [p for p in paths if not p.exists()]
@@ -119,8 +120,15 @@ def import_(
         typer.echo("error: --key-type goes with --key-field", err=True)
         raise typer.Exit(2)
     statuses = frozenset(s.strip().lower() for given in status or [] for s in given.split(",") if s.strip())
+    opened = []
+
+    def book():  # opened only when a Sigma correlation names rules outside the files (maybe in the book)
+        if not opened:
+            opened.append(open_services(data_dir, config))
+        return opened[0].rules
+
     report = read(paths, Filters(statuses, level, tuple(tag or ())), key_field=key_field, key_type=key_type,
-                  enabled=not disabled)
+                  enabled=not disabled, known=lambda: book().rules())
     if not report.files:
         # --replace with nothing to read would delete every rule.
         typer.echo("error: no rule files (*.yaml, *.yml, *.zip) found there; nothing imported", err=True)
@@ -132,7 +140,11 @@ def import_(
         raise typer.Exit(1)
     for s in report.skipped if list_skipped else []:
         typer.echo(f"skipped: {s}", err=True)
-    done = open_services(data_dir, config).rules.import_rules(report.rules, replace=replace) if report.rules else None
+    try:
+        done = book().import_rules(report.rules, replace=replace) if report.rules else None
+    except ValidationFailed as e:  # a correlation naming a rule the book would not hold
+        typer.echo(f"invalid: {e.message}; nothing imported", err=True)
+        raise typer.Exit(1) from None
     added, updated, unchanged, deleted = (done.added, done.updated, done.unchanged, done.deleted) if done else (0, 0, 0, 0)
     typer.echo(
         f"imported {len(report.rules)} rules: {added} added, {updated} updated, {unchanged} unchanged"

@@ -736,7 +736,7 @@ def _correlation_rule(sent: RuleInput, dataset_name: str, where: str) -> Rule:
         enabled=sent.enabled, generate=sent.generate,
         correlation=Correlation(c.type, tuple(c.rules), group_by, c.timespan, op, count,
                                 field_ if isinstance(field_, str) else None, aliases),
-        selector=ast.MatchNone(),
+        selector=ast.MatchNone(), sigma=_sigma_source(sent),
     )
 
 

@@ -28,7 +28,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -243,6 +243,7 @@ class RuleBook:
                     generation = self._locked_counter(s)
                     if s.get(StoredRule, rule.name) is not None:
                         raise Conflict(f"a rule named {rule.name!r} exists already")
+                    _check_references(s, [rule])
                     now = datetime.now(UTC)
                     s.add(StoredRule(name=rule.name, document=rule.to_dict(), created_on=now, updated_on=now))
                     s.flush()
@@ -261,6 +262,7 @@ class RuleBook:
                 document = rule.to_dict()
                 if row.document == document:
                     return rule
+                _check_references(s, [rule])
                 row.document, row.updated_on = document, datetime.now(UTC)
                 value = self._bump(generation)
             self._settle(value, {rule.name: rule})
@@ -289,6 +291,7 @@ class RuleBook:
                 # A stored rule this version finds invalid cannot be deleted by name;
                 # `update` or `seclake rules import --replace` replaces it.
                 rule = rule_from_dict(row.document, "")
+                _check_referrers(s, {name})
                 s.delete(row)
                 value = self._bump(generation)
             self._settle(value, {name: None})
@@ -322,6 +325,8 @@ class RuleBook:
                         updated += 1
                     else:
                         unchanged += 1
+                # With replace the book becomes exactly ``rules``: what they name must be among them.
+                _check_references(s, rules, also=set(names), stored=not replace)
                 if replace:
                     gone = sorted(set(stored) - set(names))
                     if gone:
@@ -382,6 +387,34 @@ class RuleBook:
             else:
                 self._rules[name] = rule
         self.version = value
+
+
+def _check_references(s: Session, rules: Iterable[Rule], also: Set[str] = frozenset(), stored: bool = True) -> None:
+    """Refuse a correlation rule naming a rule the book will not hold (stored, or among ``also``): it
+    could never fire, and a typo in a rule's name would go unnoticed (docs/rules.md)."""
+    for rule in rules:
+        if rule.correlation is None:
+            continue
+        wanted = [n for n in rule.correlation.rules if n not in also]
+        have = set(s.scalars(select(StoredRule.name).where(StoredRule.name.in_(wanted)))) if wanted and stored \
+            else set()
+        missing = [n for n in wanted if n not in have]
+        if missing:
+            raise ValidationFailed("correlation.rules",
+                                   f"rule {rule.name!r} names {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}: "
+                                   f"no such rule{'s' if len(missing) > 1 else ''} in the rule book")
+
+
+def _check_referrers(s: Session, gone: Set[str]) -> None:
+    """Refuse to remove rules a remaining correlation rule names (it would lose what it counts)."""
+    for name, document in s.execute(select(StoredRule.name, StoredRule.document)):
+        if name in gone or not isinstance(document, dict) or not isinstance(document.get("correlation"), dict):
+            continue
+        refs = document["correlation"].get("rules")
+        named = sorted(gone & set(refs if isinstance(refs, list) else []))
+        if named:
+            raise ValidationFailed("name", f"{', '.join(named[:5])}: the correlation rule {name!r} names "
+                                           f"{'them' if len(named) > 1 else 'it'}; change or delete {name!r} first")
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -36,8 +36,8 @@ class RuleSet:
         self.enabled = list(rules)
         # rule name -> the enabled correlation rules referring to it (detect/correlation.py).
         self._correlations = _correlations(self.enabled)
-        # (correlation, referenced rule, dataset) -> record paths of its group-by fields, of its field.
-        self._paths: dict[tuple[str, str, str], tuple[tuple[str | None, ...], str | None]] = {}
+        # (correlation, referenced rule, dataset) -> record paths of each group-by field, of its field.
+        self._paths: dict[tuple[str, str, str], tuple[tuple[tuple[str, ...] | None, ...], tuple[str, ...]]] = {}
         # dataset -> (rules as (rule, its number), in rule order; their index: which a record can match).
         by_dataset: dict[str, list[Rule]] = {d: [] for d in SOURCE_DATASETS}
         for rule in self.enabled:
@@ -67,23 +67,24 @@ class RuleSet:
         """The enabled correlation rules that name rule ``name``."""
         return self._correlations.get(name, _NONE)
 
-    def _paths_of(self, corr: Rule, name: str, dataset: str) -> tuple[tuple[str | None, ...], str | None]:
+    def _paths_of(self, corr: Rule, name: str, dataset: str) -> tuple[tuple[tuple[str, ...] | None, ...],
+                                                                          tuple[str, ...]]:
         at = (corr.name, name, dataset)
         paths = self._paths.get(at)
         if paths is None:
             c, data = corr.correlation, DATASETS[dataset]
             assert c is not None
-            group = tuple(None if (f := c.field_of(g, name)) is None else data.resolve(f) for g in c.group_by)
-            paths = self._paths[at] = (group, data.resolve(c.field) if c.field else None)
+            group = tuple(None if (f := c.field_of(g, name)) is None else _places(f, data) for g in c.group_by)
+            paths = self._paths[at] = (group, _places(c.field, data) if c.field else ())
         return paths
 
     def group_values(self, corr: Rule, name: str, dataset: str, record: dict[str, Any]) -> list[str] | None:
         """The values of ``corr``'s group-by fields in a record of rule ``name`` (first non-empty value of
-        each, as text); None when one is absent."""
+        each, as text, at the first of its places that has one); None when one is absent."""
         out = []
-        for path in self._paths_of(corr, name, dataset)[0]:
-            text = None if path is None else next(
-                (t for t in map(scalar_text, values_at(record, path)) if t != ""), None)
+        for places in self._paths_of(corr, name, dataset)[0]:
+            text = None if places is None else next(
+                (t for path in places for t in map(scalar_text, values_at(record, path)) if t != ""), None)
             if text is None:
                 return None
             out.append(text)
@@ -91,9 +92,9 @@ class RuleSet:
 
     def counted_value(self, corr: Rule, name: str, dataset: str, record: dict[str, Any]) -> str | None:
         """value_count's field in a record of rule ``name``: its first value's keyword; None when absent."""
-        path = self._paths_of(corr, name, dataset)[1]
-        for v in values_at(record, path) if path is not None else ():
-            return keyword(v)
+        for path in self._paths_of(corr, name, dataset)[1]:
+            for v in values_at(record, path):
+                return keyword(v)
         return None
 
     @cached_property
@@ -103,6 +104,13 @@ class RuleSet:
 
 
 _NONE: list[Rule] = []
+# A correlation's field may name several places, ``a|b``: the value is read at the first of them the
+# record has (a Sigma field mapped for both shippers' records: seclake/sigma/correlation.py).
+PLACES = "|"
+
+
+def _places(field: str, data: Any) -> tuple[str, ...]:
+    return tuple(data.resolve(f) for f in field.split(PLACES) if f)
 
 
 def _correlations(rules: list[Rule]) -> dict[str, list[Rule]]:

@@ -53,7 +53,8 @@ ATTRIBUTES = (
 def parse(text: str) -> SigmaRule | SigmaCorrelationRule:
     """The one Sigma rule in ``text``; ``Unsupported`` for text that is not exactly one valid rule."""
     try:
-        collection = SigmaCollection.from_yaml(text)
+        # A correlation's rules are resolved by the caller (correlation.py), in its file or among known rules.
+        collection = SigmaCollection.from_yaml(text, resolve_references=False)
     except SigmaError as e:
         raise Unsupported("invalid Sigma", str(e)) from None
     except Exception as e:  # YAML errors and hostile shapes pySigma does not anticipate
@@ -61,7 +62,7 @@ def parse(text: str) -> SigmaRule | SigmaCorrelationRule:
     if collection.errors:
         raise Unsupported("invalid Sigma", str(collection.errors[0]))
     if len(collection.rules) != 1:
-        raise Unsupported("invalid Sigma", f"holds {len(collection.rules)} rules; send one rule per text")
+        raise Unsupported("invalid Sigma", f"holds {len(collection.rules)} rules where one is expected")
     return collection.rules[0]
 
 
@@ -70,7 +71,8 @@ def selector(text: str) -> ast.Node:
     """The records the Sigma rule in ``text`` fires on, as a seclake query tree."""
     rule = parse(text)
     if isinstance(rule, SigmaCorrelationRule):
-        raise Unsupported("correlation rule", "Sigma correlation rules are not imported yet")
+        # Made of other rules' matches, no query of its own: correlation.py maps it onto seclake's correlation.
+        raise Unsupported("correlation rule", "a correlation rule has no query of its own")
     source = resolve(rule.logsource)
     backend = SeclakeBackend(pipeline(source.family, source.category, source.service))
     try:
@@ -98,19 +100,22 @@ def techniques(tags: list[str]) -> list[str]:
 
 
 def rule_dict(text: str, *, key_field: str | None = None, key_type: str | None = None,
-              enabled: bool = True) -> dict[str, Any]:
-    """The seclake rule (``detect/rule.py``'s shape) for the Sigma rule in ``text``."""
+              enabled: bool = True, name: str | None = None) -> dict[str, Any]:
+    """The seclake rule (``detect/rule.py``'s shape) for the Sigma rule in ``text``; ``name``: its seclake
+    name when not its ``id`` (a rule of a correlation's file may have only a Sigma ``name``)."""
     rule = parse(text)
+    if isinstance(rule, SigmaCorrelationRule):
+        raise Unsupported("correlation rule", "converted with the rules it names (seclake.sigma.correlation)")
     selector(text)  # converts (cached), or says why it cannot be
-    assert isinstance(rule, SigmaRule)
-    if rule.id is None:
+    if rule.id is None and name is None:
         raise Unsupported("no id", "a Sigma rule needs an id: it becomes the seclake rule's name")
+    name = name or str(rule.id)
     source = resolve(rule.logsource)
     tags = [str(t) for t in rule.tags]
     level = rule.level.name.lower() if rule.level else DEFAULT_LEVEL
     return {
-        "name": str(rule.id),
-        "behavior": (rule.title or str(rule.id))[:200],
+        "name": name,
+        "behavior": (rule.title or name)[:200],
         "description": (rule.description or "")[:MAX_TEXT],
         "dataset": "event",
         "keyField": key_field or source.key_field,
@@ -120,7 +125,7 @@ def rule_dict(text: str, *, key_field: str | None = None, key_type: str | None =
         "riskScore": LEVEL_SCORES[level],
         "enabled": enabled,
         "sigma": text,
-        "sigmaId": str(rule.id),
+        "sigmaId": name,
         "level": level,
         "status": rule.status.name.lower() if rule.status else None,
         "tags": tags,

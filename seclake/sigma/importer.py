@@ -19,13 +19,14 @@ from __future__ import annotations
 import re
 import zipfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from seclake.detect.rule import MAX_FILE_BYTES, Rule, RuleFileError, rule_from_dict, rules_from_yaml
 from seclake.errors import ValidationFailed
 from seclake.sigma.conversion import LEVEL_SCORES, parse, rule_dict
+from seclake.sigma.correlation import Known, known, references, unit_dicts
 from seclake.sigma.unsupported import Unsupported
 
 SUFFIXES = (".yml", ".yaml")
@@ -148,16 +149,34 @@ def _zip(path: Path) -> Iterator[tuple[str, str | None, str | None]]:
 
 
 def read(paths: Iterable[Path], filters: Filters = Filters(), *, key_field: str | None = None,
-         key_type: str | None = None, enabled: bool = True) -> Report:
-    """Every rule under ``paths``, the Sigma rules skipped (by reason) or filtered out, the invalid files."""
+         key_type: str | None = None, enabled: bool = True,
+         known: Callable[[], Iterable[Rule]] = lambda: ()) -> Report:
+    """Every rule under ``paths``, the Sigma rules skipped (by reason) or filtered out, the invalid files.
+
+    A Sigma file holding a correlation is converted as a unit (every rule of it, or none:
+    ``correlation.unit_dicts``) after the other files, so it can name rules of other files of the
+    import, or ``known()`` ones (the rule book's; asked only if such a file is read)."""
     report = Report()
     names: dict[str, str] = {}
+    deferred: list[tuple[str, str]] = []
+
+    def add(display: str, found: list[Rule]) -> None:
+        for rule in found:
+            if rule.name in names:
+                report.errors.append(f"{display}: rule {rule.name!r} is defined twice (first in {names[rule.name]})")
+                continue
+            names[rule.name] = display
+            report.rules.append(rule)
+
     for display, text, problem in texts(paths):
         report.files += 1
         if text is None:
             report.errors.append(f"{display}: {problem}")
             continue
         if is_sigma(text):
+            if _CORRELATION.search(text) or _SEVERAL.search(text):
+                deferred.append((display, text))
+                continue
             report.sigma += 1
             found = _sigma(display, text, filters, key_field, key_type, enabled, report)
             found = [found] if found is not None else []
@@ -167,13 +186,61 @@ def read(paths: Iterable[Path], filters: Filters = Filters(), *, key_field: str 
             except RuleFileError as e:
                 report.errors.append(e.message)
                 continue
-        for rule in found:
-            if rule.name in names:
-                report.errors.append(f"{display}: rule {rule.name!r} is defined twice (first in {names[rule.name]})")
+        add(display, found)
+    # Units naming rules of other units are read once those are in: rounds until none is added.
+    outcome: dict[str, list[Rule] | Skipped | None] = {}
+    stored = list(known()) if deferred else []
+    while deferred:
+        index = references_index([*report.rules, *stored])  # an imported rule over its stored self
+        progress, left = False, []
+        for display, text in deferred:
+            got = _unit(display, text, filters, key_field, key_type, enabled, index.get)
+            if isinstance(got, Skipped) and got.reason == "rule not found":
+                left.append((display, text))
+                outcome[display] = got
                 continue
-            names[rule.name] = display
-            report.rules.append(rule)
+            outcome[display], progress = got, True
+            if isinstance(got, list):
+                add(display, got)
+        deferred = left if progress else []
+    for display, got in outcome.items():
+        if got is None:
+            continue
+        report.sigma += 1
+        if isinstance(got, Skipped):
+            (report.filtered if got.reason == "filtered" else report.skipped).append(got)
     return report
+
+
+_CORRELATION = re.compile(r"^correlation\s*:", re.MULTILINE)
+_SEVERAL = re.compile(r"^---", re.MULTILINE)
+
+
+def references_index(rules: Iterable[Rule]) -> dict[str, Known]:
+    """What each reference a correlation may use (a seclake name, a Sigma id or name) means: the rule's ``Known``."""
+    out: dict[str, Known] = {}
+    for rule in rules:
+        text = rule.sigma.text if rule.sigma is not None else None
+        k = known(rule.name, text, rule.correlation.group_by if rule.correlation is not None else None)
+        for ref in references(rule.name, text):
+            out.setdefault(ref, k)
+    return out
+
+
+def _unit(display: str, text: str, filters: Filters, key_field: str | None, key_type: str | None, enabled: bool,
+          lookup) -> list[Rule] | Skipped:
+    """The rules of one Sigma file converted as a unit (a correlation and its rules): all, or why none."""
+    try:
+        dicts = unit_dicts(text, key_field=key_field, key_type=key_type, enabled=enabled, lookup=lookup)
+        heads = [d for d in dicts if d.get("generate", True)] or dicts
+        whys = [filters.refuses(d.get("status"), d.get("level"), d.get("tags") or []) for d in heads]
+        if all(why is not None for why in whys):
+            return Skipped(display, "filtered", str(whys[0]))
+        return [rule_from_dict(d, "") for d in dicts]
+    except Unsupported as e:
+        return Skipped(display, e.reason, e.detail)
+    except ValidationFailed as e:
+        return Skipped(display, "invalid for seclake", e.message)
 
 
 def _sigma(display: str, text: str, filters: Filters, key_field: str | None, key_type: str | None,

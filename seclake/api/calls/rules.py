@@ -39,7 +39,7 @@ from seclake.api.request import RuleDaoRequest, RuleTestRequest, SearchOptions, 
 from seclake.detect.rule import Rule, rule_from_dict, window_text
 from seclake.detect.rulebook import RuleBook, check_name
 from seclake.detect.signal import Window
-from seclake.errors import Forbidden, ValidationFailed
+from seclake.errors import Conflict, Forbidden, ValidationFailed
 from seclake.ingest import parse_line
 from seclake.query.limits import QueryLimits
 from seclake.record.dataset import Dataset
@@ -85,13 +85,24 @@ def bucket_search(ctx: CallContext, args: SearchRequest) -> dict[str, Any]:
     }
 
 
-def _sigma(text: str, key_field: str | None = None, key_type: str | None = None) -> dict[str, Any]:
-    """The rule a Sigma text makes (docs/detections.md); why not, named ``sigma``."""
-    from seclake.sigma.conversion import rule_dict
+def _sigma(text: str, book: RuleBook, key_field: str | None = None,
+           key_type: str | None = None) -> list[dict[str, Any]]:
+    """The rules a Sigma text makes (docs/detections.md): one, or a correlation's file as a unit (the
+    correlation last); why not, named ``sigma``. A correlation may name rules of the book."""
+    from seclake.sigma.correlation import unit_dicts
+    from seclake.sigma.importer import references_index
     from seclake.sigma.unsupported import Unsupported
 
+    index: dict[str, Any] | None = None
+
+    def lookup(ref: str) -> Any:
+        nonlocal index
+        if index is None:
+            index = references_index(book.rules())
+        return index.get(ref)
+
     try:
-        return rule_dict(text, key_field=key_field, key_type=key_type)
+        return unit_dicts(text, key_field=key_field, key_type=key_type, lookup=lookup)
     except Unsupported as e:
         raise ValidationFailed("sigma", f"cannot run as Sigma means it: {e}") from None
 
@@ -124,7 +135,10 @@ def bucket_dao(ctx: CallContext, args: RuleDaoRequest) -> dict[str, Any]:
             raise ValidationFailed("sigma", f"goes with add or update, not {action}")
         if bucket is not None:
             raise ValidationFailed("sigma", "send the rule as bucket or as sigma, not both")
-        bucket = _sigma(args.sigma, args.keyField, args.keyType)
+        unit = _sigma(args.sigma, _book(ctx), args.keyField, args.keyType)
+        if len(unit) > 1:  # a correlation with its rules: written together, or not at all
+            return _add_unit(ctx, action, unit)
+        bucket = unit[0]
     assert ctx.caller is not None
     if action in WRITE_ACTIONS and not ctx.caller.may("admin"):
         raise Forbidden(
@@ -154,6 +168,26 @@ def bucket_dao(ctx: CallContext, args: RuleDaoRequest) -> dict[str, Any]:
     log.info("rule %s: %s by %s", action, rule.name, ctx.caller.username)
     ctx.audit_detail = f"rule {rule.name!r}: {action}" + (f" enabled={rule.enabled}" if action == "toggle" else "")
     return {"action": action, "name": rule.name, "version": book.version, "bucket": rule.to_dict()}
+
+
+def _add_unit(ctx: CallContext, action: str, unit: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add (none may exist) or update the rules of one Sigma file in one transaction; answers for the last
+    (the outermost correlation), naming them all."""
+    assert ctx.caller is not None
+    if not ctx.caller.may("admin"):
+        raise Forbidden(f"user {ctx.caller.username!r} may not {action} rules (it needs the admin permission)")
+    book = _book(ctx)
+    rules = [_bucket(d, ctx) for d in unit]
+    if action == "add":
+        present = [r.name for r in rules if book.get_or_none(r.name) is not None]
+        if present:
+            raise Conflict(f"a rule named {present[0]!r} exists already (the Sigma text holds {len(rules)} rules)")
+    book.import_rules(rules)
+    head = rules[-1]
+    log.info("rules %s: %s by %s", action, ", ".join(r.name for r in rules), ctx.caller.username)
+    ctx.audit_detail = f"rules {', '.join(repr(r.name) for r in rules)[:500]}: {action}"
+    return {"action": action, "name": head.name, "names": [r.name for r in rules], "version": book.version,
+            "bucket": head.to_dict()}
 
 
 def _input_record(value: Any, rule: Rule, now_ms: int) -> dict[str, Any]:
@@ -192,10 +226,13 @@ def _threshold_note(rule: Rule, record: dict[str, Any], counts: bool) -> tuple[s
       summary="What one rule makes of one event; nothing stored.")
 def rule_test(ctx: CallContext, args: RuleTestRequest) -> dict[str, Any]:
     bucket = args.bucket
+    unit: dict[str, Rule] = {}  # the other rules of a Sigma correlation's text
     if args.sigma is not None:
         if bucket is not None:
             raise ValidationFailed("sigma", "send the rule as bucket or as sigma, not both")
-        bucket = _sigma(args.sigma)
+        rules = [_bucket(d, ctx) for d in _sigma(args.sigma, _book(ctx))]
+        unit = {r.name: r for r in rules}
+        bucket = rules[-1].to_dict()  # the outermost correlation, or the one rule
     if bucket is None:
         raise ValidationFailed("bucket", "is required: a rule, {name} of a stored one, or sigma: a Sigma rule's text")
     if set(bucket) == {"name"}:
@@ -203,6 +240,8 @@ def rule_test(ctx: CallContext, args: RuleTestRequest) -> dict[str, Any]:
     else:
         rule = _bucket(bucket, ctx)
     now_ms = int(time.time() * 1000)
+    if rule.correlation is not None:
+        return _correlation_test(ctx, rule, unit, args.input, now_ms)
     record = _input_record(args.input, rule, now_ms)
     matched = bool(rule.matcher()(record))
     key = rule.key_of(record)
@@ -219,4 +258,50 @@ def rule_test(ctx: CallContext, args: RuleTestRequest) -> dict[str, Any]:
         "thresholdNote": note,
         "wouldFire": matched and key is not None and fires,
         "record": record,
+    }
+
+
+def _correlation_test(ctx: CallContext, corr: Rule, unit: dict[str, Rule], value: Any, now_ms: int) -> dict[str, Any]:
+    """What one event is to a correlation rule: which of its rules match it, the group it counts in, and
+    whether it alone would meet the condition (it has no query of its own: docs/rules.md)."""
+    from seclake.detect.correlation import Group
+    from seclake.detect.ruleset import RuleSet
+
+    c = corr.correlation
+    assert c is not None
+    refs = [unit.get(n) or _book(ctx).get_or_none(n) for n in c.rules]
+    ruleset = RuleSet([corr, *(r for r in refs if r is not None)], None)
+    record: dict[str, Any] | None = None
+    hits, group, fires = [], None, False
+    for index, (name, ref) in enumerate(zip(c.rules, refs)):
+        if ref is None or ref.correlation is not None:
+            continue  # absent, or a correlation: nothing one event shows
+        record = _input_record(value, ref, now_ms)
+        if not ref.matcher()(record):
+            continue
+        values = ruleset.group_values(corr, name, ref.dataset, record)
+        hits.append(name)
+        if values is None:
+            continue
+        group = group if group is not None else values
+        counted = ruleset.counted_value(corr, name, ref.dataset, record) if c.type == "value_count" else None
+        fires = fires or Group(c).observe(0, index, counted, 0) is not None
+    what = {"event_count": "matches", "value_count": f"distinct {c.field}", "temporal": "rules matched",
+            "temporal_ordered": "rules matched in order"}[c.type]
+    goal = (f"correlation rule ({what} of {', '.join(c.rules)} per {', '.join(c.group_by) or 'rule'}, "
+            f"{c.op} {c.count} within {window_text(c.timespan_ms)})")
+    if not hits:
+        note = f"{goal}; none of its rules matches this event, so it does not count"
+    elif group is None:
+        note = f"{goal}; matched by {', '.join(hits)}, but it lacks a group-by field, so it does not count"
+    else:
+        note = (f"{goal}; matched by {', '.join(hits)}, counts for {' | '.join(group)} and "
+                f"{'would' if fires else 'would not'} fire on its own")
+    return {
+        "name": corr.name, "matched": bool(hits), "key": " | ".join(group) if group else None,
+        "keyType": corr.key_type, "attributes": [{"key": f, "aliase": f, "value": v}
+                                                 for f, v in zip(c.group_by, group or [])],
+        "risks": list(corr.risks), "riskScore": corr.risk_score, "behavior": corr.behavior,
+        "thresholdNote": None, "correlationNote": note, "wouldFire": fires,
+        "record": record if record is not None else value,
     }
