@@ -59,6 +59,7 @@ MODULES = (
     "seclake.ingest.reader",
     "seclake.ingest.record",
     "seclake.ingest.suricata",
+    "seclake.ingest.sysmon",
     "seclake.ingest.syslog",
     "seclake.ingest.sysmon",
     "seclake.ingest.timestamp",
@@ -87,8 +88,10 @@ MODULES = (
     "seclake.search.pruning",
     "seclake.search.root",
     "seclake.api.hitwrapper",
+    "seclake.detect.correlation",
     "seclake.detect.detector",
     "seclake.detect.rule",
+    "seclake.detect.ruleindex",
     "seclake.detect.ruleset",
     "seclake.detect.signal",
     "seclake.detect.state",
@@ -191,6 +194,15 @@ def building(root: Path = ROOT) -> bool:
     return True
 
 
+def _built_in(lib: Path, name: str, root: Path) -> Path | None:
+    """A module's up-to-date build in ``lib`` (setuptools' build dir), or None."""
+    source = source_of(name, root)
+    for built in lib.joinpath(*name.split(".")[:-1]).glob(name.rsplit(".", 1)[1] + ".*"):
+        if built.suffix in (".so", ".pyd") and not stale(source, built):
+            return built
+    return None
+
+
 def build(echo=print, root: Path = ROOT) -> int:
     """Compile every listed module beside its source, telling how far it is.
 
@@ -214,7 +226,10 @@ def build(echo=print, root: Path = ROOT) -> int:
     if not todo:
         echo(f"compiled modules: all {len(MODULES)} up to date")
         return len(MODULES)
-    echo(f"compiling {len(todo)} of {len(MODULES)} modules with Cython (seclake/native.py says why); "
+    # What setuptools will compile: the modules whose build in lib is missing or older than
+    # the source (a first build compiles all of them, then copies in those missing here).
+    compiling = [name for name in MODULES if _built_in(lib, name, root) is None]
+    echo(f"compiling {len(compiling)} of {len(MODULES)} modules with Cython (seclake/native.py says why); "
          f"log: {stage.relative_to(root) / 'build.log'}")
     marker = stage / "running"  # building() tells a server started meanwhile
     marker.write_text(str(os.getpid()))
@@ -229,17 +244,16 @@ def build(echo=print, root: Path = ROOT) -> int:
             done = sum(1 for so in lib.rglob("*.so") if so.stat().st_mtime >= wall)
             if done != shown:
                 shown = done
-                echo(f"  compiled {done}/{len(todo)} ({time.monotonic() - started:.0f} s)")
+                echo(f"  compiled {done}/{len(compiling)} ({time.monotonic() - started:.0f} s)")
     placed = 0
     for name in todo:
-        relative = Path(*name.split("."))
-        for built in lib.glob(str(relative) + ".*"):
-            if built.suffix in (".so", ".pyd"):
-                target = root / relative.parent / built.name
-                partial = target.with_name(target.name + ".partial")
-                shutil.copy2(built, partial)
-                os.replace(partial, target)  # atomic: an importer never meets half a file
-                placed += 1
+        built = _built_in(lib, name, root)  # None: its compile failed (build.log says why)
+        if built is not None:
+            target = source_of(name, root).with_name(built.name)
+            partial = target.with_name(target.name + ".partial")
+            shutil.copy2(built, partial)
+            os.replace(partial, target)  # atomic: an importer never meets half a file
+            placed += 1
     marker.unlink(missing_ok=True)
     seconds = time.monotonic() - started
     if process.returncode != 0 or placed < len(todo):
