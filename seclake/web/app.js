@@ -9,6 +9,7 @@ import { loginPage } from './page-login.js';
 import { eventsPage } from './page-events.js';
 import { timelinePage } from './page-timeline.js';
 import { summariesPage } from './page-summaries.js';
+import { rulesPage } from './page-rules.js';
 import { adminPage } from './page-admin.js';
 import { referencePage } from './page-reference.js';
 import { sourcesPage } from './page-sources.js';
@@ -19,6 +20,7 @@ const NAV = [
   { path: '/search', label: 'Search' },
   { path: '/timeline', label: 'Timeline' },
   { path: '/summaries', label: 'Summaries' },
+  { path: '/rules', label: 'Rules' },
   { path: '/fields', label: 'Fields' },
   { path: '/sources', label: 'Sources' },
   { path: '/admin', label: 'Admin', admin: true },
@@ -36,6 +38,7 @@ function routeOf(pathname) {
     case 'search': return { key: 'search', mount: eventsPage };
     case 'timeline': return { key: 'timeline', mount: timelinePage };
     case 'summaries': return { key: 'summaries', mount: summariesPage };
+    case 'rules': return { key: 'rules', mount: rulesPage };
     case 'admin': return { key: `admin/${parts[1] || ''}`, mount: adminPage, section: '/admin' };
     case 'reference': return { key: 'reference', mount: referencePage };
     case 'sources': return { key: 'sources', mount: sourcesPage };

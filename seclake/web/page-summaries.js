@@ -3,6 +3,7 @@
 // comments and the triage actions (ds/behavior_incident_update).
 
 import { ApiError, call } from './api.js';
+import { techniqueHref, techniqueList } from './attack.js';
 import { h, notice, num, replace, spinner } from './dom.js';
 import { link } from './router.js';
 import { searchPage } from './searchkit.js';
@@ -22,6 +23,11 @@ let returnFocusTo = null;
 
 function quoted(value) {
   return `"${String(value ?? '').replace(/["\\]/g, '\\$&')}"`;
+}
+
+/** The timeline of one entity's behaviors of one technique, over the summary's time. */
+function entityTechnique(s, id) {
+  return techniqueHref(id, { q: `key:${quoted(s.key)} AND keyType:${quoted(s.keyType)}`, from: s.from, to: s.to });
 }
 
 function statusBadge(status) {
@@ -48,7 +54,8 @@ function summaryTable(res, state, ctx) {
   return h('table', { class: 'hits summaries' },
     h('caption', { class: 'sr-only' }, 'Summaries per entity and day, highest risk first'),
     h('thead', null, h('tr', null,
-      ['Level', 'Risk', 'Key', 'Day', 'Behaviors', 'Status', 'Comments', 'Updated'].map((c) => h('th', { scope: 'col' }, c)))),
+      ['Level', 'Risk', 'Key', 'Day', 'Behaviors', 'ATT&CK', 'Status', 'Comments', 'Updated'].map((c) => h('th', { scope: 'col' },
+        c === 'ATT&CK' ? h('abbr', { title: 'MITRE ATT&CK techniques' }, c) : c)))),
     h('tbody', null, hits.map((hit) => {
       const s = hit._source || {};
       const row = h('tr', { class: ['hit', 'summary-row', state.open === s.id ? 'selected' : null], dataset: { id: s.id } },
@@ -60,6 +67,8 @@ function summaryTable(res, state, ctx) {
           s.incident ? h('span', { class: 'incident-flag', title: 'Marked as an incident' }, 'incident') : null),
         h('td', { class: 'nowrap' }, s.dayIndex ?? ''),
         h('td', { class: 'cell-behaviors' }, (s.behaviors || []).join(', ')),
+        // A technique leads to its behaviors of this entity on this day.
+        h('td', { class: 'cell-techniques' }, techniqueList(s.risks, { href: (id) => entityTechnique(s, id) })),
         h('td', null, statusBadge(s.status)),
         h('td', { class: 'num' }, num((s.comments || []).length)),
         h('td', { class: 'nowrap muted' }, formatTime(s.updatedOn, { seconds: false })),
@@ -120,7 +129,8 @@ function summaryPanel(state, ctx) {
           s.scoreAdjust ? h('span', { class: 'muted small' }, ` includes an adjustment of ${s.scoreAdjust > 0 ? '+' : ''}${s.scoreAdjust}`) : null),
         h('dt', null, 'Status'), h('dd', null, statusBadge(s.status), s.incident ? h('span', { class: 'incident-flag' }, 'incident') : null),
         h('dt', null, 'Behaviors'), h('dd', null, `${num(s.count)} × `, (s.behaviors || []).join(', ')),
-        h('dt', null, 'Risks'), h('dd', null, (s.risks || []).join(', ') || '—'),
+        h('dt', null, h('abbr', { title: 'MITRE ATT&CK techniques' }, 'ATT&CK')),
+        h('dd', null, techniqueList(s.risks, { href: (id) => entityTechnique(s, id) })),
         h('dt', null, 'Seen'), h('dd', null, `${formatTime(s.from)} → ${formatTime(s.to)}`),
         s.customer ? [h('dt', null, 'Customer'), h('dd', null, s.customer)] : null,
       ),

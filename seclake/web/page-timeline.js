@@ -1,6 +1,7 @@
 // The behavior timeline (ds/fsm_behavior_search): behaviors over time with
 // facets on behavior, rule, key type, risks and score level.
 
+import { techniqueHref, techniqueList } from './attack.js';
 import { expandableRow, h, highlighted, recordView } from './dom.js';
 import { link } from './router.js';
 import { searchPage } from './searchkit.js';
@@ -10,7 +11,7 @@ export const TIMELINE_FACETS = [
   { field: 'behavior', title: 'Behavior' },
   { field: 'behaviorRule', title: 'Rule' },
   { field: 'keyType', title: 'Key type' },
-  { field: 'risks', title: 'Risks' },
+  { field: 'risks', title: 'ATT&CK technique' },
   { field: 'scoreLevel', title: 'Score level' },
   { field: 'customer', title: 'Customer' },
 ];
@@ -33,14 +34,18 @@ export function eventsLink(src) {
   return link(`/search?${params}`, { class: 'small' }, `${src.dataset === 'flow' ? 'Flows' : 'Events'} of ${src.key} ±5 min`);
 }
 
-export function behaviorTable(res, { terms = [], onFilter = null, compact = false } = {}) {
+/**
+ * Behaviors as a table. `techniqueHref(id)` is where an ATT&CK technique id
+ * leads (the full table only; default: the timeline of that technique).
+ */
+export function behaviorTable(res, { terms = [], onFilter = null, compact = false, techniqueHref: href = techniqueHref } = {}) {
   const hits = res.hits.hits;
   if (!hits.length) {
     return h('div', { class: 'empty-results' }, h('h2', null, 'No behaviors'),
       h('p', null, 'No behavior matches in this time range.'));
   }
   const rows = [];
-  const cols = compact ? 5 : 7;
+  const cols = compact ? 5 : 8;
   hits.forEach((hit, i) => {
     const src = hit._source || {};
     rows.push(...expandableRow({
@@ -52,8 +57,9 @@ export function behaviorTable(res, { terms = [], onFilter = null, compact = fals
         h('td', { class: 'cell-time' }, formatTime(src.timestamp)),
         h('td', null, levelBadge(src.scoreLevel, src.riskScore)),
         h('td', null, highlighted(src.behavior, terms)),
+        compact ? null : h('td', { class: 'cell-techniques' }, techniqueList(src.risks, { href })),
         h('td', { class: 'cell-key' }, highlighted(src.key, terms), h('span', { class: 'key-type' }, src.keyType ?? '')),
-        compact ? null : h('td', { class: 'cell-rule' }, src.behaviorRule ?? ''),
+        compact ? null : h('td', { class: 'cell-rule' }, src.behaviorRule ? ruleLink(src.behaviorRule) : ''),
         compact ? null : h('td', { class: 'cell-message' }, highlighted(src.description ?? '', terms)),
       ],
       fill: () => [h('p', { class: 'detail-links' }, eventsLink(src)), recordView({ _id: hit._id, ...src }, { terms, onFilter })],
@@ -66,10 +72,17 @@ export function behaviorTable(res, { terms = [], onFilter = null, compact = fals
       h('th', { scope: 'col' }, 'Time'),
       h('th', { scope: 'col' }, 'Level'),
       h('th', { scope: 'col' }, 'Behavior'),
+      compact ? null : h('th', { scope: 'col' }, h('abbr', { title: 'MITRE ATT&CK techniques' }, 'ATT&CK')),
       h('th', { scope: 'col' }, 'Key'),
       compact ? null : h('th', { scope: 'col' }, 'Rule'),
       compact ? null : h('th', { scope: 'col' }, 'Description'))),
     h('tbody', null, rows));
+}
+
+/** The rule of a behavior, on the rules page (a Sigma rule's name is its id). */
+export function ruleLink(name) {
+  const q = `name:"${String(name).replace(/["\\]/g, '\\$&')}"`;
+  return link(`/rules?${new URLSearchParams({ q })}`, { class: 'rule-link', title: 'Show this rule' }, String(name));
 }
 
 /** Plain terms of a query, for highlighting (the timeline's response has none). */
@@ -92,5 +105,10 @@ export const timelinePage = searchPage({
   kargs: (state, options) => ({
     options: { ...options, range_field: 'timestamp', sortField: 'timestamp', sortOrder: 'desc' },
   }),
-  results: (res, state, ctx) => behaviorTable(res, { terms: plainTerms(state.q), onFilter: ctx.addFilter }),
+  results: (res, state, ctx) => behaviorTable(res, {
+    terms: plainTerms(state.q),
+    onFilter: ctx.addFilter,
+    // A technique narrows this search (its query, filters and range kept).
+    techniqueHref: (id) => techniqueHref(id, state),
+  }),
 });

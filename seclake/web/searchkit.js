@@ -13,7 +13,7 @@ import {
 } from './time.js';
 
 const MAX_WINDOW = 10000;
-const PAGE_SIZES = [20, 50, 100];
+export const PAGE_SIZES = [20, 50, 100];
 
 // -- state <-> URL ------------------------------------------------------------
 
@@ -28,12 +28,7 @@ export function readState(search, defaults) {
     page: Math.max(1, parseInt(p.get('page') || '1', 10) || 1),
     size: PAGE_SIZES.includes(Number(p.get('size'))) ? Number(p.get('size')) : defaults.size || 50,
   };
-  for (const f of p.getAll('f')) {
-    const not = f.startsWith('-');
-    const body = f.replace(/^[+-]/, '');
-    const i = body.indexOf(':');
-    if (i > 0) state.filters.push({ field: body.slice(0, i), value: body.slice(i + 1), not });
-  }
+  state.filters = readFilters(p);
   for (const key of defaults.extra || []) state[key] = p.get(key) || '';
   if (!resolveRange(state.from, state.to)) {
     state.from = defaults.from;
@@ -42,12 +37,29 @@ export function readState(search, defaults) {
   return state;
 }
 
+/** The filters of URL parameters: f=+field:value (in), f=-field:value (out). */
+export function readFilters(params) {
+  const filters = [];
+  for (const f of params.getAll('f')) {
+    const not = f.startsWith('-');
+    const body = f.replace(/^[+-]/, '');
+    const i = body.indexOf(':');
+    if (i > 0) filters.push({ field: body.slice(0, i), value: body.slice(i + 1), not });
+  }
+  return filters;
+}
+
+export function appendFilters(params, filters) {
+  for (const f of filters) params.append('f', `${f.not ? '-' : '+'}${f.field}:${f.value}`);
+  return params;
+}
+
 export function stateQuery(state, defaults) {
   const p = new URLSearchParams();
   if (state.q) p.set('q', state.q);
   p.set('from', String(state.from));
   p.set('to', String(state.to));
-  for (const f of state.filters) p.append('f', `${f.not ? '-' : '+'}${f.field}:${f.value}`);
+  appendFilters(p, state.filters);
   if (state.page > 1) p.set('page', String(state.page));
   if (state.size !== (defaults.size || 50)) p.set('size', String(state.size));
   for (const key of defaults.extra || []) if (state[key]) p.set(key, state[key]);
@@ -307,16 +319,16 @@ export function histogram(buckets, { from, to, onZoom, width = 900, height = 130
 
 // -- paging ---------------------------------------------------------------------
 
-export function pager(state, total, onPage, onSize) {
+export function pager(state, total, onPage, onSize, { previous = '‹ Newer', next = 'Older ›' } = {}) {
   const first = total ? (state.page - 1) * state.size + 1 : 0;
   const last = Math.min(total, state.page * state.size);
   const reachable = Math.min(total, MAX_WINDOW);
   const pages = Math.max(1, Math.ceil(reachable / state.size));
   return h('nav', { class: 'pager', 'aria-label': 'Pages' },
     h('span', { class: 'pager-range' }, `${num(first)}–${num(last)} of ${num(total)}`),
-    h('button', { type: 'button', class: 'prev', disabled: state.page <= 1, onClick: () => onPage(state.page - 1) }, '‹ Newer'),
+    h('button', { type: 'button', class: 'prev', disabled: state.page <= 1, onClick: () => onPage(state.page - 1) }, previous),
     h('span', { class: 'pager-page' }, `Page ${num(state.page)} of ${num(pages)}`),
-    h('button', { type: 'button', class: 'next', disabled: state.page >= pages, onClick: () => onPage(state.page + 1) }, 'Older ›'),
+    h('button', { type: 'button', class: 'next', disabled: state.page >= pages, onClick: () => onPage(state.page + 1) }, next),
     h('label', { class: 'page-size' }, 'Rows ',
       h('select', { onChange: (e) => onSize(Number(e.target.value)) },
         PAGE_SIZES.map((s) => h('option', { value: s, selected: s === state.size }, String(s))))),
