@@ -158,16 +158,22 @@ def add_counts(common: dict[str, Any], sent: Any, got: Any, packets_out: Any, pa
 
 
 def add_http(common: dict[str, Any], *, host: Any, target: Any, method: Any, status: Any, version: Any,
-             agent: Any) -> None:
+             agent: Any, referrer: Any = None) -> None:
     """The common names of one HTTP request (IDS logs: Zeek http, Suricata http) into ``common``:
-    web/access, ``url.*`` (``full`` when the target is a path on a known host), ``http.*``,
-    ``user_agent.original``, and the outcome by status (4xx and 5xx fail)."""
+    web/access, ``url.*`` (``full`` when the target is a path on a known host; ``path``, ``query``
+    and ``extension`` of a path target, as ECS splits it: web server and proxy rules read them),
+    ``http.*``, ``user_agent.original``, and the outcome by status (4xx and 5xx fail)."""
     common["event"].update({"category": "web", "type": "access", "action": "http_request"})
     host, target, code = text(host), text(target), number(status)
     common["url"] = {"domain": host, "original": target,
                      "full": f"http://{host}{target}" if host and target and target.startswith("/") else None}
-    common["http"] = {"request": {"method": text(method)}, "response": {"status_code": code},
-                      "version": text(version)}
+    if target and target.startswith("/"):
+        path, _, query = target.partition("?")
+        leaf = path.rsplit("/", 1)[-1]
+        common["url"].update({"path": path, "query": query or None,
+                              "extension": leaf.rsplit(".", 1)[-1] if "." in leaf.strip(".") else None})
+    common["http"] = {"request": {"method": text(method), "referrer": text(referrer)},
+                      "response": {"status_code": code}, "version": text(version)}
     if code is not None:
         common["event"]["outcome"] = "failure" if code >= 400 else "success"
     common["user_agent"] = {"original": text(agent)}

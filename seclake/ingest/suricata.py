@@ -64,7 +64,8 @@ def _dns(dns: dict[str, Any], common: dict[str, Any]) -> None:
 
 def _http(http: dict[str, Any], common: dict[str, Any]) -> None:
     add_http(common, host=http.get("hostname"), target=http.get("url"), method=http.get("http_method"),
-             status=http.get("status"), version=http.get("protocol"), agent=http.get("http_user_agent"))
+             status=http.get("status"), version=http.get("protocol"), agent=http.get("http_user_agent"),
+             referrer=http.get("http_refer"))
 
 
 def _tls(tls: dict[str, Any], common: dict[str, Any]) -> None:

@@ -1,11 +1,12 @@
-"""Zeek JSON logs (conn, dns, http, ssl, notice) in common ECS names.
+"""Zeek JSON logs (conn, dns, http, ssl, notice, smb_files, dce_rpc, kerberos, rdp, x509) in common ECS names.
 
 Zeek's JSON writer keeps its column names, dots included, as flat keys
 (``"id.orig_h"``); the record keeps them, and gains ``source.*``,
 ``destination.*``, ``network.*``, ``event.*`` and per log ``dns.*``,
 ``url.*``/``http.*``, ``tls.*`` or ``rule.*``. Which log a line comes from is
 ``_path`` when the shipper adds it (json-streaming-logs, Filebeat), else
-told by the columns only that log has. Imported into the flow dataset, a
+told by the columns only that log has; either way it is ``event.dataset``
+``zeek.<log>``, which Sigma's ``product: zeek`` rules select by. Imported into the flow dataset, a
 conn line also gets the flow fields search and the flow page read
 (``sip dip sp dp prot txB rxB totalB txP rxP dur time_ms``; the originator
 is the sender). Names follow Elastic's Zeek module. docs/fields.md.
@@ -23,7 +24,7 @@ _PROTOCOL_NUMBERS = {"tcp": 6, "udp": 17, "icmp": 1}
 
 def matches(fields: dict[str, Any]) -> bool:
     return "ts" in fields and ("id.orig_h" in fields or ("note" in fields and ("uid" in fields or "actions" in fields))
-                               or _path(fields) is not None)
+                               or "certificate.serial" in fields or _path(fields) is not None)
 
 
 def _path(fields: dict[str, Any]) -> str | None:
@@ -35,6 +36,18 @@ def _kind(fields: dict[str, Any]) -> str | None:
     path = _path(fields)
     if path is not None:
         return path
+    # The logs whose columns overlap others' (kerberos has a cipher, as ssl does) first.
+    action = fields.get("action")
+    if isinstance(action, str) and action.startswith("SMB::FILE_"):
+        return "smb_files"
+    if "endpoint" in fields and "operation" in fields:
+        return "dce_rpc"
+    if "request_type" in fields and ("client" in fields or "service" in fields):
+        return "kerberos"
+    if "security_protocol" in fields or ("cookie" in fields and "result" in fields):
+        return "rdp"
+    if "certificate.serial" in fields:
+        return "x509"
     if "conn_state" in fields or "orig_bytes" in fields or "history" in fields:
         return "conn"
     if "query" in fields or "qtype_name" in fields or "rcode_name" in fields:
@@ -92,7 +105,8 @@ def _dns(fields: dict[str, Any], common: dict[str, Any]) -> None:
 def _http(fields: dict[str, Any], common: dict[str, Any]) -> None:
     common["network"]["protocol"] = "http"
     add_http(common, host=fields.get("host"), target=fields.get("uri"), method=fields.get("method"),
-             status=fields.get("status_code"), version=fields.get("version"), agent=fields.get("user_agent"))
+             status=fields.get("status_code"), version=fields.get("version"), agent=fields.get("user_agent"),
+             referrer=fields.get("referrer"))
 
 
 def _ssl(fields: dict[str, Any], common: dict[str, Any]) -> None:
@@ -118,7 +132,46 @@ def _notice(fields: dict[str, Any], common: dict[str, Any]) -> None:
         common["destination"] = endpoint(fields.get("dst"), fields.get("p"))
 
 
-_KINDS = {"conn": _conn, "dns": _dns, "http": _http, "ssl": _ssl, "notice": _notice}
+def _smb_files(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    # A file opened, read, written... over SMB: path is the share, name the file in it.
+    common["event"].update({"category": "file", "type": "access", "action": text(fields.get("action"))})
+    common["network"]["protocol"] = "smb"
+    name = text(fields.get("name"))
+    common["file"] = {"name": name.replace("\\", "/").rsplit("/", 1)[-1] if name else None}
+
+
+def _dce_rpc(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"category": "network", "type": "protocol", "action": text(fields.get("operation"))})
+    common["network"]["protocol"] = "dce_rpc"
+
+
+def _kerberos(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    success = fields.get("success")
+    common["event"].update({"category": "authentication", "type": "start",
+                            "action": text(fields.get("request_type")),
+                            "outcome": ("success" if success else "failure") if isinstance(success, bool) else None,
+                            "reason": text(fields.get("error_msg"))})
+    common["network"]["protocol"] = "kerberos"
+    client = text(fields.get("client"))  # user/REALM
+    if client:
+        name, _, realm = client.partition("/")
+        common["user"] = {"name": name, "domain": realm or None}
+
+
+def _rdp(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"category": "network", "type": "protocol", "action": "rdp_connection"})
+    common["network"]["protocol"] = "rdp"
+
+
+def _x509(fields: dict[str, Any], common: dict[str, Any]) -> None:
+    common["event"].update({"category": "network", "type": "protocol", "action": "x509_certificate"})
+    common["tls"] = {"server": {"subject": text(fields.get("certificate.subject")),
+                                "issuer": text(fields.get("certificate.issuer")),
+                                "x509": {"serial_number": text(fields.get("certificate.serial"))}}}
+
+
+_KINDS = {"conn": _conn, "dns": _dns, "http": _http, "ssl": _ssl, "notice": _notice, "smb_files": _smb_files,
+          "dce_rpc": _dce_rpc, "kerberos": _kerberos, "rdp": _rdp, "x509": _x509}
 
 
 def _flow(fields: dict[str, Any]) -> None:
