@@ -13,8 +13,23 @@ record of that source carries once parsed (docs/fields.md):
   Security 4688, the Windows audit event for the same thing.
 * Linux: ``process_creation`` is a process start seen by auditd (EXECVE);
   ``service: auditd`` is any auditd record (``observer.product: auditd``).
+* Linux syslog services (``sshd``, ``sudo``, ``cron``, ``vsftpd``...): the
+  syslog program that wrote the line; ``auth`` the auth/authpriv facilities,
+  ``syslog`` any syslog line; ``product: linux`` alone (keyword rules) any
+  syslog line or auditd record.
 * AWS CloudTrail and Okta: their own record shapes (``eventSource`` +
-  ``eventVersion``; ``eventType`` + ``actor``).
+  ``eventVersion``; ``eventType`` + ``actor``); Azure/Entra ID sign-ins
+  (``service: signinlogs``): ``ingest/entra.py``'s records (Graph or the
+  Azure Monitor export).
+* Zeek (``product: zeek``, ``service`` a Zeek log name): ``event.dataset``
+  ``zeek.<log>`` that ``ingest/zeek.py`` sets. FortiGate's ``event`` logs:
+  its own ``type`` field.
+* The generic network categories, whatever wrote the record, through the
+  common names every such parser adds: ``dns`` a DNS query
+  (``dns.question.name``: Zeek, Suricata, FortiGate, Sysmon 22), ``proxy`` and
+  ``webserver`` an HTTP request (``event.category: web``), ``firewall`` a
+  connection seen by a firewall (``event.category: network`` with both
+  addresses).
 
 A log source not listed here is ``Unsupported``: its rules are skipped with
 that reason at import, never imported to fire on the wrong records.
@@ -82,17 +97,36 @@ WINDOWS_CHANNELS: dict[str, tuple[str, ...]] = {
 HOST_KEY = ("host.name", "host")
 USER_KEY = ("user.name", "username")
 SOURCE_KEY = ("source.ip", "ip")
+# A syslog line's host: every line has its sender, not every parser names a host.name.
+SENDER_KEY = ("@sender", "host")
 
 
 # Every record of ingest/auditd.py says so (docs/fields.md).
 _AUDITD = ast.Term("@fields.observer.product", "auditd")
+# A syslog line names the program that wrote it (ingest/syslog.py).
+_SYSLOG = ast.Exists("@fields.program")
+# Sigma's Linux services -> the syslog programs that write them (the names the daemons log under).
+LINUX_PROGRAMS: dict[str, tuple[str, ...]] = {
+    "sshd": ("sshd",),
+    "sudo": ("sudo",),
+    "cron": ("cron", "crond", "anacron"),
+    "vsftpd": ("vsftpd",),
+    "clamav": ("clamd", "freshclam", "clamscan", "clamonacc"),
+    "guacamole": ("guacd", "guacamole"),
+}
+# Web servers' own logs (service with no product): their error log lines, sent through syslog.
+WEB_SERVER_PROGRAMS: dict[str, tuple[str, ...]] = {"apache": ("apache", "apache2", "httpd"), "nginx": ("nginx",)}
+# Zeek's logs seclake names (ingest/zeek.py: event.dataset zeek.<log>); Sigma's zeek services are log names.
+ZEEK_LOGS = frozenset({"conn", "dns", "http", "ssl", "notice", "smb_files", "dce_rpc", "kerberos", "rdp",
+                       "x509"})
+_WEB = ast.Term("@fields.event.category", "web")
 
 
 @dataclass(frozen=True)
 class Source:
     """What one Sigma log source is in seclake's records."""
 
-    family: str  # the field-name family the pipeline maps with: windows, linux, cloudtrail, okta
+    family: str  # the field-name family the pipeline maps with (pipeline.py): windows, linux, entra, proxy...
     selector: ast.Node  # the records it selects
     key_field: str
     key_type: str
@@ -126,13 +160,56 @@ def resolve(logsource: SigmaLogSource) -> Source:
             return Source("linux", selector, *HOST_KEY, category)
         if service == "auditd" and category is None:
             return Source("auditd", _AUDITD, *HOST_KEY)
+        if category is None:
+            return _linux_service(service)
     if product == "aws" and service == "cloudtrail":
         selector = ast.and_(ast.Exists("@fields.eventSource"), ast.Exists("@fields.eventVersion"))
         return Source("cloudtrail", selector, *USER_KEY)
     if product == "okta" and service == "okta":
         selector = ast.and_(ast.Exists("@fields.eventType"), ast.Exists("@fields.actor"))
         return Source("okta", selector, *USER_KEY)
+    if product == "azure" and service == "signinlogs" and category is None:
+        return Source("entra", ast.Term("@fields.observer.product", "Entra ID"), *USER_KEY, service=service)
+    if product == "zeek" and category is None and service in ZEEK_LOGS:
+        selector = ast.and_(ast.Term("@fields.observer.product", "Zeek"),
+                            _term("@fields.event.dataset", f"zeek.{service}"))
+        return Source("zeek", selector, *SOURCE_KEY, service=service)
+    if product == "fortigate" and service == "event" and category is None:
+        # FortiGate's event logs (configuration changes, admin logins): its own type=event.
+        selector = ast.and_(ast.Term("@fields.observer.product", "FortiGate"), _term("@fields.type", "event"))
+        return Source("fortigate", selector, *USER_KEY, service=service)
+    if product is None and category is None and service in WEB_SERVER_PROGRAMS:
+        return Source("syslog", _any("@fields.program", WEB_SERVER_PROGRAMS[service]), *SENDER_KEY, service=service)
+    if product is None and service is None and category in ("dns", "proxy", "webserver", "firewall"):
+        return _network(category)
     raise Unsupported("log source not supported", _describe(logsource))
+
+
+def _linux_service(service: str | None) -> Source:
+    """Linux logs other than auditd: syslog lines, by the program (service) that wrote them."""
+    if service is None:  # product: linux alone: keywords over any Linux log
+        return Source("syslog", ast.or_(_SYSLOG, _AUDITD), *SENDER_KEY)
+    if service == "syslog":
+        return Source("syslog", _SYSLOG, *SENDER_KEY, service=service)
+    if service == "auth":  # /var/log/auth.log: what the auth and authpriv facilities log
+        return Source("syslog", ast.and_(_SYSLOG, _any("@facility", ("auth", "authpriv"))), *SENDER_KEY,
+                      service=service)
+    programs = LINUX_PROGRAMS.get(service)
+    if programs is None:
+        raise Unsupported("log source not supported", f"product=linux, service={service}")
+    return Source("syslog", _any("@fields.program", programs), *SENDER_KEY, service=service)
+
+
+def _network(category: str) -> Source:
+    """Sigma's generic network categories: records of any parser, through the common names."""
+    if category == "dns":
+        selector = ast.Exists("@fields.dns.question.name")
+    elif category == "firewall":
+        selector = ast.and_(ast.Term("@fields.event.category", "network"), ast.Exists("@fields.source.ip"),
+                            ast.Exists("@fields.destination.ip"))
+    else:  # proxy, webserver: an HTTP request, as a proxy, a web server or a sensor on the wire saw it
+        selector = _WEB
+    return Source(category, selector, *SOURCE_KEY, category)
 
 
 def _windows(category: str | None, service: str | None) -> Source:
