@@ -108,6 +108,8 @@ LINES: dict[str, tuple[str, str]] = {
     "zeek-dns-onion": ("zeek", _zeek(**{"id.resp_p": 53, "proto": "udp", "trans_id": 4712,
                                         "query": "abcdefgh.onion.link", "qtype_name": "A", "rcode_name": "NOERROR",
                                         "Z": 0, "answers": ["203.0.113.200"], "rejected": False})),
+    "zeek-rdp-public": ("zeek", _fixture("zeek", 11)),  # an RDP login from the internet
+    "zeek-rdp-internal": ("zeek", _changed(_fixture("zeek", 11), **{"id.orig_h": "10.0.0.66", "uid": "Cr2"})),
     # Suricata EVE: the same DNS query and HTTP client as Zeek saw
     "suricata-dns-telegram": ("suricata", _suricata("dns", {"version": 2, "type": "query", "id": 4711,
                                                             "rrname": "api.telegram.org", "rrtype": "A", "tx_id": 0})),
@@ -170,6 +172,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "rules/network/zeek/zeek_http_webdav_put_request.yml": ("zeek-webdav-put",),
     "rules/network/zeek/zeek_http_executable_download_from_webdav.yml": ("zeek-webdav-put",),
     "rules/network/zeek/zeek_dns_torproxy.yml": ("zeek-dns-onion",),
+    "rules/network/zeek/zeek_rdp_public_listener.yml": ("zeek-rdp-public",),
     "rules/network/dns/net_dns_susp_telegram_api.yml": ("zeek-dns-telegram", "suricata-dns-telegram"),
     "rules/web/proxy_generic/proxy_ua_rclone.yml": ("zeek-rclone", "suricata-rclone"),
     "rules/web/proxy_generic/proxy_f5_tm_utility_bash_api_request.yml": ("zeek-f5-bash",),
@@ -245,3 +248,23 @@ def test_keys_follow_the_source(fired):
     assert keys["lnx_syslog_susp_named"] == ["ns1"]
     assert keys["fortinet_fortigate_new_admin_account_created"] == ["admin"]
 
+
+
+@pytest.fixture(scope="module")
+def sigmahq_root(tmp_path_factory):
+    return extract(tmp_path_factory.mktemp("sigmahq-skips"))
+
+
+@pytest.mark.parametrize(("path", "named"), [
+    # Log Analytics compares the list's JSON text ('[]'); seclake keeps a list, not its text
+    ("rules/cloud/azure/signin_logs/azure_ad_sign_ins_from_unknown_devices.yml", "NetworkLocationDetails"),
+    # no parser seclake has keeps a request's cookies
+    ("rules/web/proxy_generic/proxy_hktl_cobalt_strike_malleable_c2_requests.yml", "cs-cookie"),
+])
+def test_a_field_without_a_counterpart_skips_the_rule_naming_it(sigmahq_root, path, named):
+    from seclake.sigma.importer import read  # noqa: PLC0415
+
+    report = read([sigmahq_root / path])
+    assert not report.rules
+    (skipped,) = report.skipped
+    assert skipped.reason == "field not mapped" and named in skipped.detail
