@@ -11,6 +11,11 @@ END_MS = 1_700_000_000_000
 DAYS = 7
 
 
+def is_sysmon(d: DemoLine) -> bool:
+    """A Sysmon line of the Windows source (seclake/demo/sysmon.py), not a logon in the seclake shape."""
+    return d.vendor == "windows" and '"Microsoft-Windows-Sysmon"' in d.line
+
+
 @pytest.fixture(scope="session")
 def week() -> list[tuple[int, DemoLine]]:
     return list(stamped(days=DAYS, end_ms=END_MS))

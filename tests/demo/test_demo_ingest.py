@@ -11,7 +11,7 @@ from collections import Counter
 from seclake.demo import DemoLine
 from seclake.ingest import parse_line
 
-from .conftest import END_MS
+from .conftest import END_MS, is_sysmon
 
 # RFC 3164 stamps stop at the second; everything else carries milliseconds.
 SECOND_PRECISION = {"fortigate", "sshd"}
@@ -34,11 +34,12 @@ def test_every_line_is_understood_with_its_own_timestamp(week: list[tuple[int, D
 def test_key_value_and_cef_fields_come_out_as_fields(week: list[tuple[int, DemoLine]]) -> None:
     firsts: dict[str, DemoLine] = {}
     for _, d in week:
-        firsts.setdefault(d.vendor, d)
+        firsts.setdefault("sysmon" if is_sysmon(d) else d.vendor, d)
     expect = {"fortigate": {"srcip", "dstport", "action"}, "bind": {"client", "query", "qtype", "rcode"},
               "suricata": {"src", "dst"}, "squid": {"url", "status"}, "edr": {"process", "cmdline"},
-              "windows": {"EventID", "TargetUserName"}, "netflow": {"sip", "dip", "txB"}}
+              "windows": {"EventID", "TargetUserName"}, "netflow": {"sip", "dip", "txB"},
+              "sysmon": {"EventID", "Channel", "winlog", "event"}}  # Winlogbeat's: Channel and EventID added
     for vendor, keys in expect.items():
         d = firsts[vendor]
-        record, _ = parse_line(d.line, vendor=vendor, dataset=d.dataset, received_ms=END_MS)  # type: ignore[misc]
+        record, _ = parse_line(d.line, vendor=d.vendor, dataset=d.dataset, received_ms=END_MS)  # type: ignore[misc]
         assert keys <= set(record["@fields"]), (vendor, record["@fields"])

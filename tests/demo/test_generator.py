@@ -9,6 +9,7 @@ import pytest
 
 from seclake.demo import DEFAULT_EVENTS_PER_DAY, DemoLine, generate, stamped
 from seclake.demo.clock import DAY_MS
+from seclake.demo.generator import SYSMON_SHARE
 
 from .conftest import DAYS, END_MS
 
@@ -75,9 +76,11 @@ def test_size_scales_with_days_and_rate() -> None:
     one_week = count(days=7, events_per_day=3000)
     assert count(days=14, events_per_day=3000) == pytest.approx(2 * one_week, rel=0.05)
     assert count(days=7, events_per_day=6000) == pytest.approx(2 * one_week, rel=0.05)
-    # Whole weeks average out the weekday rhythm: the rate is per average day.
+    # Whole weeks average out the weekday rhythm: the rate is per average day, and the
+    # workstations' Sysmon lines come on top of it.
     episodes = count(days=7, events_per_day=0)
-    assert one_week - episodes == pytest.approx(7 * 3000, rel=0.02)
+    assert one_week - episodes == pytest.approx(7 * 3000 * (1 + SYSMON_SHARE), rel=0.02)
+    assert count(days=7, events_per_day=3000, sysmon=False) - episodes == pytest.approx(7 * 3000, rel=0.02)
 
 
 def test_day_night_rhythm(week: list[tuple[int, DemoLine]]) -> None:

@@ -11,6 +11,8 @@ import pytest
 
 from seclake.demo import DemoLine
 
+from .conftest import is_sysmon
+
 RFC3164 = re.compile(
     r"^<(?P<pri>\d{1,3})>(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?P<day>[ 12]\d|3[01]) "
     r"(?P<time>\d\d:\d\d:\d\d) (?P<host>\S+) (?P<msg>.+)$"
@@ -30,9 +32,10 @@ def _kv(text: str) -> dict[str, str]:
 
 
 def _by_vendor(week: list[tuple[int, DemoLine]]) -> dict[str, list[tuple[int, DemoLine]]]:
+    """Lines by vendor; the Windows source's Sysmon lines under "sysmon" (test_sysmon.py)."""
     out: dict[str, list[tuple[int, DemoLine]]] = defaultdict(list)
     for t, d in week:
-        out[d.vendor].append((t, d))
+        out["sysmon" if is_sysmon(d) else d.vendor].append((t, d))
     return out
 
 

@@ -12,14 +12,14 @@ from seclake.demo import DemoLine, Manifest, generate, manifest, scenario
 from seclake.demo.clock import DAY_MS
 from seclake.ingest import parse_line
 
-from .conftest import DAYS, END_MS
+from .conftest import DAYS, END_MS, is_sysmon
 
 NAMES = {"brute_force", "port_scan", "exfiltration", "mimikatz", "encoded_powershell", "bad_domain_dns",
          "admin_new_address", "sql_injection_scan", "cryptominer", "password_spray"}
 
 
 def _json_lines(week: list[tuple[int, DemoLine]], vendor: str) -> list[tuple[int, dict]]:
-    return [(t, orjson.loads(d.line)) for t, d in week if d.vendor == vendor]
+    return [(t, orjson.loads(d.line)) for t, d in week if d.vendor == vendor and not is_sysmon(d)]
 
 
 def _flow(obj: dict) -> dict:
