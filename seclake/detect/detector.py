@@ -229,6 +229,11 @@ class Detector:
             return None
         key = key[:MAX_KEY]
         customer = customer_of(record)[:MAX_CUSTOMER]
+        if rule.first_seen:
+            # A first-seen rule fires once per (key, value), never on a pair it already met.
+            value = rule.first_seen_value(record)
+            if value is None or not self.history.first_value(customer, rule.name, key, value[:MAX_KEY]):
+                return None
         aggregate = None
         if rule.threshold is not None:
             group = rule.group_of(record)

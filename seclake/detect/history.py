@@ -5,6 +5,10 @@
     KeyBehaviorFirstSeen  this key never had this behavior
     ReOccurrence          this key had this behavior before
 
+and, for rules with ``firstSeen`` (``first_value``), the (key, value) pairs
+each rule already fired on, so such a rule fires once per pair: ever, across
+restarts (the pairs are saved with the rest, and the log replayed since).
+
 Each customer has a history of its own: another customer's behaviors and
 keys must not show through these flags (docs/security.md).
 
@@ -28,7 +32,7 @@ from cachetools import LRUCache
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from seclake.detect.state import SeenBehavior, SeenKey, SeenKeyBehavior
+from seclake.detect.state import SeenBehavior, SeenKey, SeenKeyBehavior, SeenValue
 
 # ~250 bytes an entry: two families at this size stay near 100 MB at worst.
 CAPACITY = 200_000
@@ -101,11 +105,20 @@ class History:
         capacity = capacity if session is not None else sys.maxsize
         self.keys = _Seen(SeenKey, ("customer", "key_type", "key"), capacity, session)
         self.key_behaviors = _Seen(SeenKeyBehavior, ("customer", "key_type", "key", "behavior"), capacity, session)
+        self.values = _Seen(SeenValue, ("customer", "rule", "key", "value"), capacity, session)
 
     @property
     def dropped(self) -> int:
         """Entries dropped from memory since start (still in the tables)."""
-        return self.keys.dropped + self.key_behaviors.dropped
+        return self.keys.dropped + self.key_behaviors.dropped + self.values.dropped
+
+    def first_value(self, customer: str, rule: str, key: str, value: str) -> bool:
+        """Whether ``rule`` meets (``key``, ``value``) of ``customer`` for the first time; it is then seen."""
+        entry = (customer, rule, key, value)
+        if self.values.seen(entry):
+            return False
+        self.values.add(entry)
+        return True
 
     def observe(self, customer: str, key_type: str, key: str, behavior: str) -> dict[str, bool]:
         """The flags of one behavior occurrence of ``customer``, which it then joins."""
@@ -131,21 +144,25 @@ class History:
         self._new_behaviors = {}
         self.keys.load(session)
         self.key_behaviors.load(session)
+        self.values.load(session)
 
-    def new(self) -> tuple[list, list, list]:
+    def new(self) -> tuple[list, list, list, list]:
         """What is not saved yet, in the order seen: to ``save``, then ``saved``.
         Until ``saved`` it stays new, so a failed save needs nothing undone."""
-        return list(self._new_behaviors), list(self.keys.unsaved), list(self.key_behaviors.unsaved)
+        return (list(self._new_behaviors), list(self.keys.unsaved), list(self.key_behaviors.unsaved),
+                list(self.values.unsaved))
 
-    def saved(self, new: tuple[list, list, list]) -> None:
+    def saved(self, new: tuple[list, list, list, list]) -> None:
         for b in new[0]:
             del self._new_behaviors[b]
         self.keys.saved(new[1])
         self.key_behaviors.saved(new[2])
+        self.values.saved(new[3])
 
     @staticmethod
-    def save(session: Session, new: tuple[list, list, list]) -> None:
-        behaviors, keys, key_behaviors = new
+    def save(session: Session, new: tuple[list, list, list, list]) -> None:
+        behaviors, keys, key_behaviors, values = new
         session.add_all(SeenBehavior(customer=c, behavior=b) for c, b in behaviors)
         session.add_all(SeenKey(customer=c, key_type=t, key=k) for c, t, k in keys)
         session.add_all(SeenKeyBehavior(customer=c, key_type=t, key=k, behavior=b) for c, t, k, b in key_behaviors)
+        session.add_all(SeenValue(customer=c, rule=r, key=k, value=v) for c, r, k, v in values)

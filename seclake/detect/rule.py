@@ -77,7 +77,7 @@ MAX_FILE_BYTES = 1 << 20
 FIELDS = (
     "name", "behavior", "description", "dataset", "query", "mustFilters", "mustNotFilters", "keyField",
     "keyPattern", "keyType", "attributes", "risks", "riskScore", "scope", "enabled", "threshold",
-    "generate", "correlation",
+    "generate", "correlation", "firstSeen",
     "sigma", "sigmaId", "level", "status", "tags", "references", "falsePositives", "author",
 )
 # Correlation rules (Sigma's, docs/rules.md): what they count, how they compare.
@@ -274,6 +274,8 @@ class Rule:
     generate: bool = True
     correlation: Correlation | None = None
     sigma: SigmaSource | None = None
+    # Fire only the first time the key comes with these fields' values (per customer, kept across restarts).
+    first_seen: tuple[str, ...] = ()
     # The parsed selector (query AND filters); not part of a rule's identity.
     selector: ast.Node = field(default_factory=ast.MatchAll, compare=False, repr=False)
 
@@ -327,13 +329,15 @@ class Rule:
         t = self.threshold
         if t is None or not t.group_paths:
             return ""
-        out = []
-        for path in t.group_paths:
-            texts = [x for x in _extract(values_at(record, path), ()) if x != ""]
-            if not texts:
-                return None
-            out.append(texts[0])
-        return GROUP_SEPARATOR.join(out)
+        return _joined_values(record, t.group_paths)
+
+    @cached_property
+    def _first_seen_paths(self) -> tuple[str, ...]:
+        return tuple(self.data.resolve(f) for f in self.first_seen)
+
+    def first_seen_value(self, record: dict[str, Any]) -> str | None:
+        """What a ``firstSeen`` rule remembers with the key: its fields' values joined; None when one is absent."""
+        return _joined_values(record, self._first_seen_paths)
 
     def signal_value(self, record: dict[str, Any]) -> float | str | None:
         """What the record adds to the threshold window: 1 for count, the number
@@ -373,6 +377,8 @@ class Rule:
             d["keyPattern"] = _templates_out(self.key_pattern)
         if not self.generate:
             d["generate"] = False
+        if self.first_seen:
+            d["firstSeen"] = list(self.first_seen)
         if self.correlation is not None:
             d["correlation"] = self.correlation.to_dict()
             for name in ("query", "mustFilters", "mustNotFilters", "keyField", "threshold"):
@@ -387,6 +393,17 @@ class Rule:
 
 # Between the values of several group-by fields in a key: a unit separator, which log values do not hold.
 GROUP_SEPARATOR = "\x1f"
+
+
+def _joined_values(record: dict[str, Any], paths: tuple[str, ...]) -> str | None:
+    """The first non-empty value at each path, joined; None when a path has none."""
+    out = []
+    for path in paths:
+        texts = [x for x in _extract(values_at(record, path), ()) if x != ""]
+        if not texts:
+            return None
+        out.append(texts[0])
+    return GROUP_SEPARATOR.join(out)
 
 
 def window_text(ms: int) -> str:
@@ -570,6 +587,8 @@ class RuleInput(Closed):
     threshold: ThresholdInput | None = None
     generate: Flag = True
     correlation: CorrelationInput | None = None
+    # Fields whose values, with the key, make a pair the rule fires on once (docs/rules.md, "First seen").
+    firstSeen: Annotated[list[RecordField], Field(min_length=1, max_length=8)] | None = None
     # A Sigma rule's text (docs/detections.md): the selector is converted from it; query is then unused.
     sigma: _texts(MAX_FILE_BYTES) | None = None
     sigmaId: _texts(100) | None = None
@@ -639,6 +658,9 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
     t = sent.threshold
     if t is not None and t.function != "count" and t.field is None:
         raise ValidationFailed(_at(where, "threshold.field"), f"is required: the field a {t.function} threshold reads")
+    if t is not None and sent.firstSeen:
+        # A threshold counts repeats; firstSeen ignores every repeat: together they mean nothing clear.
+        raise ValidationFailed(_at(where, "firstSeen"), "cannot be combined with threshold")
     threshold = None if t is None else Threshold(
         t.function, t.field, t.window, t.value if t.function == "sum" else int(t.value),
         dataset.resolve(t.field) if t.field else None,
@@ -652,6 +674,7 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
         risks=tuple(sent.risks or ()), risk_score=sent.riskScore, scope=sent.scope or "global",
         enabled=sent.enabled, threshold=threshold, key_pattern=_templates(sent.keyPattern),
         generate=sent.generate, selector=ast.and_(node, filters), sigma=_sigma_source(sent),
+        first_seen=tuple(sent.firstSeen or ()),
     )
 
 
@@ -682,7 +705,8 @@ def _correlation_rule(sent: RuleInput, dataset_name: str, where: str) -> Rule:
     c = sent.correlation
     assert c is not None
     at = _at(where, "correlation")
-    for name in ("query", "mustFilters", "mustNotFilters", "keyField", "keyPattern", "threshold", "attributes"):
+    for name in ("query", "mustFilters", "mustNotFilters", "keyField", "keyPattern", "threshold", "attributes",
+                 "firstSeen"):
         if getattr(sent, name):
             raise ValidationFailed(_at(where, name), "a correlation rule has none: it is made of its rules' matches"
                                    + (" (its attributes are its groupBy values)" if name == "attributes" else ""))

@@ -69,3 +69,14 @@ class DetectorProgress(Base):
     name: Mapped[str] = mapped_column(String(32), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger)
     sequence: Mapped[int] = mapped_column(BigInteger)
+
+
+class SeenValue(Base):
+    """A (key, value) pair a ``firstSeen`` rule fired on: it never fires on it again."""
+
+    __tablename__ = "seen_values"
+
+    customer: Mapped[str] = mapped_column(String(128), primary_key=True)
+    rule: Mapped[str] = mapped_column(String(100), primary_key=True)
+    key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    value: Mapped[str] = mapped_column(String(512), primary_key=True)
