@@ -206,7 +206,7 @@ def read(paths: Iterable[Path], filters: Filters = Filters(), *, key_field: str 
     for display, got in outcome.items():
         if got is None:
             continue
-        report.sigma += 1
+        report.sigma += len(got) if isinstance(got, list) else 1  # a skipped unit counts as one
         if isinstance(got, Skipped):
             (report.filtered if got.reason == "filtered" else report.skipped).append(got)
     return report

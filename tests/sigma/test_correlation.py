@@ -394,7 +394,7 @@ def test_backfill_gives_what_streaming_gives(tmp_path, lines, streamed):
         (repo / name).write_text(text)
     imported = run("rules", "import", str(repo), "--data-dir", str(data))
     assert imported.exit_code == 0, imported.output
-    assert "0 filtered out, 0 skipped" in imported.output, imported.output
+    assert "Sigma: 11 rules read, 11 imported, 0 filtered out, 0 skipped" in imported.output, imported.output
     ran = run("rules", "run", "--data-dir", str(data))
     assert ran.exit_code == 0, ran.output
     with running_server(data) as srv:
@@ -415,3 +415,17 @@ def test_import_of_a_lone_correlation_needs_its_rules(tmp_path):
     assert not both.skipped and sorted(r.name for r in both.rules) == [
         "0e95725d-7320-415d-80f7-004da920fc11", "5638f7c0-ac70-491d-8465-2a65075e0d86"]
 
+
+
+def test_a_file_is_imported_whole_or_not_at_all(tmp_path):
+    """One document of a correlation's file that cannot run skips the file: none of its rules is imported."""
+    from seclake.sigma.importer import read
+
+    broken = RECON.replace("title: Ipconfig all\nname: recon_cmd_b\nlogsource:\n    category: process_creation\n"
+                           "    product: windows", "title: Ipconfig all\nname: recon_cmd_b\nlogsource:\n"
+                           "    category: process_creation\n    product: macos")
+    assert broken != RECON
+    (tmp_path / "mr_recon.yml").write_text(broken)
+    report = read([tmp_path])
+    assert report.rules == [] and [(s.reason, s.file.endswith("mr_recon.yml")) for s in report.skipped] == [
+        ("log source not supported", True)]
