@@ -429,3 +429,30 @@ def test_a_file_is_imported_whole_or_not_at_all(tmp_path):
     report = read([tmp_path])
     assert report.rules == [] and [(s.reason, s.file.endswith("mr_recon.yml")) for s in report.skipped] == [
         ("log source not supported", True)]
+
+
+def test_hostile_correlation_files_are_skipped_with_what_and_where(tmp_path):
+    """Cycles, a timespan past seclake's 7 days, too many documents, broken YAML: each file skipped with
+    its reason, never a crash or a half import."""
+    from seclake.sigma.importer import read
+
+    cycle = ("title: A\nid: 11111111-1111-4111-8111-111111111111\nname: a\ncorrelation:\n  type: temporal\n"
+             "  rules: [b, recon_cmd_a]\n  group-by: [User]\n  timespan: 5m\n---\n"
+             "title: B\nid: 22222222-2222-4222-8222-222222222222\nname: b\ncorrelation:\n  type: temporal\n"
+             "  rules: [a, recon_cmd_a]\n  group-by: [User]\n  timespan: 5m\n---\n" + RECON.split("---\n")[1])
+    files = {
+        "cycle.yml": cycle,
+        "year.yml": FOLLOWED.replace("timespan: 10m\nfalsepositives", "timespan: 1y\nfalsepositives"),
+        "many.yml": "\n---\n".join([FAILED_LOGON.replace("5638f7c0", f"{n:08x}") for n in range(70)]),
+        "broken.yml": FOLLOWED.replace("    group-by:\n        - User\n    timespan: 10m\nfalse",
+                                       "    group-by: [User\n    timespan: 10m\nfalse"),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    report = read([tmp_path])
+    assert report.rules == [] and not report.errors
+    reasons = {s.file.rsplit("/", 1)[-1]: (s.reason, s.detail) for s in report.skipped}
+    assert reasons["cycle.yml"][0] == "invalid Sigma" and "cycle" in reasons["cycle.yml"][1]
+    assert reasons["year.yml"][0] == "invalid for seclake" and "7d" in reasons["year.yml"][1]
+    assert reasons["many.yml"][0] == "invalid Sigma" and "70 YAML documents" in reasons["many.yml"][1]
+    assert reasons["broken.yml"][0] == "invalid Sigma"
