@@ -763,6 +763,35 @@ await step('an analyst sees no administration', async () => {
   await analystContext.close();
 });
 
+await step('an analyst sees the rules, without the controls that change them', async () => {
+  const analystContext = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  analystContext.on('request', (request) => {
+    const url = request.url();
+    if (!url.startsWith('data:') && new URL(url).origin !== origin) outside.push(url);
+  });
+  const p = await analystContext.newPage();
+  await p.goto(`${base}/rules?source=sigma`);
+  await p.waitForSelector('#username');
+  await p.fill('#username', 'e2e-analyst');
+  await p.fill('#password', 'e2e-analyst-password');
+  await p.press('#password', 'Enter');
+  await p.waitForURL(/\/rules\?source=sigma/);
+  await p.waitForSelector('table.rules tr.hit');
+  check(await p.locator('#disable-matching, #enable-selected, input.select-rule, button.toggle-rule').count() === 0, 'an analyst is offered to change rules');
+  check(/administrators/.test(await p.locator('.rules-toolbar').innerText()), 'no word on who changes rules');
+  // The server is the guard: the analyst's own call is refused.
+  const analyst = await api('auth/login', { username: 'e2e-analyst', password: 'e2e-analyst-password' });
+  const name = await p.locator('table.rules tr.hit').first().getAttribute('data-id');
+  const r = await fetch(`${origin}/api/ds/eventwatch_bucket_dao`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', Servicetoken: analyst.sessionToken },
+    body: JSON.stringify({ kargs: { action: 'toggle', name, enabled: false } }),
+  });
+  const sent = Number(r.headers.get('X-Seclake-Status')) || r.status;
+  check(sent === 403, `an analyst's toggle answered ${sent}`);
+  await p.screenshot({ path: join(artifacts, '38-rules-analyst.png') });
+  await analystContext.close();
+});
+
 await step('an ended session returns to sign-in with a message', async () => {
   await page.goto(`${base}/search?q=failed&from=now-24h&to=now`);
   await searched();
