@@ -69,9 +69,10 @@ def test_one_query_on_common_names_answers_for_every_source(start_server):
     # Denied connections, whatever the firewall calls them.
     denied = _search(srv, token, "event.category:network AND event.type:denied", facets=["observer.product"])
     assert _buckets(denied, "observer.product") == {"FortiGate": 1, "ASA": 4, "PAN-OS": 1}
-    # An account, however each source spells it (PAN-OS "corp\\jdoe" is user.name jdoe in domain corp).
+    # An account, however each source spells it (PAN-OS "corp\\jdoe" is user.name jdoe in domain corp,
+    # Zeek kerberos' client "jdoe/CORP.LOCAL" jdoe in realm CORP.LOCAL).
     jdoe = _search(srv, token, 'user.name:jdoe', facets=["@source"])
-    assert _buckets(jdoe, "@source") == {"fortigate": 2, "paloalto": 2, "qradar": 1, "windows": 3}
+    assert _buckets(jdoe, "@source") == {"fortigate": 2, "paloalto": 2, "qradar": 1, "windows": 3, "zeek": 1}
     # The Suricata http line and the Snort CEF line.
     assert _search(srv, token, 'destination.ip:"203.0.113.0/24"')["hits"]["total"] == 2
 
