@@ -124,7 +124,7 @@ class Settings(BaseSettings):
 
     # triage
     score_bands: list[tuple[int, str]] = Field(
-        [(8000, "critical"), (6000, "serious"), (4000, "high"), (2000, "medium"), (1, "low")],
+        [(6000, "critical"), (4500, "serious"), (3500, "high"), (2000, "medium"), (1, "low")],
         description='Score levels as [minimum, label] pairs, highest first; a score of 0 or less reads "0".',
     )
 

@@ -343,6 +343,8 @@ class Detector:
         import command's start decoded its whole live segment to skip it: 0.13 s).
         """
         assert self.db is not None
+        if self.summaries is not None:
+            self.summaries.rescore_all()  # summaries stored by an earlier version: the risk model of this one
         with self.lock:
             with self.db.session() as s:
                 self.history.load(s)

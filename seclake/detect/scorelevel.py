@@ -3,9 +3,12 @@
 Bands are ``(minimum, label)`` pairs, highest minimum first; a score gets the
 label of the first band whose minimum it reaches. A score of zero or less is
 labelled ``"0"``: clients exclude it with the must-not filter
-``scoreLevel: ["0"]`` (spec section 4, rule 4). The defaults follow the
-original's own reports (client-compat.md): 8000 critical, 6000 serious,
-4000 high; below that medium and low.
+``scoreLevel: ["0"]`` (spec section 4, rule 4). The labels are the
+original's (client-compat.md); the minimums fit the risk model
+(``detect/risk.py``, docs/rules.md): one rule's summary scores that rule's
+score, so critical (6000) takes more than any starter rule alone, e.g. two
+rules or two tactics; on the demo week 1 summary of 12 is critical and the
+attacks rank first.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from typing import Any
 
 ZERO = "0"
 DEFAULT_BANDS: tuple[tuple[int, str], ...] = (
-    (8000, "critical"),
-    (6000, "serious"),
-    (4000, "high"),
+    (6000, "critical"),
+    (4500, "serious"),
+    (3500, "high"),
     (2000, "medium"),
     (1, "low"),
 )

@@ -19,7 +19,9 @@ facet on it as on timeline search.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import logging
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal
 
@@ -30,7 +32,9 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from seclake.db.base import Base
 from seclake.db.database import Database
+from seclake.detect.risk import MODEL
 from seclake.detect.scorelevel import Bands
+from seclake.detect.state import DetectorProgress
 from seclake.detect.summary import STATUSES, fold, id_of, rescore
 from seclake.errors import LimitExceeded, NotFound
 from seclake.model import Closed, Flag, Text, Whole
@@ -38,6 +42,8 @@ from seclake.record.dataset import SUMMARIES
 from seclake.search.memory import search_records
 from seclake.search.plan import SearchPlan
 from seclake.search.root import SearchResult
+
+log = logging.getLogger("seclake.detect")
 
 # The summary dataset as users name its fields (see the module docstring).
 SUMMARY_FIELDS = dataclasses.replace(SUMMARIES, aliases=(("behavior.", "behaviors."),))
@@ -130,6 +136,33 @@ class SummaryStore:
             else:
                 row.set_doc(doc)
         return list(groups)
+
+    def rescore_all(self) -> int:
+        """Score every summary stored under an earlier risk model with this one; how many were.
+
+        Run at start (``Detector.restore``), once: a row ``risk_model`` of
+        ``detector_progress`` holds the model the stored summaries have, so
+        later starts read one row. Every summary then reads the same model,
+        whatever version folded its behaviors (``scoreAdjust`` kept).
+        """
+        with self.db.session(write=True) as s:
+            done = s.get(DetectorProgress, "risk_model", with_for_update=True)
+            if done is not None and done.seq >= MODEL:
+                return 0
+            count = 0
+            for row in s.scalars(select(SummaryRow)):
+                if row.doc.get("riskModel") != MODEL:
+                    # A new document: the JSON column is written only when assigned a changed value.
+                    row.set_doc(rescore(copy.deepcopy(row.doc), self.bands))
+                    count += 1
+            if done is None:
+                s.add(DetectorProgress(name="risk_model", seq=MODEL, sequence=count))
+            else:
+                done.seq, done.sequence = MODEL, count
+        if count:
+            log.info("scored %d behavior summaries again with risk model %d (distinct rules and tactics)",
+                     count, MODEL)
+        return count
 
     def get(self, summary_id: str, *, visible: Visible | None = None) -> dict[str, Any]:
         """``visible``: the caller's data policy; a summary it hides is answered as an unknown id."""

@@ -2,8 +2,11 @@
 
 Pure functions over plain dicts; ``seclake.detect.summaries`` stores them.
 ``fold`` adds one behavior (spec 2.7) to a summary, or starts one. The score
-of a summary is the sum of its behaviors' ``riskScore`` plus the analyst's
-``scoreAdjust``; its level follows the configured bands.
+of a summary is the risk model's (``detect/risk.py``: distinct rules and
+ATT&CK tactics, not repeats) plus the analyst's ``scoreAdjust``; its level
+follows the configured bands. ``summaryList[i].ruleScore`` is the rule's own
+score (its behaviors' highest), ``summaryList[i].riskScore`` what it adds to
+the summary's; ``tactics`` and ``tacticBonus`` say what the tactics add.
 
 Shapes chosen where the interface document is silent:
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from seclake.detect.risk import rule_score, score
 from seclake.detect.scorelevel import Bands, score_level
 from seclake.record.moment import iso, utc
 from seclake.record.value import as_number, scalar_text
@@ -66,7 +70,7 @@ def fold(
 ) -> dict[str, Any]:
     """The summary with ``behavior`` added (a new dict; the argument is not changed)."""
     ts = _int(behavior.get("timestamp"))
-    score = _int(behavior.get("riskScore"))
+    behavior_score = _int(behavior.get("riskScore"))
     rule = _text(behavior.get("behaviorRule"))
     name = _text(behavior.get("behavior"))
     risks = _texts(behavior.get("risks"))
@@ -98,13 +102,14 @@ def fold(
     if element is None:
         element = {
             "behaviorRule": rule, "behavior": name, "hits": [], "risks": [], "count": 0,
-            "from": ts, "to": ts, "riskScore": 0, "attributeSummaries": [],
+            "from": ts, "to": ts, "riskScore": 0, "ruleScore": behavior_score, "attributeSummaries": [],
         }
         summary["summaryList"].append(element)
+    # Before the count changes: a summary stored before the risk model reads its rule score from it.
+    element["ruleScore"] = max(rule_score(element), behavior_score)
     element["count"] += 1
     element["from"] = min(element["from"], ts)
     element["to"] = max(element["to"], ts)
-    element["riskScore"] += score
     for r in risks:
         _add_unique(element["risks"], r)
     attributes = _attributes(behavior.get("attributes"))
@@ -154,10 +159,9 @@ def new_summary(behavior: dict[str, Any]) -> dict[str, Any]:
 
 
 def rescore(summary: dict[str, Any], bands: Bands) -> dict[str, Any]:
-    """Recompute ``riskScore`` and ``scoreLevel`` from the rules' scores and the adjustment."""
-    total = sum(e["riskScore"] for e in summary["summaryList"]) + summary.get("scoreAdjust", 0)
-    summary["riskScore"] = total
-    summary["scoreLevel"] = score_level(total, bands)
+    """Recompute ``riskScore`` (the risk model's) and ``scoreLevel`` from the rules' scores and the adjustment."""
+    score(summary)
+    summary["scoreLevel"] = score_level(summary["riskScore"], bands)
     return summary
 
 

@@ -112,7 +112,7 @@ def test_facets_in_the_2_10_shape(srv):
         assert agg["doc_count_error_upper_bound"] == 0
     assert aggs["keyType"] == {"doc_count_error_upper_bound": 0, "sum_other_doc_count": 0,
                                "buckets": [{"key": "username", "doc_count": 9}]}
-    # Scores: 0 x3; 2500 x2 and 3000 x2 (medium); 6000 (serious); 9000 (critical).
+    # Scores: 0 x3; 2500 x2 and 3000 x2 (medium); 6000 and 9000 (critical).
     assert aggs["scoreLevel"]["buckets"] == [{"key": "medium", "doc_count": 4}, {"key": "0", "doc_count": 3}]
     assert aggs["scoreLevel"]["sum_other_doc_count"] == 2
     assert aggs["behavior"] == aggs["behaviors"]

@@ -12,8 +12,8 @@ from seclake.settings import load_settings
 @pytest.mark.parametrize(
     ("score", "level"),
     [
-        (100000, "critical"), (8000, "critical"), (7999, "serious"), (6000, "serious"), (5999, "high"),
-        (4000, "high"), (3999, "medium"), (2000, "medium"), (1999, "low"), (1, "low"), (0.5, "0"),
+        (100000, "critical"), (6000, "critical"), (5999, "serious"), (4500, "serious"), (4499, "high"),
+        (3500, "high"), (3499, "medium"), (2000, "medium"), (1999, "low"), (1, "low"), (0.5, "0"),
         (0, "0"), (-1, "0"), (-100000, "0"),
     ],
 )

@@ -40,13 +40,13 @@ def test_apply_folds_per_key_and_day(store):
     assert ids == [alice, summary_id("bob", "username", "2025-11-21", "acme"),
                    summary_id("alice", "username", "2025-11-22", "acme")]
     doc = store.get(alice)
-    assert (doc["count"], doc["riskScore"], doc["scoreLevel"], doc["to"]) == (2, 4000, "high", T0 + 1000)
+    assert (doc["count"], doc["riskScore"], doc["scoreLevel"], doc["to"]) == (2, 3000, "medium", T0 + 1000)
     apply(store, [behavior(score=5000)], now_ms=NOW + 9)  # a later transaction adds to the same row
     doc = store.get(alice)
-    assert (doc["count"], doc["riskScore"], doc["scoreLevel"], doc["updatedOn"]) == (3, 9000, "critical", NOW + 9)
+    assert (doc["count"], doc["riskScore"], doc["scoreLevel"], doc["updatedOn"]) == (3, 5000, "serious", NOW + 9)
     with store.db.session() as s:
         row = s.get(SummaryRow, alice)
-        assert (row.risk_score, row.from_ms, row.to_ms, row.status, row.day) == (9000, T0 + 7, T0 + 1000, "new",
+        assert (row.risk_score, row.from_ms, row.to_ms, row.status, row.day) == (5000, T0 + 7, T0 + 1000, "new",
                                                                                    "2025-11-21")
 
 
@@ -79,7 +79,7 @@ def test_triage_workflow(store):
                                 "createdOn": NOW + 1}]
     doc = triage(store, sid, comment="looks like a scan", incident=True, scoreAdjust=1500,
                                 username="bo", now_ms=NOW + 2)
-    assert (doc["incident"], doc["scoreAdjust"], doc["riskScore"], doc["scoreLevel"]) == (True, 1500, 4500, "high")
+    assert (doc["incident"], doc["scoreAdjust"], doc["riskScore"], doc["scoreLevel"]) == (True, 1500, 4500, "serious")
     assert doc["comments"][-1] == {"content": "looks like a scan",
                                    "actions": ["incident: false -> true", "scoreAdjust: 0 -> 1500"],
                                    "username": "bo", "createdOn": NOW + 2}
@@ -88,16 +88,16 @@ def test_triage_workflow(store):
     # The same state again changes nothing and records nothing.
     again = triage(store, sid, status="resolved", username="ann", now_ms=NOW + 4)
     assert again == doc
-    # New evidence reopens it, with a system comment; the adjustment stays.
+    # New evidence reopens it, with a system comment; the adjustment stays (a repeat of the rule adds nothing).
     apply(store, [behavior(score=100)], now_ms=NOW + 5)
     doc = store.get(sid)
-    assert doc["status"] == "new" and doc["riskScore"] == 4600 and doc["comments"][-1]["username"] == "system"
+    assert doc["status"] == "new" and doc["riskScore"] == 4500 and doc["comments"][-1]["username"] == "system"
     # Any transition is allowed, backwards too.
     assert triage(store, sid, status="resolved", username="x", now_ms=NOW + 6)["status"] == "resolved"
     assert triage(store, sid, status="acknowledged", username="x", now_ms=NOW + 7)["status"] == "acknowledged"
     with store.db.session() as s:
         row = s.get(SummaryRow, sid)
-        assert (row.status, row.risk_score, row.updated_on) == ("acknowledged", 4600, NOW + 7)
+        assert (row.status, row.risk_score, row.updated_on) == ("acknowledged", 4500, NOW + 7)
 
 
 @pytest.mark.parametrize(
@@ -171,3 +171,32 @@ def test_search_is_exact_and_prefiltered_by_range(store):
     res = store.search(SearchPlan(dataset="summary", query=ast.MatchAll(), range_from=T0 + 4 * DAY + 3,
                                   range_to=T0 + 9 * DAY, range_path="to"))
     assert [h.source["key"] for h in res.hits] == ["user3"]
+
+
+def _as_stored_before_the_risk_model(store, sid, total, adjust=0):
+    """Rewrite a row as the sum model left it: each rule's riskScore its behaviors' sum, no ruleScore."""
+    with store.db.session(write=True) as s:
+        row = s.get(SummaryRow, sid)
+        doc = dict(row.doc)
+        doc["summaryList"] = [{k: v for k, v in e.items() if k != "ruleScore"} | {"riskScore": e["ruleScore"] * e["count"]}
+                              for e in doc["summaryList"]]
+        for name in ("tactics", "tacticBonus", "riskModel"):
+            doc.pop(name)
+        doc["riskScore"], doc["scoreAdjust"], doc["scoreLevel"] = total, adjust, "critical"
+        row.set_doc(doc)
+
+
+def test_summaries_of_an_earlier_version_are_scored_again_once_at_start(store, caplog):
+    beacons = [behavior("beacon", 3000, risks=["T1071.004"], ts=T0 + i) for i in range(8)]
+    ids = apply(store, beacons + [behavior("other", 1000, key="bob")])
+    _as_stored_before_the_risk_model(store, ids[0], 24_000, adjust=100)
+    with caplog.at_level("INFO", logger="seclake.detect"):
+        assert store.rescore_all() == 1
+    assert "scored 1 behavior summaries again with risk model" in caplog.text
+    doc = store.get(ids[0])
+    # Eight beacons to one domain are one finding: 3000 (medium), not 24,000 (critical); the adjustment stays.
+    assert (doc["riskScore"], doc["scoreLevel"], doc["tactics"]) == (3100, "medium", ["command-and-control"])
+    with store.db.session() as s:
+        assert s.get(SummaryRow, ids[0]).risk_score == 3100
+    assert store.rescore_all() == 0, "once: later starts read the mark"
+

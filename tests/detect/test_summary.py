@@ -37,7 +37,7 @@ def test_first_behavior_makes_the_whole_2_8_shape():
     assert set(s) == {
         "id", "from", "to", "count", "key", "keyType", "dayIndex", "behaviorRules", "behaviors", "riskScore",
         "summaryList", "scoreLevel", "keyContext", "comments", "incident", "scoreAdjust", "updatedOn", "risks",
-        "status", "customer",
+        "status", "customer", "tactics", "tacticBonus", "riskModel",
     }
     assert s["id"] == summary_id("alice", "username", "2025-11-21", "acme")
     assert (s["from"], s["to"], s["count"], s["dayIndex"]) == (T0 + 1000, T0 + 1000, 1, "2025-11-21")
@@ -45,7 +45,7 @@ def test_first_behavior_makes_the_whole_2_8_shape():
     assert (s["incident"], s["scoreAdjust"], s["status"], s["updatedOn"]) == (False, 0, "new", NOW)
     element = s["summaryList"][0]
     assert set(element) == {"hits", "risks", "count", "from", "to", "riskScore", "behavior", "attributeSummaries",
-                            "behaviorRule"}
+                            "behaviorRule", "ruleScore"}
     assert element["hits"] == [{"name": "brute", "scope": "global", "risks": ["brute-risk"], "values": ["alice"],
                                 "fields": ["user"]}]
     assert element["attributeSummaries"] == [
@@ -55,39 +55,71 @@ def test_first_behavior_makes_the_whole_2_8_shape():
 
 def test_scores_add_up_per_rule_and_in_total():
     s = fold_all([behavior("a", 1000, ts=T0 + 50), behavior("b", 2500, ts=T0 + 10), behavior("a", 1000, ts=T0 + 90)])
-    assert s["riskScore"] == 4500 and s["scoreLevel"] == "high" and s["count"] == 3
+    # Each rule once, highest first, weighted 1/i^1.5: 2500 + 1000/2^1.5; the repeat of a adds nothing.
+    assert s["riskScore"] == 2500 + 354 and s["scoreLevel"] == "medium" and s["count"] == 3
     assert (s["from"], s["to"]) == (T0 + 10, T0 + 90)
     assert s["behaviorRules"] == ["a", "b"] and s["behaviors"] == ["a behavior", "b behavior"]
     assert s["risks"] == ["a-risk", "b-risk"]
     by_rule = {e["behaviorRule"]: e for e in s["summaryList"]}
-    assert (by_rule["a"]["riskScore"], by_rule["a"]["count"], by_rule["a"]["from"], by_rule["a"]["to"]) == (
-        2000, 2, T0 + 50, T0 + 90)
-    assert by_rule["b"]["riskScore"] == 2500
-    assert sum(e["riskScore"] for e in s["summaryList"]) == s["riskScore"]
+    assert (by_rule["a"]["ruleScore"], by_rule["a"]["riskScore"], by_rule["a"]["count"], by_rule["a"]["from"],
+            by_rule["a"]["to"]) == (1000, 354, 2, T0 + 50, T0 + 90)
+    assert (by_rule["b"]["ruleScore"], by_rule["b"]["riskScore"]) == (2500, 2500)
+    assert sum(e["riskScore"] for e in s["summaryList"]) + s["tacticBonus"] == s["riskScore"]
+
+
+def test_eight_repeats_of_one_rule_score_as_one():
+    s = fold_all([behavior("beacon", 3000, risks=["T1071.004"], ts=T0 + i) for i in range(8)])
+    assert (s["riskScore"], s["scoreLevel"], s["tactics"], s["tacticBonus"]) == (3000, "medium",
+                                                                                 ["command-and-control"], 0)
+
+
+def test_distinct_tactics_add_a_bonus_each_after_the_first():
+    s = fold_all([
+        behavior("brute", 4000, risks=["T1110", "T1110.001"]),
+        behavior("login", 2000, risks=["T1078", "T1110"]),  # its first known technique: initial-access
+        behavior("spray", 4000, risks=["T1110.003"]),  # credential-access again: no bonus
+        behavior("scan", 2500, risks=["T1046.999"]),  # an unlisted sub-technique counts as its parent's
+    ])
+    assert s["tactics"] == ["credential-access", "initial-access", "discovery"] and s["tacticBonus"] == 2000
+    # 4000/1 + 4000/2^1.5 + 2500/3^1.5 + 2000/4^1.5, each rounded, + 2 x 1000
+    assert s["riskScore"] == 4000 + 1414 + 481 + 250 + 2000 and s["scoreLevel"] == "critical"
 
 
 def test_score_adjust_is_part_of_the_score_and_level():
-    s = fold_all([behavior(score=3999)])
+    s = fold_all([behavior(score=3499)])
     assert s["scoreLevel"] == "medium"
     s["scoreAdjust"] = 1
     assert rescore(s, DEFAULT_BANDS)["scoreLevel"] == "high"
-    s = fold(s, behavior(score=4000), bands=DEFAULT_BANDS, now_ms=NOW)
-    assert s["riskScore"] == 8000 and s["scoreLevel"] == "critical"
-    s["scoreAdjust"] = -7999  # 3999 + 4000 - 7999
+    s = fold(s, behavior("other", score=4000), bands=DEFAULT_BANDS, now_ms=NOW)
+    assert s["riskScore"] == 4000 + round(3499 / 2 ** 1.5) + 1 and s["scoreLevel"] == "serious"
+    s["scoreAdjust"] = -5237
     assert rescore(s, DEFAULT_BANDS)["riskScore"] == 0 and s["scoreLevel"] == "0"
     s["scoreAdjust"] = -9000
-    assert rescore(s, DEFAULT_BANDS)["riskScore"] == -1001 and s["scoreLevel"] == "0"
+    assert rescore(s, DEFAULT_BANDS)["riskScore"] == -3763 and s["scoreLevel"] == "0"
 
 
-@pytest.mark.parametrize(("score", "level"), [(1, "low"), (1999, "low"), (2000, "medium"), (5999, "high"),
-                                              (6000, "serious"), (8000, "critical"), (0, "0")])
+@pytest.mark.parametrize(("score", "level"), [(1, "low"), (1999, "low"), (2000, "medium"), (4499, "high"),
+                                              (4500, "serious"), (6000, "critical"), (0, "0")])
 def test_levels_at_band_edges(score, level):
     assert fold_all([behavior(score=score)])["scoreLevel"] == level
 
 
 def test_custom_bands():
     bands = check_bands([[100, "hot"]])
-    assert fold_all([behavior(score=60), behavior(score=40)], bands=bands)["scoreLevel"] == "hot"
+    assert fold_all([behavior(score=60), behavior("other", score=80)], bands=bands)["scoreLevel"] == "hot"
+
+
+def test_a_summary_stored_before_the_risk_model_is_scored_by_it():
+    # Stored by the sum model: rule a's 3 behaviors of 3000 summed to 9000, no ruleScore.
+    old = fold_all([behavior("a", 3000, ts=T0 + i) for i in range(3)])
+    for e in old["summaryList"]:
+        del e["ruleScore"]
+        e["riskScore"] = 9000
+    for name in ("tactics", "tacticBonus", "riskModel"):
+        del old[name]
+    old["riskScore"], old["scoreAdjust"] = 9500, 500
+    assert rescore(old, DEFAULT_BANDS)["riskScore"] == 3500 and old["scoreLevel"] == "high"
+    assert fold(old, behavior("a", 3000), bands=DEFAULT_BANDS, now_ms=NOW)["riskScore"] == 3500
 
 
 def test_attribute_values_are_capped_and_counts_still_add_up():
