@@ -52,6 +52,14 @@ ATTRIBUTES = (
 
 def parse(text: str) -> SigmaRule | SigmaCorrelationRule:
     """The one Sigma rule in ``text``; ``Unsupported`` for text that is not exactly one valid rule."""
+    rules = parse_all(text)
+    if len(rules) != 1:
+        raise Unsupported("invalid Sigma", f"holds {len(rules)} rules where one is expected")
+    return rules[0]
+
+
+def parse_all(text: str) -> list[SigmaRule | SigmaCorrelationRule]:
+    """Every Sigma rule of ``text`` (YAML documents); ``Unsupported`` for text that is not valid Sigma."""
     try:
         # A correlation's rules are resolved by the caller (correlation.py), in its file or among known rules.
         collection = SigmaCollection.from_yaml(text, resolve_references=False)
@@ -61,9 +69,7 @@ def parse(text: str) -> SigmaRule | SigmaCorrelationRule:
         raise Unsupported("invalid Sigma", f"{type(e).__name__}: {e}") from None
     if collection.errors:
         raise Unsupported("invalid Sigma", str(collection.errors[0]))
-    if len(collection.rules) != 1:
-        raise Unsupported("invalid Sigma", f"holds {len(collection.rules)} rules where one is expected")
-    return collection.rules[0]
+    return list(collection.rules)
 
 
 @lru_cache(maxsize=8192)

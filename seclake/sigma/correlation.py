@@ -50,12 +50,10 @@ from functools import lru_cache
 from typing import Any
 
 import yaml
-from sigma.collection import SigmaCollection
 from sigma.correlations import SigmaCorrelationCondition, SigmaCorrelationRule, SigmaCorrelationType
-from sigma.exceptions import SigmaError
 from sigma.rule import SigmaRule
 
-from seclake.sigma.conversion import DEFAULT_LEVEL, LEVEL_SCORES, MAX_TEXT, parse, rule_dict, techniques
+from seclake.sigma.conversion import DEFAULT_LEVEL, LEVEL_SCORES, MAX_TEXT, parse, parse_all, rule_dict, techniques
 from seclake.sigma.logsource import Source, resolve
 from seclake.sigma.pipeline import PLACES, pipeline
 from seclake.sigma.unsupported import Unsupported
@@ -85,7 +83,7 @@ Lookup = Callable[[str], "Known | None"]
 
 def has_correlation(text: str) -> bool:
     """Whether a rule file holds a Sigma correlation (it must then be converted as a unit)."""
-    return any(isinstance(d, SigmaCorrelationRule) for d in _parsed(text))
+    return any(isinstance(d, SigmaCorrelationRule) for d in parse_all(text))
 
 
 def documents(text: str) -> list[str]:
@@ -101,17 +99,6 @@ def documents(text: str) -> list[str]:
         raise Unsupported("invalid Sigma", f"holds {len(out)} YAML documents; at most {MAX_DOCUMENTS}")
     return out
 
-
-def _parsed(text: str) -> list[SigmaRule | SigmaCorrelationRule]:
-    try:
-        collection = SigmaCollection.from_yaml(text, resolve_references=False)
-    except SigmaError as e:
-        raise Unsupported("invalid Sigma", str(e)) from None
-    except Exception as e:  # YAML errors and hostile shapes pySigma does not anticipate
-        raise Unsupported("invalid Sigma", f"{type(e).__name__}: {e}") from None
-    if collection.errors:
-        raise Unsupported("invalid Sigma", str(collection.errors[0]))
-    return list(collection.rules)
 
 
 @lru_cache(maxsize=8192)
