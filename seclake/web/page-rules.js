@@ -13,7 +13,7 @@ import { techniqueList } from './attack.js';
 import { confirmDialog, expandableRow, h, notice, num, replace, spinner } from './dom.js';
 import { link, navigate } from './router.js';
 import {
-  PAGE_SIZES, appendFilters, chips, facetFilters, facetList, pager, queryBar, readFilters, unavailable,
+  PAGE_SIZES, appendFilters, chips, facetFilters, facetList, pager, queryBar, readFilters, showFailure, unavailable,
 } from './searchkit.js';
 
 const SEARCH = 'ds/eventwatch_bucket_search';
@@ -253,12 +253,7 @@ export function rulesPage(root) {
       replace(pagerBottom);
       replace(toolbar);
       replace(sidebar);
-      if (err instanceof ApiError && err.position !== null) {
-        bar.showError(err);
-        replace(results, notice('error', 'The query could not be run: see the message under the query bar.'));
-      } else {
-        replace(results, notice('error', err instanceof ApiError ? `${err.message} (HTTP ${err.status})` : String(err)));
-      }
+      showFailure(bar, results, err);
     }
   }
 

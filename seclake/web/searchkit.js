@@ -15,6 +15,16 @@ import {
 const MAX_WINDOW = 10000;
 export const PAGE_SIZES = [20, 50, 100];
 
+// A search that failed: a query error under the query bar at its position, anything else in the results.
+export function showFailure(bar, results, err) {
+  if (err instanceof ApiError && err.position !== null) {
+    bar.showError(err);
+    replace(results, notice('error', 'The query could not be run: see the message under the query bar.'));
+  } else {
+    replace(results, notice('error', err instanceof ApiError ? `${err.message} (HTTP ${err.status})` : String(err)));
+  }
+}
+
 // -- state <-> URL ------------------------------------------------------------
 
 /** Search state from a query string: {q, from, to, filters: [{field, value, not}], page, size, ...extra}. */
@@ -510,12 +520,7 @@ export function searchPage(config) {
       replace(status, '');
       clear(pagerTop);
       clear(pagerBottom);
-      if (err instanceof ApiError && err.position !== null) {
-        bar.showError(err);
-        replace(results, notice('error', 'The query could not be run: see the message under the query bar.'));
-      } else {
-        replace(results, notice('error', err instanceof ApiError ? `${err.message} (HTTP ${err.status})` : String(err)));
-      }
+      showFailure(bar, results, err);
       clear(sidebar);
       clearChart();
     }
