@@ -200,3 +200,11 @@ def test_summaries_of_an_earlier_version_are_scored_again_once_at_start(store, c
         assert s.get(SummaryRow, ids[0]).risk_score == 3100
     assert store.rescore_all() == 0, "once: later starts read the mark"
 
+
+
+def test_a_server_started_on_summaries_of_an_earlier_version_shows_them_by_the_risk_model(services):
+    store = services.summaries
+    ids = apply(store, [behavior("beacon", 3000, risks=["T1071.004"], ts=T0 + i) for i in range(8)])
+    _as_stored_before_the_risk_model(store, ids[0], 24_000)
+    services.start()
+    assert (store.get(ids[0])["riskScore"], store.get(ids[0])["scoreLevel"]) == (3000, "medium")
