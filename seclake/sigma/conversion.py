@@ -35,10 +35,11 @@ from seclake.sigma.logsource import resolve
 from seclake.sigma.pipeline import pipeline
 from seclake.sigma.unsupported import Unsupported
 
-# riskScore by Sigma level; a summary's bands (docs/rules.md: 2000 medium,
-# 4000 high, 6000 serious, 8000 critical) put one critical Sigma hit at
-# critical and one high at serious.
-LEVEL_SCORES = {"informational": 500, "low": 1000, "medium": 3000, "high": 6000, "critical": 9000}
+# riskScore by Sigma level; the default bands (docs/rules.md: 2000 medium,
+# 3500 high, 4500 serious, 6000 critical) put one critical Sigma hit at
+# critical and one high at serious; the risk model makes two high hits on one
+# key and day critical (5000 + 5000/2^1.5).
+LEVEL_SCORES = {"informational": 500, "low": 1000, "medium": 3000, "high": 5000, "critical": 9000}
 DEFAULT_LEVEL = "medium"
 _TECHNIQUE = re.compile(r"^attack\.(t\d{4}(?:\.\d{3})?)$", re.IGNORECASE)
 MAX_TEXT = 4000

@@ -86,7 +86,7 @@ def test_a_sigma_rule_is_added_tested_and_fires_from_both_shippers(srv):
     added = srv.call(DAO, {"action": "add", "sigma": SIGMA}, token=srv.token)
     rule = added["bucket"]
     assert (rule["name"], rule["behavior"]) == (RULE_ID, "Certutil Downloads a File")
-    assert (rule["risks"], rule["riskScore"], rule["level"], rule["status"]) == (["T1105"], 6000, "high", "test")
+    assert (rule["risks"], rule["riskScore"], rule["level"], rule["status"]) == (["T1105"], 5000, "high", "test")
     assert rule["keyField"] == "host.name" and rule["sigma"] == SIGMA
     assert rule["falsePositives"] == ["Administrators fetching certificates"]
 
@@ -103,7 +103,7 @@ def test_a_sigma_rule_is_added_tested_and_fires_from_both_shippers(srv):
     behaviors = _behaviors(srv, RULE_ID, want=2)
     assert len(behaviors) == 2, behaviors  # the fetch from each shipper; the dump from neither
     for b in behaviors:
-        assert (b["key"], b["risks"], b["riskScore"]) == ("WS7.corp.local", ["T1105"], 6000)
+        assert (b["key"], b["risks"], b["riskScore"]) == ("WS7.corp.local", ["T1105"], 5000)
 
 
 def test_rule_test_says_whether_a_line_fires(srv):

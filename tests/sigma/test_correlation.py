@@ -326,7 +326,7 @@ def test_a_correlation_file_is_one_unit_and_its_rules_feed_it_only(streamed):
     outer = rules["b180ead8-d58f-40b2-ae54-c8940995b9b6"]
     assert outer["correlation"]["type"] == "temporal_ordered" and outer["correlation"]["rules"] == [
         "a8418a5a-5fc4-46b5-b23b-6c73beb19d41", "4d0a2c83-c62c-4ed4-b475-c7e23a9269b8"]
-    assert (outer["level"], outer["riskScore"], outer["sigmaId"]) == ("high", 6000, outer["name"])
+    assert (outer["level"], outer["riskScore"], outer["sigmaId"]) == ("high", 5000, outer["name"])
     assert outer["sigma"].startswith("title: Correlation - Multiple Failed Logins")
     # generate defaults to false: the file's other rules, the inner correlation too, make no behavior.
     for name in ("a8418a5a-5fc4-46b5-b23b-6c73beb19d41", "53ba33fd-3a50-4468-a5ef-c583635cfa92",

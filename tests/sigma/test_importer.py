@@ -52,7 +52,7 @@ def test_sigma_and_seclake_files_side_by_side_in_a_tree_and_a_zip(tmp_path):
                                                     "00000000-0000-4000-8000-000000000004", "own-rule"]
     assert [(s.file.endswith("macos.yml"), s.reason) for s in report.skipped] == [(True, "log source not supported")]
     sigma = next(r for r in report.rules if r.name.endswith("1"))
-    assert (sigma.risks, sigma.risk_score, sigma.key_field) == (("T1033",), 6000, "host.name")
+    assert (sigma.risks, sigma.risk_score, sigma.key_field) == (("T1033",), 5000, "host.name")
 
     filtered = read([tmp_path / "release.zip"], Filters(frozenset({"stable"}), "medium"))
     assert filtered.rules == [] and sorted(s.detail for s in filtered.filtered) == [
