@@ -1,8 +1,9 @@
 """The benchmark's data: the seeded demo generator, written as import batches.
 
 The demo generator (seclake.demo) already makes what the benchmark needs:
-firewall, DNS, proxy, auth (sshd, Windows), IDS, EDR and flows from three
-tenants, 4-20 ``@fields`` keys per source, Zipf-skewed hosts, users, IPs and
+firewall, DNS, proxy, auth (sshd, Windows), the workstations' Sysmon (as
+Winlogbeat and NXLog ship it: what SigmaHQ's Windows rules read), IDS, EDR
+and flows from three tenants, 4-20 ``@fields`` keys per source, Zipf-skewed hosts, users, IPs and
 ports, numbers stored as strings (FortiGate and CEF counters), sources that
 leave fields out (denied sessions carry no byte counters, DNS failures no
 answers), and rare needle episodes placed at fixed fractions of the window.

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from seclake.bench import data as bench_data
+from seclake.bench import sigma as bench_sigma
 from seclake.bench.agree import Agreement
 from seclake.bench.classes import CLASSES, QueryClass
 from seclake.bench.cpu import loop_seconds
@@ -76,6 +77,13 @@ class BenchOptions:
     # "committed" (the commit of the committed figures of this run's name), or None.
     baseline: str | None = "committed"
     parse_lines: int = 10_000  # lines per format of the parse-rate stage (0: skip it)
+    # SigmaHQ's rules beside the starter pack (bench/sigma.py): where the archive is (a directory holding
+    # sigmahq-*.tar.gz, or the archive; None skips the stage), which of its folders or files
+    # (globs), the lines of the sample (None: all) and the order of the runs.
+    sigma: str | None = str(bench_sigma.SHARED)
+    sigma_rules: tuple[str, ...] = bench_sigma.RULES
+    sigma_events: int | None = 200_000
+    sigma_turns: tuple[str, ...] = bench_sigma.TURNS
     classes: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in CLASSES))
 
     def run_name(self) -> str:
@@ -195,6 +203,8 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
         if full:
             with log.stage(f"{scale}x: ingest floor: the same records into tantivy alone"):
                 sr["ingest_raw"] = raw_ingest(data, sdir / "raw-index", opts.cli_events)
+            if opts.sigma:
+                sr["ingest_sigma"] = bench_sigma.stage(opts, data, sdir, log)
             if opts.scaling_events and (os.cpu_count() or 1) >= 2 and shutil.which("taskset"):
                 with log.stage(f"{scale}x: ingest over HTTP on 1 core and on 2, in turns"):
                     sr["ingest_scaling"] = scaling_ingest(data, sdir / "scaling", opts.scaling_events,

@@ -27,6 +27,8 @@ def bench(
     cluster: Annotated[bool, typer.Option(help="Also serve the 1x lake in cluster mode (local Ray head, 1 then 2 searchers) beside embedded; needs the cluster extra.")] = False,
     baseline: Annotated[str, typer.Option(help="Commit served beside this code on the 1x lake, its HTTP timed in turns (the no-regression target): 'committed' is the commit of the committed figures (bench-results/<name>.json at HEAD), 'none' skips it.")] = "committed",
     parse_lines: Annotated[int, typer.Option(min=0, help="Lines per format of the parse-rate stage (0 skips it).")] = 10_000,
+    sigma: Annotated[str, typer.Option(help="SigmaHQ's archive (sigmahq-*.tar.gz) or the directory holding it, for the ingest with every SigmaHQ rule beside the starter pack [default: ../shared/sigma beside the repository]; 'none' skips it.", show_default=False)] = "",
+    sigma_events: Annotated[int, typer.Option(min=0, help="Lines of the Sigma ingest's sample (the same share of every batch; 0: all).")] = 200_000,
     only: Annotated[str | None, typer.Option(help="Comma-separated classes to run (default: all).", show_default=False)] = None,
     report_only: Annotated[Path | None, typer.Option(help="Rewrite --out from this results JSON; run nothing.", exists=True, dir_okay=False, show_default=False)] = None,
 ) -> None:
@@ -69,7 +71,9 @@ def bench(
                         load_seconds=load_seconds, clients=clients, out=out, results=results, data_dir=data_dir,
                         name=name, cli_ingest=cli_ingest, cli_events=cli_events or None, peers=peers, keep_data=keep_data, classes=chosen,
                         cluster=cluster, parse_lines=parse_lines,
-                        baseline=None if baseline == "none" else baseline)
+                        baseline=None if baseline == "none" else baseline,
+                        sigma=None if sigma == "none" else (sigma or BenchOptions.sigma),
+                        sigma_events=sigma_events or None)
     try:
         run(opts, echo=lambda s: typer.echo(s, err=True))
     except BenchFailed as e:

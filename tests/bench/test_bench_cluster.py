@@ -39,7 +39,7 @@ def test_cluster_stage_reports_cluster_mode_beside_embedded_with_agreeing_answer
     monkeypatch.setenv("SECLAKE_MERGE_QUIET_SECONDS", "3")
     opts = BenchOptions(events=10_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
                         data_dir=tmp_path / "data", cli_ingest=False, peers=False, cluster=True,
-                        parse_lines=0, scaling_events=None, baseline=None)
+                        parse_lines=0, scaling_events=None, baseline=None, sigma=None)
     try:
         r = run(opts, echo=lambda s: None)
     except BenchFailed as e:  # a disagreement is a failure of cluster mode or of the harness: show it
