@@ -528,8 +528,10 @@ pack only (an empty data dir) and to one with the starter pack and the Sigma rul
 in turns (starter, Sigma, Sigma, starter; each row the means of its two runs), timed to searchable. The target is
 at least 0.7x the starter pack's rate with the Sigma rules. What the rules take is the server's resident memory
 (`VmRSS`) with them minus without: right after the start (the rules loaded from the database and indexed), after
-the ingest (their matchers compiled and run) and at the peak (`VmHWM`); each run also counts the behaviors its
-rules made and how many rules made them, so Sigma rules that never fired would show.
+the ingest (their matchers compiled and run) and at the peak (`VmHWM`); what they cost is also the server process's
+CPU per line with them minus without (`bench/cpu.py`; its one interpreter parses, matches the rules and writes the
+log), and the server's start (loading and indexing the rules); each run also counts the behaviors its rules made and
+how many rules made them, so Sigma rules that never fired would show.
 
 **Parsing.** Before anything else, `parse_line` runs on 10,000 varied lines of each format
 (`--parse-lines`; shapes of `tests/ingest/fixtures`), best of 3, once with the common (ECS) names

@@ -248,21 +248,33 @@ def section(one: dict[str, Any]) -> list[str]:
         f"file of the {s['sample_of']:,}) over HTTP to a fresh server with each rule set, in turns "
         f"({', '.join(s['turns'])}; each row the mean of its runs):")
     lines += ["", "| rules | events/s accepted | seconds to searchable (after last reply) | events/s to searchable "
-              "| server start s | RSS after start MB | RSS after the ingest MB | peak RSS MB | behaviors (rules fired) |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| server CPU µs/line | server start s | RSS after start MB | RSS after the ingest MB | peak RSS MB "
+              "| behaviors (rules fired) |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for key, title in (("starter", f"starter pack ({s['starter_rules']})"),
                        ("sigma", f"starter pack + SigmaHQ ({s['starter_rules'] + imp['imported']:,})")):
         row = s[key]
         lines.append(
             f"| {title} | {row['events_per_second']:,.0f} | {row['seconds_to_searchable']:.2f} | "
-            f"{row['searchable_events_per_second']:,.0f} | {row['after_start']['seconds']:.1f} | "
+            f"{row['searchable_events_per_second']:,.0f} | {_server_us(row)} | {row['after_start']['seconds']:.1f} | "
             f"{row['after_start']['rss_kb'] / 1024:.0f} | {row['rss_kb_after_ingest'] / 1024:.0f} | "
             f"{row['server_peak_rss_kb_after_ingest'] / 1024:.0f} | {row['behaviors']:,} ({row['rules_fired']}) |")
     mem = s["memory_kb"]
     ratio = s.get("ratio")
+    spent = (_server_us(s["starter"], None), _server_us(s["sigma"], None))
+    matching = (f" The server's process (parsing, the rules, the log, HTTP: one interpreter) spent "
+                f"{spent[1] - spent[0]:+.1f} µs of CPU per line more with them." if None not in spent else "")
     lines += ["", (f"With SigmaHQ's rules against the starter pack alone, to searchable: **{ratio:.2f}x**, "
                    f"target ≥ {s['target']}x: {verdict(ratio >= s['target'])}. " if ratio else "No ratio: a rate is missing. ")
               + f"What the rules take (server RSS, with them minus without): **{mem['after_start'] / 1024:+.0f} MB** "
               f"after the start (rules loaded), {mem['after_ingest'] / 1024:+.0f} MB after the ingest (matchers "
-              f"compiled and run), peak {mem['peak'] / 1024:+.0f} MB.", ""]
+              f"compiled and run), peak {mem['peak'] / 1024:+.0f} MB." + matching, ""]
     return lines
+
+
+def _server_us(row: dict[str, Any], missing: Any = "") -> Any:
+    """The server process's CPU per line over a run (``cpu.CpuMeter``), or ``missing``."""
+    us = ((row.get("cpu") or {}).get("us_per_line") or {}).get("server")
+    if us is None:
+        return missing
+    return f"{us:.1f}" if missing == "" else us

@@ -112,3 +112,7 @@ def test_the_section_reports_rates_ratio_memory_and_behaviors(stage):
     assert f"| starter pack + SigmaHQ ({11 + imp['imported']:,}) |" in text
     assert f"| {with_sigma['behaviors']:,} ({with_sigma['rules_fired']}) |" in text
     assert f"**{out['memory_kb']['after_start'] / 1024:+.0f} MB** after the start" in text
+    # What the rules cost the server's process per line, from its CPU over each run.
+    us = [row["cpu"]["us_per_line"]["server"] for row in (starter, with_sigma)]
+    assert all(u > 0 for u in us) and f"| {with_sigma['searchable_events_per_second']:,.0f} | {us[1]:.1f} |" in text
+    assert f"spent {us[1] - us[0]:+.1f} µs of CPU per line more with them." in text
