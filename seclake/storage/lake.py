@@ -29,7 +29,7 @@ from typing import Any
 
 from seclake.db.database import Database
 from seclake.record.moment import iso
-from seclake.storage import memory, merge, partition
+from seclake.storage import memory, partition
 from seclake.storage.builder import SplitBuilder
 from seclake.storage.catalog import PUBLISHED, Catalog
 from seclake.storage.flusher import Flusher, Items, Placement
@@ -60,7 +60,7 @@ class Lake:
         db: Database,
         *,
         commit_interval: float = 1.0,
-        merge_quiet: float = merge.SETTLE_MS / 1000,
+        merge_quiet: float | None = None,
         store: SplitStore | None = None,
         partitions: int = partition.OFF,
         merge_after: float = 0.0,
@@ -85,7 +85,7 @@ class Lake:
         self.flusher = Flusher(self.layout, self.wal, self.shelf, self.builder, self.janitor, partitions)
         self.merger = Merger(self.layout, self.catalog, self.shelf, self.builder, self.janitor, partitions,
                              stopping=lambda: self.flusher.stopping, busy_share=self.flusher.busy_share,
-                             settle_ms=int(merge_quiet * 1000))
+                             settle_ms=None if merge_quiet is None else int(merge_quiet * 1000))
         # The last sequence the log held at start: once it is indexed, every
         # record acknowledged before the restart is searchable again (readiness).
         self.replay_target = 0

@@ -22,7 +22,7 @@ from seclake.storage.catalog import PUBLISHED, Catalog
 from seclake.storage.flusher import BUSY_WINDOW
 from seclake.storage.janitor import Janitor
 from seclake.storage.layout import Layout
-from seclake.storage.merge import FACTOR, SETTLE_MS, merge_candidates
+from seclake.storage.merge import FACTOR, merge_candidates
 from seclake.storage.shelf import Shelf
 from seclake.storage.split import Split, SplitAborted
 
@@ -48,9 +48,10 @@ BUSY_FACTOR = 4 * FACTOR
 class Merger:
     def __init__(self, layout: Layout, catalog: Catalog, shelf: Shelf, builder: SplitBuilder, janitor: Janitor,
                  partitions: int, stopping: Callable[[], bool] = lambda: False,
-                 busy_share: Callable[[], float] = lambda: 0.0, settle_ms: int = SETTLE_MS):
+                 busy_share: Callable[[], float] = lambda: 0.0, settle_ms: int | None = None):
         self.layout = layout
-        # How long a day must be quiet before its last merge (setting merge_quiet_seconds).
+        # How long a day must be quiet before its last merge (setting merge_quiet_seconds;
+        # None: merge.SETTLE_MS, read at each round).
         self.settle_ms = settle_ms
         self.catalog = catalog
         self.shelf = shelf

@@ -161,8 +161,10 @@ def _killer(stop: threading.Event, limit: int, pool: ParsePool, delay: float = 0
         while not stop.is_set() and len(killed) < limit:
             for pid in set(pool.pids()) & set(_workers()):  # started: it has named itself
                 if pid not in killed and len(killed) < limit:
-                    os.kill(pid, signal.SIGKILL)
+                    # Counted first: the pool may see the death and the test read the
+                    # count before this thread runs again.
                     killed.append(pid)
+                    os.kill(pid, signal.SIGKILL)
             time.sleep(0.005)
 
     threading.Thread(target=run, daemon=True).start()
