@@ -35,11 +35,11 @@ def test_the_cpu_of_a_server_and_of_its_build_and_merge_workers_is_told_apart():
     finally:
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
-    # Each role's burn, plus a Python start (~0.1 s of CPU) at most; the server's own
-    # start may come before the meter's first look.
-    assert 0.15 <= spent[SERVER] < 0.6, spent
-    assert 0.8 <= spent[MERGE] < 1.2, spent
-    assert 0.4 <= spent[BUILD] < 0.8, spent
+    # Each role's burn, plus a Python start (~0.1 s of CPU; ~0.3 s on a machine busy with
+    # other tests) at most; the server's own start may come before the meter's first look.
+    assert 0.15 <= spent[SERVER] < 0.7, spent
+    assert 0.8 <= spent[MERGE] < 1.4, spent
+    assert 0.4 <= spent[BUILD] < 1.0, spent
     assert spent[CLIENT] < 0.2, spent  # this process only waited
     assert per_line["us_per_line"][MERGE] == spent[MERGE] / 1000 * 1e6
     assert 0 < per_line["busy"] <= 1.05
