@@ -7,6 +7,9 @@ for all rules at once:
 - a keyword at a keyword field (``event.code:1``, ``winlog.channel:Security``,
   Sigma's ``OriginalFileName: whoami.exe``): a dictionary lookup per keyword
   the record holds;
+- a field present at all (``Exists``: Sigma's log sources written as ``_exists_``,
+  CloudTrail's ``eventSource``, a syslog line's ``program``, a DNS query's
+  name): the matcher's own test, once per path and record, not per rule;
 - a literal inside a keyword field's value (Sigma's ``Image|endswith:
   '\\whoami.exe'``, ``CommandLine|contains: ' -enc '``: a ``Wildcard`` or
   ``Contains`` node; its longest literal part): every literal of every rule
@@ -25,9 +28,17 @@ one of them, a pattern's literal part a substring of one), so the index
 never changes what matches, only what is tried: tests/detect/test_ruleindex.py
 checks this against every matcher on random rules and records.
 
-Text paths, the default field and case-sensitive nodes give no gate (their
-tokens and case are compared differently); ``query/gate.py`` gives the first
-gate the same way for one rule.
+- a substring of a text field's or the default field's lowercased text
+  (Sigma's field-less keywords, ``Contains`` on no path): the matcher's own
+  test (``needle in low for low in lowered(path)``), searched by one RE2 set
+  per path for all rules at once. Lowering every text of a record costs more
+  than a keyword lookup, so such a gate is only checked, never the one a rule
+  is filed under when it has another (a Linux keyword rule is filed under
+  its log source, ``program`` present, and checked by its keywords).
+
+Text terms (tokens), wildcards on text and case-sensitive nodes give no gate
+(their tokens and case are compared differently); ``query/gate.py`` gives the
+first gate the same way for one rule.
 """
 
 from __future__ import annotations
@@ -40,7 +51,7 @@ import re2
 from seclake.query import ast
 from seclake.query.matcher import RecordView
 from seclake.record.dataset import Dataset
-from seclake.record.flatten import leaves
+from seclake.record.flatten import exists_at, leaves
 from seclake.record.value import keyword
 
 log = logging.getLogger("seclake.detect")
@@ -54,7 +65,9 @@ SET_MEMORY = 64 << 20
 @dataclass(frozen=True, order=True)
 class Need:
     """One alternative of a gate: ``text`` is a keyword of ``path`` (``kind`` "k"),
-    or a substring of one (``kind`` "s")."""
+    or a substring of one (``kind`` "s"); a substring of the lowercased text of a text
+    field or of the default field, ``path`` "" (``kind`` "t"); or ``path`` exists
+    (``kind`` "e", no text)."""
 
     kind: str
     path: str
@@ -80,10 +93,15 @@ def needs_of(node: ast.Node, dataset: Dataset) -> list[Gate]:
         if len(literals) == 1 and len(node.parts()) == 1:  # no wildcard at all: a whole keyword term
             return [frozenset([Need("k", node.path, literals[0])])]
         return [frozenset([Need("s", node.path, max(literals, key=len))])]
+    if isinstance(node, ast.Exists):
+        # Checked with exists_at, the matcher's own test: exact whatever the path (text, an object's prefix).
+        return [frozenset([Need("e", node.path, "")])] if node.path else []
     contains = getattr(ast, "Contains", None)
     if contains is not None and isinstance(node, contains):
-        if node.path is None or node.cased or dataset.is_text(node.path) or not node.value:
+        if node.cased or not node.value:
             return []
+        if node.path is None or dataset.is_text(node.path):
+            return [frozenset([Need("t", node.path or "", node.value.lower())])]
         return [frozenset([Need("s", node.path, node.value.lower())])]
     if isinstance(node, ast.And):
         out: list[Gate] = []
@@ -119,23 +137,27 @@ class RuleIndex:
                 shared[need] = shared.get(need, 0) + 1
 
         def cost(gate: Gate) -> int:
-            return max(self.size if n.kind == "s" and len(n.text) < SHORT_LITERAL else shared[n] for n in gate)
+            return max(self.size if n.kind == "t" or (n.kind == "s" and len(n.text) < SHORT_LITERAL) else shared[n]
+                       for n in gate)
 
         self.always: list[int] = []  # rules without a gate
         self._keywords: dict[str, dict[str, list[int]]] = {}  # path -> keyword -> rules filed there
-        self._literal_rules: dict[str, list[list[int]]] = {}  # path -> literal number -> rules filed there
-        self._literals: dict[str, dict[str, int]] = {}  # path -> literal -> its number in the path's set
-        # Each rule's other gates, as gate numbers; each gate as (keyword needs, literal needs).
+        # Literal needs by key (_key: a keyword path, or TEXT + a text path): literal number -> rules filed there.
+        self._literal_rules: dict[str, list[list[int]]] = {}
+        self._literals: dict[str, dict[str, int]] = {}  # key -> literal -> its number in the key's set
+        self._exists: dict[str, list[int]] = {}  # path -> rules filed on its existence
+        # Each rule's other gates, as gate numbers; each gate as (keyword needs, literal needs, exists needs).
         self._checks: list[tuple[int, ...]] = []
         # A gate's alternatives grouped by path: one look per path, not per alternative (Sigma's
         # pipelines write a field under three names, and a rule ORs dozens of values).
-        self._gates: list[tuple[tuple[tuple[str, frozenset[str]], ...], tuple[tuple[str, frozenset[int]], ...]]] = []
+        self._gates: list[tuple[tuple[tuple[str, frozenset[str]], ...], tuple[tuple[str, frozenset[int]], ...],
+                                tuple[str, ...]]] = []
         gate_numbers: dict[Gate, int] = {}
         for number, gates in enumerate(needs):
             for gate in gates:
                 for n in gate:
-                    if n.kind == "s":
-                        lits = self._literals.setdefault(n.path, {})
+                    if n.kind in "st":
+                        lits = self._literals.setdefault(_key(n), {})
                         lits.setdefault(n.text, len(lits))
             if not gates:
                 self.always.append(number)
@@ -145,9 +167,11 @@ class RuleIndex:
             for n in primary:
                 if n.kind == "k":
                     self._keywords.setdefault(n.path, {}).setdefault(n.text, []).append(number)
+                elif n.kind == "e":
+                    self._exists.setdefault(n.path, []).append(number)
                 else:
-                    filed = self._literal_rules.setdefault(n.path, [])
-                    at = self._literals[n.path][n.text]
+                    filed = self._literal_rules.setdefault(_key(n), [])
+                    at = self._literals[_key(n)][n.text]
                     filed.extend([] for _ in range(at + 1 - len(filed)))
                     filed[at].append(number)
             checks = []
@@ -158,16 +182,21 @@ class RuleIndex:
                     gate_numbers[gate] = len(self._gates)
                     keywords: dict[str, set[str]] = {}
                     literals: dict[str, set[int]] = {}
+                    exists: set[str] = set()
                     for n in gate:
                         if n.kind == "k":
                             keywords.setdefault(n.path, set()).add(n.text)
+                        elif n.kind == "e":
+                            exists.add(n.path)
                         else:
-                            literals.setdefault(n.path, set()).add(self._literals[n.path][n.text])
+                            literals.setdefault(_key(n), set()).add(self._literals[_key(n)][n.text])
                     self._gates.append((tuple((p, frozenset(k)) for p, k in sorted(keywords.items())),
-                                        tuple((p, frozenset(x)) for p, x in sorted(literals.items()))))
+                                        tuple((p, frozenset(x)) for p, x in sorted(literals.items())),
+                                        tuple(sorted(exists))))
                 checks.append(gate_numbers[gate])
             self._checks.append(tuple(checks))
         self._sets: dict[str, re2.Set | None] = {path: _literal_set(path, lits) for path, lits in self._literals.items()}
+        self._text_keys = [k for k in self._literal_rules if k.startswith(TEXT)]
 
     def candidates(self, view: RecordView) -> list[int]:
         """The rules ``view``'s record passes every gate of, in rule order."""
@@ -183,8 +212,11 @@ class RuleIndex:
                 rules = by_keyword.get(kw)
                 if rules:
                     out.update(rules)
+        for path, rules in self._exists.items():
+            if found.exists(path):
+                out.update(rules)
         literal_index = self._literal_rules
-        for path in present.intersection(literal_index):
+        for path in present.intersection(literal_index).union(self._text_keys):
             filed = literal_index[path]
             hits = found.literals(path)
             if hits is None:  # the set could not run: every rule filed there is a candidate
@@ -214,28 +246,36 @@ class RuleIndex:
         """How the rules are filed (docs/rules.md's figures)."""
         return {"rules": self.size, "always": len(self.always),
                 "keywordPaths": len(self._keywords), "literalPaths": len(self._literal_rules),
+                "existsPaths": len(self._exists),
                 "literals": sum(len(x) for x in self._literals.values())}
 
 
 class _Found:
     """Per record: which literals each field's values hold (one RE2 set search per value)."""
 
-    __slots__ = ("sets", "view", "present", "got")
+    __slots__ = ("sets", "view", "present", "got", "existing")
 
     def __init__(self, sets: dict[str, re2.Set | None], view: RecordView, present: set[str]):
-        self.sets, self.view, self.present, self.got = sets, view, present, {}
+        self.sets, self.view, self.present, self.got, self.existing = sets, view, present, {}, {}
+
+    def exists(self, path: str) -> bool:
+        got = self.existing.get(path)
+        if got is None:
+            got = self.existing[path] = exists_at(self.view.data, path)
+        return got
 
     def literals(self, path: str) -> set[int] | None:
         if path in self.got:
             return self.got[path]
         s = self.sets.get(path)
         hits: set[int] | None = None
-        if path not in self.present:
+        text = path.startswith(TEXT)
+        if not text and path not in self.present:
             hits = set()
         elif s is not None:
             hits = set()
             try:
-                for term in self.view.keywords(path):
+                for term in (self.view.lowered(path[1:] or None) if text else self.view.keywords(path)):
                     hits.update(s.Match(term) or ())
             except re2.error:  # the automaton ran out of memory on this value: let the matchers decide
                 hits = None
@@ -244,16 +284,27 @@ class _Found:
 
 
 def _passes(gate, view: RecordView, found: _Found, present: set[str]) -> bool:
-    keywords, literals = gate
+    keywords, literals, exists = gate
     for path, wanted in keywords:
         if path in present and not wanted.isdisjoint(view.keywords(path)):
             return True
     for path, wanted in literals:
-        if path in present:
+        if path in present or path.startswith(TEXT):
             hits = found.literals(path)
             if hits is None or not wanted.isdisjoint(hits):
                 return True
+    for path in exists:
+        if found.exists(path):
+            return True
     return False
+
+
+# Keys of text needs: TEXT + the path ("" the default field); no record path starts with it.
+TEXT = "\0"
+
+
+def _key(n: Need) -> str:
+    return TEXT + n.path if n.kind == "t" else n.path
 
 
 def _literal_set(path: str, literals: dict[str, int]) -> re2.Set | None:
@@ -265,6 +316,7 @@ def _literal_set(path: str, literals: dict[str, int]) -> re2.Set | None:
     try:
         s.Compile()
     except re2.error as e:  # every rule filed on the path is then a candidate
-        log.warning("the rule index cannot search the %d literals of %s at once (%s)", len(literals), path, e)
+        log.warning("the rule index cannot search the %d literals of %s at once (%s)", len(literals),
+                    path.replace(TEXT, "text ") or "the default field", e)
         return None
     return s

@@ -30,7 +30,7 @@ def rule(name: str, selector: ast.Node):
 def leaf(draw) -> ast.Node:
     path = F + draw(st.sampled_from(PATHS))
     word = draw(st.sampled_from(WORDS))
-    kind = draw(st.sampled_from(["term", "cased", "wild", "contains", "exists"]))
+    kind = draw(st.sampled_from(["term", "cased", "wild", "contains", "exists", "text", "prefix"]))
     if kind == "term":
         return ast.Term(path, word)
     if kind == "cased":
@@ -42,6 +42,12 @@ def leaf(draw) -> ast.Node:
         return ast.Wildcard(path, draw(st.sampled_from(["*", "", "?*"])) + body + draw(st.sampled_from(["*", "", "?"])))
     if kind == "contains" and hasattr(ast, "Contains"):
         return ast.Contains(path, word[: draw(st.integers(0, len(word)))], cased=draw(st.booleans()))
+    if kind == "text":
+        # Field-less keywords (Sigma's) and a text field: substrings of lowercased text, one RE2 set per path.
+        where = draw(st.sampled_from([None, "@message", F + "process.command_line"]))
+        return ast.Contains(where, word[draw(st.integers(0, len(word))):], cased=draw(st.booleans()))
+    if kind == "prefix":  # an object exists when a leaf below it does
+        return ast.Exists(draw(st.sampled_from(["@fields", F + "event", F + "process", "@message"])))
     return ast.Exists(path)
 
 
@@ -57,6 +63,7 @@ def trees(draw, depth: int = 0) -> ast.Node:
 
 
 records = st.fixed_dictionaries({}, optional={
+    "@message": st.one_of(st.sampled_from(WORDS), st.just("run CMD.EXE /c WHOAMI now")),
     "@fields": st.fixed_dictionaries({}, optional={
         p: st.one_of(st.sampled_from(WORDS), st.integers(0, 5000), st.lists(st.sampled_from(WORDS), max_size=2))
         for p in PATHS
@@ -102,13 +109,38 @@ def test_a_record_meets_only_the_rules_it_can_match_among_thousands():
     assert index.candidates(RecordView({"@fields": {"event": {"code": "4688"}}}, EVENTS)) == []
 
 
+def test_log_sources_and_keywords_are_looked_up_not_tried():
+    """Rules that name their log source by a field being there (a syslog line's program, CloudTrail's
+    eventSource) and field-less keywords: a record of another source meets none of them."""
+    program, source = F + "program", F + "eventSource"
+    rules = [rule(f"k{i}", ast.And((ast.Exists(program), ast.Contains(None, f"needle {i} here"))))
+             for i in range(300)]
+    rules += [rule(f"c{i}", ast.And((ast.Exists(source), ast.Not(ast.Term(F + "eventName", f"n{i}")))))
+              for i in range(300)]
+    ruleset = RuleSet(rules, 1)
+    index = ruleset._by_dataset["event"][1]
+    assert index is not None and index.stats()["always"] == 0
+    windows = {"@fields": {"event": {"code": "1"}}, "@message": "needle 7 here"}
+    assert index.candidates(RecordView(windows, EVENTS)) == []
+    sshd = {"@fields": {"program": "sshd"}, "@message": "x NEEDLE 7 HERE y"}
+    assert index.candidates(RecordView(sshd, EVENTS)) == [7]
+    assert ruleset.matching("event", sshd) == [7]
+    trail = {"@fields": {"eventSource": "iam.amazonaws.com", "eventName": "n3"}}
+    assert ruleset.matching("event", trail) == [300 + i for i in range(300) if i != 3]
+
+
 def test_what_gives_no_gate_and_what_does():
     code, cmd = F + "event.code", F + "process.command_line"
     assert needs_of(ast.Not(ast.Term(code, "1")), EVENTS) == []
     assert needs_of(ast.Wildcard(cmd, "*"), EVENTS) == []
     assert needs_of(ast.Wildcard(cmd, "*whoami*", cased=True), EVENTS) == []
     assert needs_of(ast.Term(None, "whoami"), EVENTS) == []  # the default field: tokens, not keywords
-    assert needs_of(ast.Or((ast.Term(code, "1"), ast.Exists(cmd))), EVENTS) == [], "one branch passes ungated"
+    assert needs_of(ast.Or((ast.Term(code, "1"), ast.Not(ast.Exists(cmd)))), EVENTS) == [], "one branch passes ungated"
+    [gate] = needs_of(ast.Or((ast.Term(code, "1"), ast.Exists(cmd))), EVENTS)
+    assert {(n.kind, n.path, n.text) for n in gate} == {("k", code, "1"), ("e", cmd, "")}
+    [gate] = needs_of(ast.Contains(None, "Corrupted MAC on input"), EVENTS)
+    assert {(n.kind, n.path, n.text) for n in gate} == {("t", "", "corrupted mac on input")}
+    assert needs_of(ast.Contains(None, "Corrupted", cased=True), EVENTS) == []
     [gate] = needs_of(ast.Wildcard(cmd, "*\\\\whoami.exe /*"), EVENTS)
     assert {(n.kind, n.text) for n in gate} == {("s", "\\whoami.exe /")}
     [gate] = needs_of(ast.Term(code, "007"), EVENTS)
