@@ -125,12 +125,112 @@ def _local_cost(gate: Gate) -> tuple:
     return (len(gate), -min(len(n.text) for n in gate))
 
 
-class RuleIndex:
-    """Rules (by their number, in order) filed by their gates."""
+# A group of rules this large is split by a keyword field all of them need (below).
+PARTITION_MIN = 16
 
-    def __init__(self, selectors: list[ast.Node], dataset: Dataset):
+
+class RuleIndex:
+    """Rules (by their number, in order) filed by their gates.
+
+    First by their log source: most rules of a log source need one keyword
+    field to hold one of a few values (``winlog.channel``, then ``event.code``;
+    ``event.dataset``, ``observer.product``...). The rules are split by the
+    field that the most of them need that way, each group by the next such
+    field, recursively (a group of fewer than ``partition_min`` rules is not
+    split): a record looks up its own values of that field in a dict and meets
+    only the groups they name (a Sysmon process start: the ~1,100 rules of
+    Sysmon's event 1; a DNS or FortiGate record: none of the Windows rules),
+    and the gate that field gave is not checked again inside. Each group's
+    rules are filed by their other gates as below (``_Flat``), the rules they
+    share counted within the group, so the static guess sees which literal
+    tells the process-creation rules apart, not which is rare among all.
+    """
+
+    def __init__(self, selectors: list[ast.Node], dataset: Dataset, partition_min: int = PARTITION_MIN):
         self.size = len(selectors)
         needs = [needs_of(s, dataset) for s in selectors]
+        self._flats: list[_Flat] = []
+        self._root = self._node(list(range(self.size)), {n: needs[n] for n in range(self.size)}, partition_min)
+
+    def _node(self, rules: list[int], needs: dict[int, list[Gate]], partition_min: int):
+        if len(rules) >= partition_min:
+            counts: dict[str, int] = {}
+            for r in rules:
+                for path in {p for g in needs[r] if (p := _keyword_path(g)) is not None}:
+                    counts[path] = counts.get(path, 0) + 1
+            if counts:
+                path, count = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+                if count >= partition_min:
+                    groups: dict[str, list[int]] = {}
+                    rest: list[int] = []
+                    inner: dict[int, list[Gate]] = {}
+                    for r in rules:
+                        on_path = [g for g in needs[r] if _keyword_path(g) == path]
+                        if not on_path:
+                            rest.append(r)
+                            continue
+                        gate = min(on_path, key=lambda g: (len(g), sorted(g)))
+                        # The group a record reaches through one of these keywords passed this gate.
+                        inner[r] = [g for g in needs[r] if g is not gate]
+                        for n in gate:
+                            groups.setdefault(n.text, []).append(r)
+                    nodes = {kw: self._node(members, inner, partition_min) for kw, members in groups.items()}
+                    return _Partition(path, nodes, self._node(rest, needs, partition_min) if rest else None)
+        flat = _Flat(rules, [needs[r] for r in rules], self.size)
+        self._flats.append(flat)
+        return flat
+
+    def candidates(self, view: RecordView) -> list[int]:
+        """The rules ``view``'s record passes every gate of, in rule order."""
+        # The paths the record has, from one walk over its leaves: a rule set of
+        # Sigma rules names ~300 paths, and looking each up took most of the time.
+        present = {path for path, _ in leaves(view.data)}
+        out: list[int] = []
+        self._root.candidates(view, present, {}, out)
+        if isinstance(self._root, _Flat):
+            return out  # one flat group gives its rules once, in order
+        return sorted(set(out))  # a rule in two groups of one field (event 1 or 4688) a record can reach both
+
+    def stats(self) -> dict[str, int]:
+        """How the rules are filed (docs/rules.md's figures): the flat groups' sums."""
+        out = {"rules": self.size, "groups": len(self._flats)}
+        for flat in self._flats:
+            for k, v in flat.stats().items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+
+def _keyword_path(gate: Gate) -> str | None:
+    """The keyword field all of a gate's alternatives are on, if there is one."""
+    paths = {n.path for n in gate if n.kind == "k"}
+    return next(iter(paths)) if len(paths) == 1 and all(n.kind == "k" for n in gate) else None
+
+
+class _Partition:
+    """Rules split by their keyword at ``path`` (the groups), and those that need none there (``rest``)."""
+
+    __slots__ = ("path", "groups", "rest")
+
+    def __init__(self, path: str, groups: dict, rest):
+        self.path, self.groups, self.rest = path, groups, rest
+
+    def candidates(self, view: RecordView, present: set[str], existing: dict[str, bool], out: list[int]) -> None:
+        if self.path in present:
+            groups = self.groups
+            for kw in view.keywords(self.path):
+                group = groups.get(kw)
+                if group is not None:
+                    group.candidates(view, present, existing, out)
+        if self.rest is not None:
+            self.rest.candidates(view, present, existing, out)
+
+
+class _Flat:
+    """Rules filed by their gates: ``numbers`` are their numbers in the index, in order."""
+
+    def __init__(self, numbers: list[int], needs: list[list[Gate]], size: int):
+        self.numbers = numbers
+        self.size = size  # of the whole index: a short literal counts as shared by every rule
         shared: dict[Need, int] = {}
         for gates in needs:
             for need in {n for g in gates for n in g}:
@@ -198,12 +298,10 @@ class RuleIndex:
         self._sets: dict[str, re2.Set | None] = {path: _literal_set(path, lits) for path, lits in self._literals.items()}
         self._text_keys = [k for k in self._literal_rules if k.startswith(TEXT)]
 
-    def candidates(self, view: RecordView) -> list[int]:
-        """The rules ``view``'s record passes every gate of, in rule order."""
-        # The paths the record has, from one walk over its leaves: a rule set of
-        # Sigma rules names ~300 paths, and looking each up took most of the time.
-        present = {path for path, _ in leaves(view.data)}
-        found = _Found(self._sets, view, present)
+    def candidates(self, view: RecordView, present: set[str], existing: dict[str, bool], out: list[int]) -> None:
+        """Adds the rules ``view``'s record passes every gate of to ``out``, in rule order."""
+        found = _Found(self._sets, view, present, existing)
+        kept = out
         out = set(self.always)
         keyword_index = self._keywords
         for path in present.intersection(keyword_index):
@@ -227,8 +325,9 @@ class RuleIndex:
                 if at < len(filed):
                     out.update(filed[at])
         checks, gates = self._checks, self._gates
+        out_append = kept.append
         passed: dict[int, bool] = {}
-        kept = []
+        numbers = self.numbers
         for number in sorted(out):
             ok = True
             for g in checks[number]:
@@ -239,12 +338,10 @@ class RuleIndex:
                     ok = False
                     break
             if ok:
-                kept.append(number)
-        return kept
+                out_append(numbers[number])
 
     def stats(self) -> dict[str, int]:
-        """How the rules are filed (docs/rules.md's figures)."""
-        return {"rules": self.size, "always": len(self.always),
+        return {"always": len(self.always),
                 "keywordPaths": len(self._keywords), "literalPaths": len(self._literal_rules),
                 "existsPaths": len(self._exists),
                 "literals": sum(len(x) for x in self._literals.values())}
@@ -255,8 +352,10 @@ class _Found:
 
     __slots__ = ("sets", "view", "present", "got", "existing")
 
-    def __init__(self, sets: dict[str, re2.Set | None], view: RecordView, present: set[str]):
-        self.sets, self.view, self.present, self.got, self.existing = sets, view, present, {}, {}
+    def __init__(self, sets: dict[str, re2.Set | None], view: RecordView, present: set[str],
+                 existing: dict[str, bool]):
+        # ``existing`` is the record's, shared by the groups it meets: an existence is one test per record.
+        self.sets, self.view, self.present, self.got, self.existing = sets, view, present, {}, existing
 
     def exists(self, path: str) -> bool:
         got = self.existing.get(path)

@@ -62,6 +62,12 @@ def trees(draw, depth: int = 0) -> ast.Node:
     return ast.And(children) if kind == "and" else ast.Or(children)
 
 
+# Fields a log source is told by, as Sigma's pipelines write them: one value, another, or both (a list).
+SOURCES = {"winlog.channel": ["Security", "sysmon"], "program": ["sshd", "sudo"]}
+for _path, _values in SOURCES.items():
+    PATHS.append(_path)
+    WORDS.extend(_values)
+
 records = st.fixed_dictionaries({}, optional={
     "@message": st.one_of(st.sampled_from(WORDS), st.just("run CMD.EXE /c WHOAMI now")),
     "@fields": st.fixed_dictionaries({}, optional={
@@ -77,6 +83,11 @@ def test_the_index_keeps_exactly_the_rules_whose_matcher_matches(selectors, reco
     ruleset = RuleSet([rule(f"r{i}", s) for i, s in enumerate(selectors)], 1)
     every = [n for n, (r, _) in enumerate(ruleset.rules("event")) if r.matcher()(RecordView(record, EVENTS))]
     assert ruleset.matching("event", record) == every
+    # Split by log source at every size (a real rule set splits only groups of PARTITION_MIN rules).
+    view = RecordView(record, EVENTS)
+    for partition_min in (1, 2):
+        index = RuleIndex(selectors, EVENTS, partition_min)
+        assert [n for n in index.candidates(view) if ruleset.rules("event")[n][0].matcher()(view)] == every
 
 
 def sigma_like(i: int):
@@ -107,6 +118,26 @@ def test_a_record_meets_only_the_rules_it_can_match_among_thousands():
     assert ruleset.matching("event", record) == []
     # A record of another event code meets none.
     assert index.candidates(RecordView({"@fields": {"event": {"code": "4688"}}}, EVENTS)) == []
+
+
+def test_rules_are_split_by_their_log_source_first():
+    """Windows rules split by channel then event id, the others left together: a record reaches only
+    the groups of its own values, and a rule of two event ids (1 or 4688) is found once."""
+    channel, code, image = F + "winlog.channel", F + "event.code", F + "process.executable"
+    rules = []
+    for i in range(200):
+        ids = ast.Or((ast.Term(code, "1"), ast.Term(code, "4688"))) if i % 2 else ast.Term(code, str(i % 7))
+        rules.append(rule(f"w{i}", ast.And((ast.Term(channel, "Sysmon"), ids, ast.Not(ast.Term(image, f"x{i}"))))))
+    rules += [rule(f"n{i}", ast.Not(ast.Term(image, f"y{i}"))) for i in range(20)]
+    index = RuleIndex([r.selector for r in rules], EVENTS)
+    assert index.stats()["groups"] > 7
+    record = {"@fields": {"winlog": {"channel": "sysmon"}, "event": {"code": ["1", "4688"]},
+                          "process": {"executable": "x1"}}}
+    got = index.candidates(RecordView(record, EVENTS))
+    assert got == sorted(set(got))
+    assert got == [i for i in range(200) if i % 2 or i % 7 == 1] + list(range(200, 220))
+    assert RuleSet(rules, 1).matching("event", record) == [i for i in got if i != 1]
+    assert index.candidates(RecordView({"@fields": {"program": "sshd"}}, EVENTS)) == list(range(200, 220))
 
 
 def test_log_sources_and_keywords_are_looked_up_not_tried():
