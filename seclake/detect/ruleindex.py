@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
 
 import re2
 
@@ -295,7 +296,7 @@ class _Flat:
                                         tuple(sorted(exists))))
                 checks.append(gate_numbers[gate])
             self._checks.append(tuple(checks))
-        self._sets: dict[str, re2.Set | None] = {path: _literal_set(path, lits) for path, lits in self._literals.items()}
+        self._sets: dict[str, tuple[re2.Set, bool] | None] = {path: _literal_set(path, lits) for path, lits in self._literals.items()}
         self._text_keys = [k for k in self._literal_rules if k.startswith(TEXT)]
 
     def candidates(self, view: RecordView, present: set[str], existing: dict[str, bool], out: list[int]) -> None:
@@ -352,7 +353,7 @@ class _Found:
 
     __slots__ = ("sets", "view", "present", "got", "existing")
 
-    def __init__(self, sets: dict[str, re2.Set | None], view: RecordView, present: set[str],
+    def __init__(self, sets: dict[str, tuple[re2.Set, bool] | None], view: RecordView, present: set[str],
                  existing: dict[str, bool]):
         # ``existing`` is the record's, shared by the groups it meets: an existence is one test per record.
         self.sets, self.view, self.present, self.got, self.existing = sets, view, present, {}, existing
@@ -372,10 +373,15 @@ class _Found:
         if not text and path not in self.present:
             hits = set()
         elif s is not None:
-            hits = set()
+            automaton, joinable = s
+            terms = self.view.lowered(path[1:] or None) if text else self.view.keywords(path)
             try:
-                for term in (self.view.lowered(path[1:] or None) if text else self.view.keywords(path)):
-                    hits.update(s.Match(term) or ())
+                if joinable:  # one call for the record's ~20 texts (a keyword rule's default field)
+                    hits = set(automaton.Match(JOIN.join(terms)) or ())
+                else:
+                    hits = set()
+                    for term in terms:
+                        hits.update(automaton.Match(term) or ())
             except re2.error:  # the automaton ran out of memory on this value: let the matchers decide
                 hits = None
         self.got[path] = hits
@@ -406,16 +412,32 @@ def _key(n: Need) -> str:
     return TEXT + n.path if n.kind == "t" else n.path
 
 
-def _literal_set(path: str, literals: dict[str, int]) -> re2.Set | None:
-    options = re2.Options()
-    options.max_mem = SET_MEMORY
-    s = re2.Set.SearchSet(options)
-    for text, _at in sorted(literals.items(), key=lambda kv: kv[1]):
-        s.Add(re2.escape(text))  # added in number order: Match answers these numbers
+def _literal_set(path: str, literals: dict[str, int]) -> tuple[re2.Set, bool] | None:
+    """The RE2 set of ``literals`` (Match answers their numbers), and whether it may search a path's
+    values joined by JOIN; None when it cannot be compiled (every rule filed there is then a candidate)."""
+    texts = tuple(text for text, _at in sorted(literals.items(), key=lambda kv: kv[1]))
     try:
-        s.Compile()
-    except re2.error as e:  # every rule filed on the path is then a candidate
+        return _compiled(texts)
+    except re2.error as e:
         log.warning("the rule index cannot search the %d literals of %s at once (%s)", len(literals),
                     path.replace(TEXT, "text ") or "the default field", e)
         return None
-    return s
+
+
+# Compiling the sets is most of building an index (SigmaHQ's ~50,000 literals); a new generation of
+# the rule book (a rule added, one disabled) leaves most groups' literals as they were: their sets
+# are reused, not compiled again. Bounded: a few hundred groups per generation.
+@lru_cache(maxsize=1024)
+def _compiled(texts: tuple[str, ...]) -> tuple[re2.Set, bool]:
+    options = re2.Options()
+    options.max_mem = SET_MEMORY
+    s = re2.Set.SearchSet(options)
+    for text in texts:
+        s.Add(re2.escape(text))  # added in number order: Match answers these numbers
+    s.Compile()
+    # A literal without JOIN cannot match across one, so the values can be searched in one call.
+    return s, not any(JOIN in text for text in texts)
+
+
+# Between the values of a path searched at once; no literal of that set holds it (else one by one).
+JOIN = "\n"

@@ -18,7 +18,9 @@ from seclake.record.dataset import EVENTS
 F = "@fields."
 PATHS = ["event.code", "process.executable", "process.command_line", "winlog.channel"]
 WORDS = ["1", "4688", "007", "7", "C:\\Windows\\System32\\whoami.exe", "whoami", "powershell -enc AAA",
-         "Security", "sysmon", "cmd.exe /c whoami", "ab", "ÉCOLE", "école", ""]
+         "Security", "sysmon", "cmd.exe /c whoami", "ab", "ÉCOLE", "école", "",
+         # A record's values are searched joined by a newline unless a literal holds one.
+         "two\nlines", "two", "lines"]
 
 
 def rule(name: str, selector: ast.Node):
@@ -176,3 +178,15 @@ def test_what_gives_no_gate_and_what_does():
     assert {(n.kind, n.text) for n in gate} == {("s", "\\whoami.exe /")}
     [gate] = needs_of(ast.Term(code, "007"), EVENTS)
     assert {(n.kind, n.text) for n in gate} == {("k", "7")}
+
+
+def test_values_are_searched_joined_only_when_no_literal_spans_a_join():
+    cmd = F + "process.command_line"
+    rules = [rule("nl", ast.Wildcard(cmd, "*o\nl*")), rule("plain", ast.Wildcard(cmd, "*wo*"))]
+    ruleset = RuleSet(rules, 1)
+    two_values = {"@fields": {"process": {"command_line": ["two", "lines"]}}}
+    assert ruleset.matching("event", two_values) == [1]
+    index = ruleset._by_dataset["event"][1]
+    assert index is not None and index.candidates(RecordView(two_values, EVENTS)) == [1], "not across values"
+    assert ruleset.matching("event", {"@fields": {"process": {"command_line": ["two\nlines"]}}}) == [0, 1]
+    assert ruleset.matching("event", {"@message": "two", "@fields": {"process": {"x": "lines"}}}) == []
