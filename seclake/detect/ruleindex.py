@@ -44,8 +44,8 @@ first gate the same way for one rule.
 from __future__ import annotations
 
 import logging
+import weakref
 from dataclasses import dataclass
-from functools import lru_cache
 
 import re2
 
@@ -296,7 +296,7 @@ class _Flat:
                                         tuple(sorted(exists))))
                 checks.append(gate_numbers[gate])
             self._checks.append(tuple(checks))
-        self._sets: dict[str, tuple[re2.Set, bool] | None] = {path: _literal_set(path, lits) for path, lits in self._literals.items()}
+        self._sets: dict[str, _LiteralSet | None] = {path: _literal_set(path, lits) for path, lits in self._literals.items()}
         self._text_keys = [k for k in self._literal_rules if k.startswith(TEXT)]
 
     def candidates(self, view: RecordView, present: set[str], existing: dict[str, bool], out: list[int]) -> None:
@@ -353,7 +353,7 @@ class _Found:
 
     __slots__ = ("sets", "view", "present", "got", "existing")
 
-    def __init__(self, sets: dict[str, tuple[re2.Set, bool] | None], view: RecordView, present: set[str],
+    def __init__(self, sets: dict[str, _LiteralSet | None], view: RecordView, present: set[str],
                  existing: dict[str, bool]):
         # ``existing`` is the record's, shared by the groups it meets: an existence is one test per record.
         self.sets, self.view, self.present, self.got, self.existing = sets, view, present, {}, existing
@@ -373,7 +373,7 @@ class _Found:
         if not text and path not in self.present:
             hits = set()
         elif s is not None:
-            automaton, joinable = s
+            automaton, joinable = s.automaton, s.joinable
             terms = self.view.lowered(path[1:] or None) if text else self.view.keywords(path)
             try:
                 if joinable:  # one call for the record's ~20 texts (a keyword rule's default field)
@@ -412,7 +412,7 @@ def _key(n: Need) -> str:
     return TEXT + n.path if n.kind == "t" else n.path
 
 
-def _literal_set(path: str, literals: dict[str, int]) -> tuple[re2.Set, bool] | None:
+def _literal_set(path: str, literals: dict[str, int]) -> _LiteralSet | None:
     """The RE2 set of ``literals`` (Match answers their numbers), and whether it may search a path's
     values joined by JOIN; None when it cannot be compiled (every rule filed there is then a candidate)."""
     texts = tuple(text for text, _at in sorted(literals.items(), key=lambda kv: kv[1]))
@@ -424,19 +424,32 @@ def _literal_set(path: str, literals: dict[str, int]) -> tuple[re2.Set, bool] | 
         return None
 
 
-# Compiling the sets is most of building an index (SigmaHQ's ~50,000 literals); a new generation of
-# the rule book (a rule added, one disabled) leaves most groups' literals as they were: their sets
-# are reused, not compiled again. Bounded: a few hundred groups per generation.
-@lru_cache(maxsize=1024)
-def _compiled(texts: tuple[str, ...]) -> tuple[re2.Set, bool]:
-    options = re2.Options()
-    options.max_mem = SET_MEMORY
-    s = re2.Set.SearchSet(options)
-    for text in texts:
-        s.Add(re2.escape(text))  # added in number order: Match answers these numbers
-    s.Compile()
-    # A literal without JOIN cannot match across one, so the values can be searched in one call.
-    return s, not any(JOIN in text for text in texts)
+class _LiteralSet:
+    __slots__ = ("automaton", "joinable", "__weakref__")
+
+    def __init__(self, automaton: re2.Set, joinable: bool):
+        self.automaton, self.joinable = automaton, joinable
+
+
+# Compiling the sets is most of building an index (SigmaHQ's ~80,000 literals over its groups); a new
+# generation of the rule book (a rule added, one disabled) is built while the last one is in use and
+# leaves most groups' literals as they were: their sets are shared, not compiled again. Held weakly:
+# a set goes with the last index using it (RE2's automatons are most of the rules' memory).
+_compiled_sets: weakref.WeakValueDictionary[tuple[str, ...], _LiteralSet] = weakref.WeakValueDictionary()
+
+
+def _compiled(texts: tuple[str, ...]) -> _LiteralSet:
+    got = _compiled_sets.get(texts)
+    if got is None:
+        options = re2.Options()
+        options.max_mem = SET_MEMORY
+        s = re2.Set.SearchSet(options)
+        for text in texts:
+            s.Add(re2.escape(text))  # added in number order: Match answers these numbers
+        s.Compile()
+        # A literal without JOIN cannot match across one, so the values can be searched in one call.
+        got = _compiled_sets[texts] = _LiteralSet(s, not any(JOIN in text for text in texts))
+    return got
 
 
 # Between the values of a path searched at once; no literal of that set holds it (else one by one).

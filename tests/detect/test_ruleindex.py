@@ -190,3 +190,11 @@ def test_values_are_searched_joined_only_when_no_literal_spans_a_join():
     assert index is not None and index.candidates(RecordView(two_values, EVENTS)) == [1], "not across values"
     assert ruleset.matching("event", {"@fields": {"process": {"command_line": ["two\nlines"]}}}) == [0, 1]
     assert ruleset.matching("event", {"@message": "two", "@fields": {"process": {"x": "lines"}}}) == []
+
+
+def test_a_new_generation_shares_the_literal_sets_of_the_last():
+    rules = [sigma_like(i) for i in range(100)]
+    first = RuleIndex([r.selector for r in rules], EVENTS)
+    second = RuleIndex([r.selector for r in rules[:-1]], EVENTS)  # one rule disabled
+    shared = {id(s) for f in first._flats for s in f._sets.values()} & {id(s) for f in second._flats for s in f._sets.values()}
+    assert shared, "a group whose literals did not change keeps its compiled set"
