@@ -319,7 +319,10 @@ class _Flat:
             if found.exists(path):
                 out.update(rules)
         literal_index = self._literal_rules
-        for path in present.intersection(literal_index).union(self._text_keys):
+        searched = present.intersection(literal_index)
+        if self._text_keys:  # text needs: no path to be present for (the default field is every record's)
+            searched.update(self._text_keys)
+        for path in searched:
             filed = literal_index[path]
             hits = found.literals(path)
             if hits is None:  # the set could not run: every rule filed there is a candidate
