@@ -106,6 +106,21 @@ def techniques(tags: list[str]) -> list[str]:
     return out
 
 
+def metadata(rule: SigmaRule | SigmaCorrelationRule, text: str, name: str, level: str,
+             tags: list[str]) -> dict[str, Any]:
+    """What a seclake rule keeps of its Sigma rule, shown on the rules page."""
+    return {
+        "sigma": text,
+        "sigmaId": name,
+        "level": level,
+        "status": rule.status.name.lower() if rule.status else None,
+        "tags": tags,
+        "references": [str(r) for r in rule.references][:50],
+        "falsePositives": [str(f) for f in rule.falsepositives][:50],
+        "author": (rule.author or "")[:200] or None,
+    }
+
+
 def rule_dict(text: str, *, key_field: str | None = None, key_type: str | None = None,
               enabled: bool = True, name: str | None = None) -> dict[str, Any]:
     """The seclake rule (``detect/rule.py``'s shape) for the Sigma rule in ``text``; ``name``: its seclake
@@ -131,12 +146,5 @@ def rule_dict(text: str, *, key_field: str | None = None, key_type: str | None =
         "risks": techniques(tags),
         "riskScore": LEVEL_SCORES[level],
         "enabled": enabled,
-        "sigma": text,
-        "sigmaId": name,
-        "level": level,
-        "status": rule.status.name.lower() if rule.status else None,
-        "tags": tags,
-        "references": [str(r) for r in rule.references][:50],
-        "falsePositives": [str(f) for f in rule.falsepositives][:50],
-        "author": (rule.author or "")[:200] or None,
+        **metadata(rule, text, name, level, tags),
     }

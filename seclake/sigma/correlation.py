@@ -53,7 +53,9 @@ import yaml
 from sigma.correlations import SigmaCorrelationCondition, SigmaCorrelationRule, SigmaCorrelationType
 from sigma.rule import SigmaRule
 
-from seclake.sigma.conversion import DEFAULT_LEVEL, LEVEL_SCORES, MAX_TEXT, parse, parse_all, rule_dict, techniques
+from seclake.sigma.conversion import (
+    DEFAULT_LEVEL, LEVEL_SCORES, MAX_TEXT, metadata, parse, parse_all, rule_dict, techniques,
+)
 from seclake.sigma.logsource import Source, resolve
 from seclake.sigma.pipeline import PLACES, pipeline
 from seclake.sigma.unsupported import Unsupported
@@ -268,14 +270,7 @@ def correlation_dict(rule: SigmaCorrelationRule, text: str, name: str, find: Loo
             "timespan": f"{rule.timespan.seconds}s", "condition": cond,
             **({"aliases": aliases} if aliases else {}),
         },
-        "sigma": text,
-        "sigmaId": name,
-        "level": level,
-        "status": rule.status.name.lower() if rule.status else None,
-        "tags": tags,
-        "references": [str(r) for r in rule.references][:50],
-        "falsePositives": [str(f) for f in rule.falsepositives][:50],
-        "author": (rule.author or "")[:200] or None,
+        **metadata(rule, text, name, level, tags),
     }
     if key_type is not None:
         d["keyType"] = key_type
