@@ -80,15 +80,20 @@ leaf = st.one_of(
     st.builds(ast.Cidr, st.just("@fields.sip"), st.sampled_from([ipaddress.ip_network(n) for n in ("10.0.0.0/8", "10.1.0.0/16", "2001:db8::/32", "0.0.0.0/0")])),
 )
 
-queries = st.recursive(
-    leaf,
-    lambda children: st.one_of(
-        st.builds(lambda cs: ast.And(tuple(cs)), st.lists(children, min_size=2, max_size=3)),
-        st.builds(lambda cs: ast.Or(tuple(cs)), st.lists(children, min_size=2, max_size=3)),
-        st.builds(ast.Not, children),
-    ),
-    max_leaves=6,
-)
+def boolean_trees(leaf, max_leaves: int):
+    """Queries of ``leaf`` nodes under AND, OR and NOT (tests/search/test_node_property.py too)."""
+    return st.recursive(
+        leaf,
+        lambda children: st.one_of(
+            st.builds(lambda cs: ast.And(tuple(cs)), st.lists(children, min_size=2, max_size=3)),
+            st.builds(lambda cs: ast.Or(tuple(cs)), st.lists(children, min_size=2, max_size=3)),
+            st.builds(ast.Not, children),
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+queries = boolean_trees(leaf, max_leaves=6)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -21,6 +21,7 @@ from seclake.record.dataset import EVENTS
 from seclake.search.plan import SearchPlan
 from seclake.search.root import Root
 from seclake.storage.lake import Lake
+from tests.search.test_engine_property import boolean_trees
 
 WORDS = ["deny", "Deny", "DENY", "Administrator", "admin", "failed password", "Failed Password for", "443", "007", "7",
          "", "C:\\Temp\\x.PS1", "mimikatz.exe"]
@@ -60,15 +61,7 @@ leaf = st.one_of(
     st.builds(ast.Exists, st.sampled_from(KEYWORD_PATHS)),
 )
 
-queries = st.recursive(
-    leaf,
-    lambda children: st.one_of(
-        st.builds(lambda cs: ast.And(tuple(cs)), st.lists(children, min_size=2, max_size=3)),
-        st.builds(lambda cs: ast.Or(tuple(cs)), st.lists(children, min_size=2, max_size=3)),
-        st.builds(ast.Not, children),
-    ),
-    max_leaves=4,
-)
+queries = boolean_trees(leaf, max_leaves=4)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
