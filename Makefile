@@ -34,10 +34,11 @@ test-cluster: $(VENV)/.installed-test $(VENV)/.native
 
 # Node test tools, each from its package-lock.json: tests/web (playwright-core;
 # the browser is the Debian chromium package) and tests/clients (the public
-# npm client ingext-api). Without npm those tests are skipped (under CI=true
+# npm client ingext-api), tests/service/oidc (the OpenID provider oidc-provider).
+# Without npm those tests are skipped (under CI=true
 # they fail).
 web-test-tools:
-	@for dir in tests/web tests/clients; do \
+	@for dir in tests/web tests/clients tests/service/oidc; do \
 		if [ ! -f $$dir/node_modules/.package-lock.json ] || [ $$dir/package-lock.json -nt $$dir/node_modules/.package-lock.json ]; then \
 			if command -v npm >/dev/null 2>&1; then \
 				echo "installing the node test tools of $$dir (npm ci)"; \
