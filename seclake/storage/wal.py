@@ -154,11 +154,14 @@ class WriteAheadLog:
         """Switch to a new segment; if it cannot be made (a full disk), the
         current one stays open and nothing of the new one is left."""
         path = self.directory / f"{self.next_seq:020d}{SUFFIX}"
-        new = open(path, "ab")
+        # Unbuffered: a write refused by a full disk must leave no bytes in a
+        # Python buffer, which a later seek, write or close would land in the
+        # segment after the refusal was answered (a refused batch replayed
+        # after a restart, torn entries before the next batch).
+        new = open(path, "ab", buffering=0)
         try:
             if new.tell() == 0:
-                new.write(FORMAT_LINE)
-                new.flush()
+                _write_all(new, FORMAT_LINE)
                 os.fsync(new.fileno())
                 _fsync_dir(self.directory)
         except OSError:
@@ -381,8 +384,7 @@ class WriteAheadLog:
         assert self._file is not None
         start = self._file.tell()
         try:
-            self._file.write(buf)
-            self._file.flush()
+            _write_all(self._file, buf)
             os.fsync(self._file.fileno())
         except OSError as e:
             try:
@@ -559,6 +561,14 @@ def _next_first(path: Path) -> str:
     """The first sequence of the segment after ``path``: its name."""
     later = sorted(p.stem for p in path.parent.glob("*" + SUFFIX) if p.stem > path.stem)
     return later[0] if later else "0"
+
+
+def _write_all(f, data: bytes | bytearray) -> None:
+    """Write ``data`` whole to an unbuffered file: the OS may take part of
+    a write (a short write), and the rest is written after it."""
+    view = memoryview(data)
+    while view:
+        view = view[f.write(view):]
 
 
 def _fsync_dir(path: Path) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import disk
 from tests.conftest import ADMIN_PASSWORD
 
 BATCH = 100
@@ -169,31 +170,9 @@ def test_a_keyed_import_whose_server_died_after_the_log_append_is_a_replay_after
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A real 48 MiB tmpfs for the data dir, which a test can fill (needs root)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(disk)], capture_output=True, text=True)
-    if done.returncode != 0:
-        if os.environ.get("CI") == "true" and os.geteuid() == 0:
-            pytest.fail(f"could not mount a tmpfs: {done.stderr}")
-        pytest.skip(f"mounting a tmpfs needs root: {done.stderr.strip()}")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
-
-
-def _fill(disk: Path, name: str = "filler") -> Path:
-    """Fill the disk to the last byte; the file to delete to free it again."""
-    filler = disk / name
-    with open(filler, "wb", buffering=0) as f:  # unbuffered: nothing left to flush at close
-        for size in (1 << 20, 1 << 12, 1):  # down to the last byte
-            try:
-                while True:
-                    f.write(b"\0" * size)
-            except OSError:
-                pass
-    return filler
+    """A real 48 MiB tmpfs for the data dir, which a test can fill."""
+    with disk.small_disk(tmp_path / "disk") as mounted:
+        yield mounted
 
 
 @pytest.mark.slow
@@ -214,7 +193,7 @@ def test_a_full_disk_refuses_clearly_loses_nothing_and_recovers(small_disk):
         for b in range(3):
             assert post(b).json()["response"]["stored"] == BATCH
             acked.append(b)
-        fillers = [_fill(small_disk)]
+        fillers = [disk.fill(small_disk)]
         # A build that failed for want of room removes its staging directory,
         # so the disk may have room again for a batch: that batch is stored
         # (and must survive like the others); fill the room it left and try again.
@@ -225,7 +204,7 @@ def test_a_full_disk_refuses_clearly_loses_nothing_and_recovers(small_disk):
                 break
             assert body["response"]["stored"] == BATCH, body
             acked.append(b)
-            fillers.append(_fill(small_disk, f"filler-{b}"))
+            fillers.append(disk.fill(small_disk, f"filler-{b}"))
         assert refused.status_code == 200 and refused.headers["X-Seclake-Status"] == "507", body
         assert body["verdict"] == "ERROR" and "disk is full" in body["error"], body
         # Other calls that write say the same, never an unexpected fault.

@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import disk
+
 from seclake.storage.wal import FORMAT_LINE, Logged, WriteAheadLog
 
 
@@ -277,6 +279,30 @@ def test_a_write_that_fails_leaves_nothing_and_later_writes_are_kept(tmp_path):
     wal.close()
     wal = _open(tmp_path)
     assert [r for _, _, r in wal.replay(0)] == [{"n": i} for i in range(4)] and wal.damage == []
+
+
+@pytest.mark.parametrize("records", [40, 200])
+def test_a_batch_refused_by_a_real_full_disk_is_never_replayed_and_later_batches_are(tmp_path, records):
+    """A refused write used to leave its bytes in the file object's buffer:
+    the truncation's seek, or the next append once room came back, wrote
+    them into the segment, so the batch answered 'nothing stored' was
+    replayed after a restart, after torn entries (found under load by the
+    full-disk test in tests/api/test_durability.py). A real tmpfs with a few
+    bytes to spare, batches below and above the buffer's size."""
+    from seclake.storage.wal import LogFull  # noqa: PLC0415
+
+    with disk.small_disk(tmp_path / "disk", size="1m") as mounted:
+        wal = _open(mounted / "wal")
+        wal.append([("event", {"n": i}) for i in range(3)])
+        filler = disk.fill(mounted, leave=100)
+        with pytest.raises(LogFull):
+            wal.append([("event", {"refused": i, "pad": "x" * 100}) for i in range(records)])
+        filler.unlink()
+        assert wal.append([("event", {"n": 3})]) == (4, 4)
+        wal.close()
+        wal = _open(mounted / "wal")
+        assert [r for _, _, r in wal.replay(0)] == [{"n": i} for i in range(4)] and wal.damage == []
+        wal.close()
 
 
 def test_a_reopened_log_replays_from_any_point_across_segments_and_keyed_batches(tmp_path):
