@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -22,6 +22,35 @@ from pydantic_settings import (
 )
 
 MASK = "********"
+
+
+class OidcProvider(BaseModel):
+    """One identity provider users sign in with (OpenID Connect; docs/sso.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,31}$", description="Short name, in URLs and as the users' oauthProvider.")
+    display_name: str = Field("", max_length=100, description='Shown on the sign-in page: "Sign in with <display_name>".')
+    issuer: str = Field(pattern=r"^https?://[^\s?#]+$", max_length=500, description="Issuer URL; its /.well-known/openid-configuration is read.")
+    client_id: str = Field(min_length=1, max_length=500)
+    client_secret: SecretStr | None = None
+    scopes: list[str] = Field(["openid", "email", "profile"], max_length=50)
+    username_claim: str = Field("preferred_username", min_length=1, description="Claim naming the seclake user (email: only when verified).")
+    groups_claim: str = Field("groups", min_length=1)
+    roles: dict[str, list[str]] = Field(default_factory=dict, description="Group -> seclake roles, set at each sign-in.")
+    data_policies: dict[str, list[str]] = Field(default_factory=dict, description="Group -> data policies ([]: none, all data).")
+    default_roles: list[str] = Field(["analyst"], description="Roles when no group maps to one; empty: such users are refused.")
+    create_users: bool = Field(True, description="Create unknown users at first sign-in; false: only users added beforehand.")
+    leeway_seconds: int = Field(60, ge=0, le=300, description="Clock difference allowed when checking expiry and issue time.")
+
+    @field_validator("scopes", mode="after")
+    @classmethod
+    def _openid(cls, v: list[str]) -> list[str]:
+        return v if "openid" in v else ["openid", *v]
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
 
 
 class Settings(BaseSettings):
@@ -74,6 +103,20 @@ class Settings(BaseSettings):
     )
     login_window_minutes: float = Field(15, gt=0, description="Window in which failed logins are counted.")
     login_lockout_minutes: float = Field(15, gt=0, description="How long a locked username or address is refused.")
+    oidc_providers: list[OidcProvider] = Field(
+        default_factory=list,
+        description="Identity providers users may sign in with (OpenID Connect): TOML [[oidc_providers]] tables (env: a JSON list); docs/sso.md.",
+    )
+    local_passwords: bool = Field(
+        True, description="Sign-in with a seclake password; false: only the break_glass_admin may (everyone else signs in with an identity provider)."
+    )
+    break_glass_admin: str = Field(
+        "admin", min_length=1, max_length=128, description="The one user who may still sign in with a password when local_passwords is false."
+    )
+    public_url: str | None = Field(
+        None, pattern=r"^https?://[^\s?#]+$",
+        description="The address users reach seclake at (https://seclake.example.com), for the identity providers' redirect URI; unset: the request's own.",
+    )
     trusted_proxies: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Reverse proxies (addresses or networks such as 10.0.0.0/8) whose X-Forwarded-For names the client, read right to left; from any other peer the header is ignored (env comma-separated).",
@@ -121,6 +164,22 @@ class Settings(BaseSettings):
         64, ge=1, description="Most memory one query's wildcards, regexes and string ranges may compile to (estimated from the query text), in MB."
     )
     max_histogram_buckets: int = Field(2000, ge=1, description="Most buckets a date histogram may have.")
+    # analytics (piped queries: docs/analytics.md)
+    analytics_max_records: int = Field(
+        5_000_000, ge=1, description="Most records one analytics query may read (those its search before the first pipe matches); past it the query is refused before reading."
+    )
+    analytics_timeout_seconds: float = Field(
+        60.0, gt=0, le=3600, description="Most time an analytics query answered at once (ds/query) may take; longer ones run as tasks."
+    )
+    analytics_task_timeout_seconds: float = Field(
+        3600.0, gt=0, le=86400, description="Most time an analytics task (ds/query_async) may run."
+    )
+    analytics_task_keep_seconds: float = Field(
+        3600.0, gt=0, le=7 * 86400, description="How long a finished analytics task's result is kept."
+    )
+    analytics_task_workers: int = Field(1, ge=1, le=64, description="Analytics tasks run at once; more wait their turn.")
+    analytics_max_tasks: int = Field(64, ge=1, description="Most analytics tasks kept (queued, running or finished).")
+    analytics_max_tasks_per_user: int = Field(8, ge=1, description="Most analytics tasks kept for one user.")
 
     # triage
     score_bands: list[tuple[int, str]] = Field(
@@ -255,6 +314,14 @@ class Settings(BaseSettings):
             return check_proxies(v)  # a wrong entry stops the start with what is wrong
         return v
 
+    @field_validator("oidc_providers", mode="after")
+    @classmethod
+    def _provider_names(cls, v: list[OidcProvider]) -> list[OidcProvider]:
+        names = [p.name for p in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"provider names must differ: {names}")
+        return v
+
     @field_validator("data_dir", mode="after")
     @classmethod
     def _absolute(cls, v: Path) -> Path:
@@ -310,6 +377,8 @@ class Settings(BaseSettings):
                 value = _mask_url_password(value)
             elif isinstance(value, Path):
                 value = str(value)
+            elif name == "oidc_providers":
+                value = [p.model_dump(mode="json") for p in value]  # SecretStr dumps masked
             out[name] = value
         out["effective_database_url"] = _mask_url_password(self.effective_database_url)
         return out
