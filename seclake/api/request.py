@@ -195,6 +195,8 @@ class RuleDaoRequest(Closed):
     bucket: dict[str, Any] | None = Field(None, description="A rule (docs/rules.md).")
     name: Text | None = None
     enabled: Flag | None = None
+    names: Annotated[list[Text], Field(max_length=10_000)] | None = Field(
+        None, description="toggle: the names of several rules, enabled or disabled together (one new version).")
     args: RuleArgs | None = Field(None, description="The clients' form: {id: name} or {entry: rule}.")
     sigma: Text | None = Field(None, description="add/update: a Sigma rule as YAML text (docs/detections.md), instead of bucket.")
     keyField: Text | None = Field(None, description="With sigma: key its behaviors by this field, not its log source's.")

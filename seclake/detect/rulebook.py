@@ -283,6 +283,35 @@ class RuleBook:
             self._settle(value, {name: changed})
             return changed
 
+    def toggle_many(self, names: list[str], enabled: bool) -> list[Rule]:
+        """Enable or disable every rule of ``names`` in one transaction and one
+        new version: enabling 3,000 Sigma rules one call each would build the
+        rule index 3,000 times. All or nothing: one unknown name refuses all.
+        The rules that changed, in the order named."""
+        for name in names:
+            check_name(name)
+        with self._lock:
+            with self.db.session(write=True) as s:
+                generation = self._locked_counter(s)
+                rows = {row.name: row for row in s.query(StoredRule).filter(StoredRule.name.in_(set(names)))}
+                missing = [name for name in names if name not in rows]
+                if missing:
+                    raise NotFound(f"no rule named {missing[0]!r}" + (f" (nor {len(missing) - 1} other names)"
+                                                                      if len(missing) > 1 else ""))
+                changes: dict[str, Rule | None] = {}
+                now = datetime.now(UTC)
+                for name in dict.fromkeys(names):
+                    rule = rule_from_dict(rows[name].document, "")
+                    if rule.enabled != enabled:
+                        changed = rule.with_enabled(enabled)
+                        rows[name].document, rows[name].updated_on = changed.to_dict(), now
+                        changes[name] = changed
+                if not changes:
+                    return []
+                value = self._bump(generation)
+            self._settle(value, changes)
+            return [rule for rule in changes.values() if rule is not None]
+
     def delete(self, name: str) -> Rule:
         check_name(name)
         with self._lock:

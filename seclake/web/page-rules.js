@@ -3,10 +3,11 @@
 // technique and tag, riskiest first. A rule opens to what it says of itself
 // (description, author, references, false positives, its Sigma text).
 // Admins enable and disable rules one at a time or in bulk: the selected
-// ones, or every rule the search matches. Bulk changes use the rule API as
-// any client would (ds/eventwatch_bucket_dao toggle with `enabled`, one call
-// per rule, a few in flight): each is checked, audited and counted like a
-// single change, and a failure names its rule.
+// ones, or every rule the search matches. A bulk change sends the rules'
+// names together (ds/eventwatch_bucket_dao toggle with `names`, up to CHUNK a
+// call): one transaction and one new rule book version per call, where one
+// call per rule rebuilt the rule index per rule. A chunk is all or nothing,
+// and its failure names the rule.
 
 import { ApiError, call, isAdmin } from './api.js';
 import { techniqueList } from './attack.js';
@@ -33,7 +34,7 @@ const SOURCE_QUERY = { sigma: '_exists_:sigmaId', seclake: 'NOT _exists_:sigmaId
 const LEVELS = ['informational', 'low', 'medium', 'high', 'critical'];
 const STATUS_CLASS = { stable: 'status-ok', test: 'status-new', experimental: 'status-acknowledged' };
 const FETCH = 1000; // the most rules one search answers
-const IN_FLIGHT = 4; // bulk changes sent at once: the rule book applies them one by one anyway
+const CHUNK = 1000; // names per bulk toggle call (the API takes up to 10,000)
 
 function readState(search) {
   const p = new URLSearchParams(search);
@@ -398,37 +399,29 @@ export function rulesPage(root) {
     const doing = enabled ? 'Enabling' : 'Disabling';
     const done = enabled ? 'enabled' : 'disabled';
     let sent = 0;
+    let changed = 0;
     const failed = [];
     let stop = null;
     try {
       replace(message, notice('info', `${doing} ${what}…`));
       const todo = names ?? await matchingNames(enabled);
-      const queue = todo.slice();
-      const progress = () => replace(message, notice('info', `${doing} ${what}: ${num(sent)} of ${num(todo.length)}…`));
-      const worker = async () => {
-        while (queue.length && !stop) {
-          const name = queue.shift();
-          try {
-            await call(DAO, { action: 'toggle', name, enabled });
-          } catch (err) {
-            // No right to change rules, or the session ended: the others would fail alike.
-            if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
-              stop = err;
-              return;
-            }
-            failed.push(`${name}: ${err.message}`);
-          }
-          sent++;
-          if (sent % 25 === 0) progress();
+      for (let i = 0; i < todo.length && !stop; i += CHUNK) {
+        const chunk = todo.slice(i, i + CHUNK);
+        try {
+          changed += (await call(DAO, { action: 'toggle', names: chunk, enabled })).changed;
+        } catch (err) {
+          // No right to change rules, or the session ended: the others would fail alike.
+          if (err instanceof ApiError && (err.status === 401 || err.status === 403)) stop = err;
+          else failed.push(`rules ${num(i + 1)}-${num(i + chunk.length)}: ${err.message}`);
         }
-      };
-      await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, todo.length) }, worker));
-      const changed = sent - failed.length;
+        sent += chunk.length;
+        if (sent < todo.length) replace(message, notice('info', `${doing} ${what}: ${num(sent)} of ${num(todo.length)}…`));
+      }
       if (stop && stop.status === 401) return;
       if (stop) {
         replace(message, notice('error', `Not allowed: ${stop.message}. Enabling and disabling rules needs the admin role.`));
       } else if (failed.length) {
-        replace(message, notice('error', `${num(changed)} ${changed === 1 ? 'rule' : 'rules'} ${done}; ${num(failed.length)} failed: `,
+        replace(message, notice('error', `${num(changed)} ${changed === 1 ? 'rule' : 'rules'} ${done}; ${num(failed.length)} of the calls failed: `,
           h('ul', null, failed.slice(0, 5).map((f) => h('li', null, f))), failed.length > 5 ? `and ${num(failed.length - 5)} more.` : null));
       } else {
         replace(message, notice('ok', names

@@ -147,6 +147,36 @@ def test_add_update_toggle_delete(srv, admin: str, new_name: Callable[[str], str
             f"rule {name!r}: delete"} <= details
 
 
+def test_many_rules_toggle_in_one_call_and_one_version(srv, admin: str, analyst: str,
+                                                         new_name: Callable[[str], str]) -> None:
+    """Enabling a whole Sigma import one call per rule rebuilt the rule index per call; `names`
+    changes them together, all or nothing, as one new version of the rule book."""
+    names = [new_name("bulk-") for _ in range(3)]
+    for name in names:
+        srv.call(DAO, {"action": "add", "bucket": bucket(name)}, admin)
+    version = srv.services.rules.version
+    off = srv.call(DAO, {"action": "toggle", "names": names, "enabled": False}, admin)
+    assert off["names"] == names and off["changed"] == 3 and off["version"] == version + 1
+    assert not set(names) & {r.name for r in srv.services.rules.enabled()}
+    assert [stored(srv, n)["enabled"] for n in names] == [False] * 3
+    # Already as asked: nothing changes, no new version.
+    again = srv.call(DAO, {"action": "toggle", "names": names[:2], "enabled": False}, admin)
+    assert again["changed"] == 0 and again["version"] == version + 1
+    # One unknown name refuses them all.
+    assert "no rule named 'nope-1'" in srv.fail(
+        DAO, {"action": "toggle", "names": [names[0], "nope-1", "nope-2"], "enabled": True}, admin, status=404)
+    assert stored(srv, names[0])["enabled"] is False
+    assert "admin permission" in srv.fail(DAO, {"action": "toggle", "names": names, "enabled": True}, analyst,
+                                          status=403)
+    on = srv.call(DAO, {"action": "toggle", "names": names, "enabled": True}, admin)
+    assert on["changed"] == 3 and set(names) <= {r.name for r in srv.services.rules.enabled()}
+    assert err(srv, DAO, {"action": "toggle", "names": names}, admin).startswith("kargs.enabled: is required")
+    assert err(srv, DAO, {"action": "toggle", "names": names, "name": names[0], "enabled": True},
+               admin).startswith("kargs.names: goes alone")
+    assert err(srv, DAO, {"action": "toggle", "names": ["x"] * 10_001, "enabled": True},
+               admin).startswith("kargs.names: ")
+
+
 def test_analyst_may_read_but_not_write(srv, admin: str, analyst: str) -> None:
     assert srv.call(DAO, {"action": "list"}, analyst)["total"] > 0
     assert srv.call(DAO, {"action": "get", "name": "credential-dumping"}, analyst)["bucket"]["riskScore"] == 4500

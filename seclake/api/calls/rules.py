@@ -156,6 +156,8 @@ def bucket_dao(ctx: CallContext, args: RuleDaoRequest) -> dict[str, Any]:
         rule = book.add(_bucket(bucket, ctx))
     elif action == "update":
         rule = book.update(_bucket(bucket, ctx))
+    elif action == "toggle" and args.names is not None:
+        return _toggle_many(ctx, book, args)
     elif action == "toggle":
         enabled = args.enabled
         if enabled is None and args.args is not None:  # the clients' toggle flips
@@ -168,6 +170,22 @@ def bucket_dao(ctx: CallContext, args: RuleDaoRequest) -> dict[str, Any]:
     log.info("rule %s: %s by %s", action, rule.name, ctx.caller.username)
     ctx.audit_detail = f"rule {rule.name!r}: {action}" + (f" enabled={rule.enabled}" if action == "toggle" else "")
     return {"action": action, "name": rule.name, "version": book.version, "bucket": rule.to_dict()}
+
+
+def _toggle_many(ctx: CallContext, book: RuleBook, args: RuleDaoRequest) -> dict[str, Any]:
+    """``names`` enabled or disabled at once: one transaction, one new version of the rule book."""
+    if args.name is not None or args.bucket is not None or args.args is not None:
+        raise ValidationFailed("names", "goes alone: send the rules' names in names, not also name, bucket or args")
+    if args.enabled is None:
+        raise ValidationFailed("enabled", "is required with names: true or false")
+    changed = book.toggle_many(args.names or [], args.enabled)
+    assert ctx.caller is not None
+    log.info("rules toggle: %d of %d named %s by %s", len(changed), len(args.names or []),
+             "enabled" if args.enabled else "disabled", ctx.caller.username)
+    ctx.audit_detail = (f"{len(changed)} rules {'enabled' if args.enabled else 'disabled'}: "
+                        + ", ".join(repr(r.name) for r in changed))[:500]
+    return {"action": "toggle", "names": [r.name for r in changed], "changed": len(changed),
+            "version": book.version}
 
 
 def _add_unit(ctx: CallContext, action: str, unit: list[dict[str, Any]]) -> dict[str, Any]:
