@@ -29,7 +29,10 @@ def _ep(name: str) -> str:
 
 
 _CONN = {"category": "network", "type": "connection"}
-_DENY = {"category": "network", "type": "denied", "action": "deny", "outcome": "failure"}
+# A connection the firewall blocked is the firewall's action done: ECS puts the deny in event.type and
+# event.action, and its outcome is success ("Using the categorization fields", firewall example), so
+# event.outcome:failure stays the failed logins, commands and calls it means.
+_DENY = {"category": "network", "type": "denied", "action": "deny", "outcome": "success"}
 _AUTH = {"category": "authentication", "type": "start"}
 
 # message id -> (pattern on the text after the tag, the event it means)
@@ -101,8 +104,9 @@ def fields_of(program: Any, message: str) -> dict[str, Any] | None:
     out["event"].update(known[1])  # type: ignore[index]
     if g.get("verdict"):
         out["event"]["outcome"] = _VERDICTS[g["verdict"]]
-        if message_id == "106100":
+        if message_id == "106100":  # an access list's verdict, not a login's: the deny is done (_DENY)
             out["event"]["type"] = "denied" if g["verdict"] == "denied" else "allowed"
+            out["event"]["outcome"] = "success"
     first = endpoint(g.get("a_ip"), g.get("a_port"))
     second = endpoint(g.get("b_ip"), g.get("b_port"))
     if g.get("dir") == "outbound":  # ASA writes the outside (foreign) end first

@@ -45,7 +45,9 @@ def common_of(fields: dict[str, Any]) -> dict[str, Any]:
         event.update({"category": "authentication", "type": "start" if action == "login" else "end",
                       "outcome": "success" if status == "success" else "failure" if status else None})
     if "outcome" not in event and kind in ("traffic", "utm") and action:
-        event["outcome"] = "failure" if action in _DENIED else "success"
+        # A deny is the firewall's action done: ECS keeps it in event.type (denied) with outcome
+        # success (asa._DENY), so event.outcome:failure stays failed logins, not blocked traffic.
+        event["outcome"] = "success"
     source_ip = fields.get("srcip")
     if source_ip is None and isinstance(fields.get("ui"), str):
         ui = _UI_ADDRESS.fullmatch(fields["ui"])

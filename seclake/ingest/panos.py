@@ -91,7 +91,9 @@ def common_of(fields: dict[str, Any]) -> dict[str, Any]:
             common["url"] = {"original": text(fields.get("misc")) if subtype == "url" else None}
             common["user_agent"] = {"original": text(fields.get("user_agent"))}
         if allowed is not None:
-            event["outcome"] = "success" if allowed else "failure"
+            # Allowed or denied, the firewall did what it decided: ECS keeps the verdict in event.type
+            # and its outcome success (asa._DENY), so event.outcome:failure is not every blocked packet.
+            event["outcome"] = "success"
         common["source"] = endpoint(fields.get("src"), fields.get("sport"), bytes=sent,
                                     packets=number(fields.get("pkts_sent")),
                                     nat={"ip": text(fields.get("natsrc"))} if fields.get("natsrc") != "0.0.0.0" else None)

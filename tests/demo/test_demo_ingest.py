@@ -43,3 +43,25 @@ def test_key_value_and_cef_fields_come_out_as_fields(week: list[tuple[int, DemoL
         d = firsts[vendor]
         record, _ = parse_line(d.line, vendor=d.vendor, dataset=d.dataset, received_ms=END_MS)  # type: ignore[misc]
         assert keys <= set(record["@fields"]), (vendor, record["@fields"])
+
+
+def test_the_readme_query_shows_failed_logins_and_no_blocked_traffic(week: list[tuple[int, DemoLine]]) -> None:
+    # README: "event.category:authentication AND event.outcome:failure already shows failed logins of
+    # sshd, Windows and Okta side by side"; and a blocked connection is no failure (ECS), so the bare
+    # event.outcome:failure is no longer mostly FortiGate denies (1,406 of its 2,264 hits before).
+    from seclake.query.matcher import compile_matcher
+    from seclake.query.parser import parse
+    from seclake.record.dataset import EVENTS
+
+    readme = compile_matcher(parse("event.category:authentication AND event.outcome:failure", EVENTS), EVENTS)
+    failure = compile_matcher(parse("event.outcome:failure", EVENTS), EVENTS)
+    by_readme: Counter[str] = Counter()
+    by_failure: Counter[str] = Counter()
+    for _, d in week:
+        if d.dataset != "event":
+            continue
+        record, _ = parse_line(d.line, vendor=d.vendor, dataset=d.dataset, received_ms=END_MS)  # type: ignore[misc]
+        by_readme[d.vendor] += readme(record)
+        by_failure[d.vendor] += failure(record)
+    assert by_readme["sshd"] and by_readme["windows"] and by_readme["okta"], by_readme
+    assert not by_failure["fortigate"], by_failure

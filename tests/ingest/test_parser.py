@@ -171,3 +171,34 @@ def test_any_text_gives_a_well_formed_record(text: str) -> None:
     assert isinstance(record["@fields"], dict)
     assert all(isinstance(t, str) for t in record["@tags"]) and "v" in record["@tags"]
     assert record["@type"] == "event"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'date=2024-05-01 time=11:59:00 devname="FGT60E-HQ" devid="FGT1" logid="0000000013" type="traffic" '
+        'subtype="forward" srcip=10.0.0.5 srcport=51234 dstip=8.8.8.8 dstport=53 proto=17 action="deny" policyid=0',
+        "<14>May  1 11:58:14 pa-fw 1,2024/05/01 11:58:14,012801096514,TRAFFIC,deny,2305,2024/05/01 11:58:14,"
+        "203.0.113.50,10.1.1.10,0.0.0.0,0.0.0.0,deny-inbound,,,not-applicable,vsys1,untrust,dmz,ethernet1/1,,Forward,"
+        "2024/05/01 11:58:14,0,1,4454,22,0,0,0x0,tcp,deny,74,74,0,1,2024/05/01 11:58:14,0,any,0,123456790,0x0,Germany,"
+        "10.0.0.0-10.255.255.255,0,1,0,policy-deny",
+        '<164>May  1 11:58:16 fw-asa %ASA-4-106023: Deny tcp src outside:198.51.100.77/4454 dst inside:10.1.1.10/22 '
+        'by access-group "outside_access_in" [0x0, 0x0]',
+        "<166>May  1 11:58:17 fw-asa %ASA-6-106100: access-list outside_in denied tcp outside/198.51.100.7(4455) -> "
+        "inside/10.1.1.10(22) hit-cnt 1 first hit [0x0, 0x0]",
+    ],
+)
+def test_a_blocked_connection_is_not_a_failure(line: str) -> None:
+    # ECS ("Using the categorization fields", its firewall example): the deny is event.type denied and
+    # the firewall's action succeeded, so event.outcome:failure finds failed logins, not blocked traffic.
+    record, understood = _parse(line)
+    event = record["@fields"]["event"]
+    assert understood and event["category"] == "network" and event["type"] == "denied"
+    assert event["outcome"] == "success"
+
+
+def test_a_denied_login_stays_a_failure() -> None:
+    line = ('<166>May  1 11:58:18 fw-asa %ASA-6-605004: Login denied from 203.0.113.9/51515 to '
+            'outside:198.51.100.1/ssh for user "admin"')
+    event = _parse(line)[0]["@fields"]["event"]
+    assert (event["category"], event["outcome"]) == ("authentication", "failure")
