@@ -31,6 +31,7 @@ from seclake.service.listeners import Listeners, ListenerSpec
 from seclake.service.login import Login
 from seclake.service.metrics import ClusterCollector, LakeCollector, Metrics
 from seclake.service.parsepool import ParsePool
+from seclake.service.querytasks import QueryTasks
 from seclake.service.password import PasswordHasher
 from seclake.service.policies import Policies
 from seclake.service.readiness import Readiness
@@ -110,6 +111,12 @@ class Services:
         # tantivy releases the GIL while searching: leaves run in parallel threads.
         self.search_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seclake-leaf")
         self.search = Root(self.lake.splits, self._leaf_executor())
+        # Analytics queries submitted as tasks run in a pool of their own (service/querytasks.py).
+        self.query_tasks = QueryTasks(
+            workers=settings.analytics_task_workers, max_tasks=settings.analytics_max_tasks,
+            max_per_user=settings.analytics_max_tasks_per_user, keep_seconds=settings.analytics_task_keep_seconds,
+            timeout_seconds=settings.analytics_task_timeout_seconds,
+        )
         # Behavior summaries (daily per key): folded by the detector, triaged and searched by calls.
         self.summaries = SummaryStore(self.db, settings.score_bands)
         # Behavior rules, run on every record as it arrives: in the database, shared by
@@ -251,6 +258,7 @@ class Services:
     def stop(self) -> None:
         for component in reversed(self.components):
             component.stop()
+        self.query_tasks.close()
         self.search_pool.shutdown(wait=True)
         if self.parsers is not None:
             self.parsers.close()

@@ -1,0 +1,282 @@
+"""Analytics queries (docs/analytics.md): every record a query's head selects,
+read exactly and within the caller's data policies, then its pipeline.
+
+A piped query is a Lucene head (exactly a search's ``searchStr``) and
+commands (``seclake.analytics``). The head is planned as a search is
+(``api/options.build_plan``, by the call: the same parser, limits, range checks and data
+policy AND-ed in), so a restricted analyst aggregates only what they may
+see. Then, unlike a search, *every* matching record is read: no page, no
+10,000 window, no sampling, so COUNT and COUNT_DISTINCT are exact.
+
+Reading goes through the search root's own parts: its split listing and
+customer pruning, and its leaf executor (``LeafExecutor``), so the same code
+reads embedded splits, an API node's catalog entries and cluster mode's
+searchers. Open splits of this process take a faster path: the compiled
+query is paged by docId (a fast field) a page at a time, and the records
+come from the split's record store; nothing but a page is held. Elsewhere
+one split's matching docIds are held at a time and the records fetched a
+page at a time. Behavior summaries live in the database and are read by the
+summary store's exact search.
+
+Bounds: the matching records are counted first (each split counts its
+own, exactly), and a query that would read more than
+``analytics_max_records`` is refused before anything is read, saying how
+many and how to narrow it; the reader stops at its deadline or when
+cancelled (a task), between pages. Records are handed on one at a time as
+flat dicts of the fields the pipeline reads, never all kept here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import tantivy
+from tantivy import FieldType, Occur, Query
+
+from seclake.errors import LimitExceeded, SearchTimeout, SeclakeError
+from seclake.query import ast
+from seclake.record.dataset import DATASETS, Dataset
+from seclake.record.flatten import leaves
+from seclake.search.leaf import LeafTask, _compiled
+from seclake.search.plan import SearchPlan
+from seclake.search.pruning import prune
+from seclake.search.fieldcatalog import short_name
+from seclake.search.root import InProcessLeaves
+from seclake.storage.split import DamagedSplit, Split, meta_of
+
+if TYPE_CHECKING:
+    from seclake.services import Services
+
+log = logging.getLogger(__name__)
+
+# The datasets a query reads (``dataType``), as the searches name them.
+DATA_TYPES = ("event", "flow", "behavior", "summary")
+
+# Records read between two looks at the deadline and the cancel flag, and
+# held at most at a time on the fast path: ~10 ms of decoding.
+PAGE = 4096
+# A path no record holds: leaves then order their hits by docId alone.
+_BY_DOCID = "\x00docid"
+
+
+class Cancelled(SeclakeError):
+    """A task's query stopped because it was cancelled."""
+
+    code = "conflict"
+
+
+@dataclass
+class Progress:
+    """How far a query is, and how to stop it; shared with the task that polls it."""
+
+    total: int | None = None  # matching records, once counted
+    read: int = 0
+    stop: threading.Event = field(default_factory=threading.Event)
+    deadline: float | None = None  # time.monotonic() past which reading stops
+    timeout: float | None = None  # the seconds the deadline stands for (said in the error)
+
+    def check(self) -> None:
+        if self.stop.is_set():
+            raise Cancelled("the query was cancelled")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise SearchTimeout(
+                f"the query was stopped after {self.timeout:g} s, having read {self.read} of "
+                f"{self.total if self.total is not None else '?'} records; narrow the search before the first "
+                f"pipe or the time range, or submit it as a task (ds/query_async)"
+            )
+
+
+@dataclass
+class Selection:
+    """What a query reads: the plan of its head, made as a search's (``api/options.build_plan``,
+    the caller's data policy AND-ed in), and the splits that gave no answer once read."""
+
+    dataset: Dataset
+    plan: SearchPlan
+    failed: list[str] = field(default_factory=list)  # splits that gave no answer (partial result)
+
+
+def records(services: Services, selection: Selection, fields: Sequence[str] | None, progress: Progress,
+            *, max_records: int) -> Iterator[dict[str, Any]]:
+    """Every record ``selection`` matches, as a flat dict ``{name: value}`` (only ``fields``
+    when given); refused before reading when more than ``max_records`` match."""
+    dataset = selection.dataset
+    if selection.dataset.name == "summary":
+        source = _summaries(services, selection, progress, max_records)
+    else:
+        source = _lake(services, selection, progress, max_records)
+    if fields is None:
+        for record in source:
+            yield flat(record, dataset)
+        return
+    names = Names(fields, dataset)
+    for record in source:
+        yield names.of(record)
+
+
+def flat(record: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
+    """A whole record as ``{name: value}``, each path under the name a query uses for it
+    (``user.name`` for ``@fields.user.name``, as the field catalog shows it); a path holding
+    several values (an array) keeps them as a list."""
+    out: dict[str, Any] = {}
+    for path, value in leaves(record):
+        _put(out, short_name(path, dataset), value)
+    return out
+
+
+class Names:
+    """The fields a pipeline reads, found in records by the paths their names resolve to
+    (``user.name`` -> ``@fields.user.name`` in events, ``@metaflow.flow.sip`` -> ``@fields.sip``
+    in flows), as a search resolves them; a record keeps only those."""
+
+    def __init__(self, names: Sequence[str], dataset: Dataset):
+        self.by_path: dict[str, list[str]] = {}
+        for name in dict.fromkeys(names):
+            self.by_path.setdefault(dataset.resolve(name), []).append(name)
+
+    def of(self, record: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        by_path = self.by_path
+        for path, value in leaves(record):
+            names = by_path.get(path)
+            if names is not None:
+                for name in names:
+                    _put(out, name, value)
+        return out
+
+
+def _put(out: dict[str, Any], name: str, value: Any) -> None:
+    if name in out:
+        held = out[name]
+        if isinstance(held, list):
+            held.append(value)
+        else:
+            out[name] = [held, value]
+    else:
+        out[name] = value
+
+
+def _refuse(total: int, max_records: int) -> None:
+    if total > max_records:
+        raise LimitExceeded("records the query reads (setting analytics_max_records; narrow the search before "
+                            "the first pipe or the time range)", total, max_records)
+
+
+def _summaries(services: Services, selection: Selection, progress: Progress, max_records: int) -> Iterator[dict]:
+    store = services.summaries
+    # The store's search is exact (every row in range looked at); asking for
+    # one hit past the bound tells whether the bound is passed.
+    plan = replace(selection.plan, offset=0, limit=max_records + 1, sort_path="from", descending=True,
+                   timeout=progress.timeout)
+    progress.check()
+    result = store.search(plan)
+    progress.total = result.total
+    _refuse(result.total, max_records)
+    for i, hit in enumerate(result.hits):
+        if i % PAGE == 0:
+            progress.check()
+        progress.read += 1
+        yield hit.source
+
+
+def _bounded(plan: SearchPlan, dataset: Dataset) -> ast.Node:
+    """The plan's query with its time range, as the search root builds it."""
+    if plan.range_from is None and plan.range_to is None:
+        return plan.query
+    bound = ast.Range(path=plan.range_path or dataset.time_field, lo=plan.range_from, hi=plan.range_to,
+                      include_lo=True, include_hi=True, kind="number")
+    return ast.And(children=(bound, plan.query))
+
+
+def _lake(services: Services, selection: Selection, progress: Progress, max_records: int) -> Iterator[dict]:
+    root = services.search
+    plan, dataset = selection.plan, selection.dataset
+    node = _bounded(plan, dataset)
+    if (plan.range_path or dataset.time_field) == dataset.time_field:
+        listed = root.splits_for(plan.dataset, plan.range_from, plan.range_to)
+    else:
+        listed = root.splits_for(plan.dataset, None, None)
+    splits = prune(listed, node, dataset)
+    by_id = {meta_of(s).split_id: s for s in splits}
+    # One list of splits for counting and reading: a merge publishing
+    # meanwhile does not make a record counted twice or missed.
+    count = LeafTask(dataset=plan.dataset, query=node, sort_path=_BY_DOCID, descending=False, k=0)
+    progress.check()
+    answered, failed = root.leaves.search(splits, count)
+    selection.failed = sorted(failed)
+    totals = {sid: answered[sid].total for sid in by_id if sid in answered}
+    progress.total = sum(totals.values())
+    _refuse(progress.total, max_records)
+    for sid, total in totals.items():
+        if total == 0:
+            continue
+        split = by_id[sid]
+        if isinstance(split, Split) and not isinstance(split, DamagedSplit) and isinstance(root.leaves, InProcessLeaves):
+            yield from _paged(split, replace(count, k=total), progress)
+        else:
+            yield from _fetched(root.leaves, sid, split, replace(count, k=total), progress, selection)
+
+
+def _paged(split: Split, task: LeafTask, progress: Progress) -> Iterator[dict]:
+    """An open split's matching records, a page of docIds at a time (the compiled query
+    AND docId past the last page), records from the split's store."""
+    query = _compiled(split, task)
+    searcher, schema = split.searcher, split.schema
+    after = 0
+    while True:
+        progress.check()
+        page = Query.boolean_query([
+            (Occur.Must, query),
+            (Occur.Must, Query.range_query(schema, "docid", FieldType.Unsigned, after, 2**63 - 1)),
+        ])
+        res = searcher.search(page, PAGE, order_by_field="docid", order=tantivy.Order.Asc)
+        docids = [int(d) for d, _ in res.hits]
+        if not docids:
+            return
+        bodies = split.bodies_of(docids)
+        for d in docids:
+            body = bodies.get(d)
+            if body is not None:
+                progress.read += 1
+                yield orjson.loads(body)
+        if len(docids) < PAGE:
+            return
+        after = docids[-1] + 1
+
+
+def _fetched(leaves_: Any, sid: str, split: Any, task: LeafTask, progress: Progress,
+             selection: Selection) -> Iterator[dict]:
+    """A split elsewhere (catalog entry, cluster searcher): its matching docIds, then the
+    records a page at a time through the executor's fetch."""
+    answered, failed = leaves_.search([split], task)
+    if sid not in answered:
+        selection.failed = sorted(set(selection.failed) | set(failed) | {sid})
+        return
+    hits = answered[sid].hits
+    for at in range(0, len(hits), PAGE):
+        progress.check()
+        chunk = hits[at:at + PAGE]
+        sources, missed = leaves_.fetch({sid: split}, chunk)
+        if missed:
+            selection.failed = sorted(set(selection.failed) | set(missed))
+        for h in chunk:
+            source = sources.get((h.split_id, h.docid))
+            if source is not None:
+                progress.read += 1
+                yield source
+
+
+def run(services: Services, pipeline: Any, selection: Selection, progress: Progress, *, now_ms: int) -> tuple[Any, int]:
+    """The pipeline over every record ``selection`` matches: its result, and the milliseconds it took."""
+    from seclake.analytics import execute
+
+    started = time.perf_counter()
+    rows = records(services, selection, pipeline.fields, progress, max_records=services.settings.analytics_max_records)
+    result = execute(pipeline, rows, now=now_ms)
+    return result, int((time.perf_counter() - started) * 1000)

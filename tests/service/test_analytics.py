@@ -1,0 +1,165 @@
+"""Reading every record a query's head selects (service/analytics.py): exact, in range,
+within the data policy, only the fields named, bounded, stoppable; on the open-split path
+and through the leaf executor's protocol (cluster mode's and an API node's path)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from seclake.api.options import build_plan
+from seclake.errors import LimitExceeded, SearchTimeout
+from seclake.query.matcher import compile_matcher
+from seclake.query.parser import parse
+from seclake.record.dataset import EVENTS, SUMMARIES
+from seclake.search.root import InProcessLeaves
+from seclake.service import analytics
+from seclake.service.analytics import Cancelled, Progress, Selection, records
+
+T0 = 1_700_000_000_000
+DAY = 86_400_000
+
+
+def record(i: int) -> dict:
+    fields = {"user": {"name": f"u{i % 7}"}, "bytes": str(i * 10) if i % 2 else i * 10, "seq": i}
+    if i % 5 == 0:
+        fields["tags"] = ["a", "b"]
+    # Two days: at least two splits.
+    return {"@timestamp": T0 + (i % 2) * DAY + i, "@customer": "acme" if i % 3 else "globex",
+            "@message": f"line {i}", "@fields": fields}
+
+
+RECORDS = [record(i) for i in range(60)]
+
+
+@pytest.fixture
+def lake_services(services):
+    services.start()
+    services.lake.append([("event", r) for r in RECORDS])
+    services.lake.flush()
+    return services
+
+
+class Elsewhere:
+    """The leaf executor's protocol without being the in-process one: the path
+    cluster mode's searchers (and an API node's catalog entries) take."""
+
+    def __init__(self, inner: InProcessLeaves):
+        self.inner = inner
+        self.fetches = 0
+
+    def search(self, splits, task):
+        return self.inner.search(splits, task)
+
+    def fetch(self, splits, hits):
+        self.fetches += 1
+        return self.inner.fetch(splits, hits)
+
+
+def selection(services, search_str="", restriction=None, range_from=T0, range_to=T0 + 2 * DAY):
+    options = {"searchStr": search_str, "range_from": range_from, "range_to": range_to, "fetchLimit": 0}
+    plan, _ = build_plan(options, EVENTS, services.settings, restriction=restriction, now_ms=T0)
+    return Selection(EVENTS, plan)
+
+
+def seqs(rows) -> list[int]:
+    return sorted(r["seq"] for r in rows)
+
+
+@pytest.fixture(params=["open splits", "leaf protocol"])
+def path(request, lake_services, monkeypatch):
+    monkeypatch.setattr(analytics, "PAGE", 7)  # many pages per split
+    if request.param == "leaf protocol":
+        monkeypatch.setattr(lake_services.search, "leaves", Elsewhere(lake_services.search.leaves))
+    return lake_services
+
+
+def test_every_matching_record_is_read_exactly_once_across_pages_and_splits(path):
+    assert len(path.lake.splits("event")) >= 2
+    progress = Progress()
+    got = list(records(path, selection(path, "user.name:(u1 OR u2 OR u3)"), ["seq"], progress, max_records=100))
+    want = [i for i in range(60) if i % 7 in (1, 2, 3)]
+    assert seqs(got) == want
+    assert progress.total == progress.read == len(want)
+    if isinstance(path.search.leaves, Elsewhere):
+        assert path.search.leaves.fetches >= len(want) // 7
+
+
+def test_the_range_bounds_what_is_read(path):
+    got = list(records(path, selection(path, range_from=T0 + DAY), ["seq"], Progress(), max_records=100))
+    assert seqs(got) == [i for i in range(60) if i % 2]
+
+
+def test_a_data_policy_limits_what_is_read_to_what_the_caller_sees(path):
+    restriction = parse("@customer:globex", EVENTS)
+    visible = compile_matcher(restriction, EVENTS)
+    got = list(records(path, selection(path, "*", restriction), None, Progress(), max_records=100))
+    assert seqs(got) == sorted(r["@fields"]["seq"] for r in RECORDS if visible(r))
+    assert {r["@customer"] for r in got} == {"globex"}
+
+
+def test_whole_records_are_flat_under_the_names_queries_use(path):
+    rows = list(records(path, selection(path, "seq:5"), None, Progress(), max_records=100))
+    assert rows == [{"@timestamp": T0 + DAY + 5, "@customer": "acme", "@message": "line 5", "user.name": "u5",
+                     "bytes": "50", "seq": 5, "tags": ["a", "b"]}]
+
+
+def test_only_the_fields_named_are_kept_found_by_the_paths_they_resolve_to(path):
+    names = ["user.name", "@fields.seq", "seq", "missing.field"]
+    rows = list(records(path, selection(path, "seq:10"), names, Progress(), max_records=100))
+    assert rows == [{"user.name": "u3", "@fields.seq": 10, "seq": 10}]
+
+
+def test_more_matching_records_than_the_bound_are_refused_before_any_is_read(path):
+    progress = Progress()
+    with pytest.raises(LimitExceeded) as e:
+        list(records(path, selection(path), None, progress, max_records=59))
+    assert "60, above the limit of 59" in str(e.value) and "analytics_max_records" in str(e.value)
+    assert progress.read == 0 and progress.total == 60
+
+
+def test_a_cancelled_read_stops_within_a_page(path):
+    progress = Progress()
+    reader = records(path, selection(path), None, progress, max_records=100)
+    first = [next(reader) for _ in range(3)]
+    progress.stop.set()
+    with pytest.raises(Cancelled):
+        list(reader)
+    assert len(first) == 3 and progress.read <= 7 + 7  # the page under way, at most one more
+
+
+def test_a_read_past_its_deadline_stops_saying_how_far_it_got(path):
+    progress = Progress(deadline=time.monotonic() - 1, timeout=0.5)
+    with pytest.raises(SearchTimeout) as e:
+        list(records(path, selection(path), None, progress, max_records=100))
+    assert "after 0.5 s" in str(e.value) and "ds/query_async" in str(e.value)
+
+
+def test_summaries_are_read_from_the_database_exactly_and_bounded(lake_services):
+    from tests.detect.test_summaries import apply, behavior
+
+    store = lake_services.summaries
+    apply(store, [behavior(f"rule-{i % 3}", 100 * (i + 1), ts=T0 + i * 1000, key=f"host-{i}") for i in range(12)])
+    options = {"searchStr": "", "range_from": T0 - DAY, "range_to": T0 + DAY, "fetchLimit": 0}
+    plan, _ = build_plan(options, SUMMARIES, lake_services.settings, default_range_field="from", now_ms=T0)
+    rows = list(records(lake_services, Selection(SUMMARIES, plan), ["key"], Progress(), max_records=100))
+    assert sorted(r["key"] for r in rows) == sorted(f"host-{i}" for i in range(12))
+    with pytest.raises(LimitExceeded):
+        list(records(lake_services, Selection(SUMMARIES, plan), ["key"], Progress(), max_records=11))
+
+
+def test_reading_runs_beside_other_reads(path):
+    """Two readers at once (the task pool and an HTTP call) each get every record."""
+    out: list[list[int]] = [[], []]
+
+    def read(i: int) -> None:
+        out[i] = seqs(records(path, selection(path), ["seq"], Progress(), max_records=100))
+
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out[0] == out[1] == list(range(60))
