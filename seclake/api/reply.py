@@ -28,83 +28,86 @@ from seclake.service.users import NO_PASSWORD
 
 
 class Bucket(Open):
-    key: str | int
-    doc_count: int
+    key: str | int = Field(description="The value counted (may be an empty string).")
+    doc_count: int = Field(description="Records holding the value.")
 
 
 class Aggregation(Open):
-    buckets: list[Bucket]
-    TokenEntity: str | None = None
-    doc_count_error_upper_bound: int | None = None
-    sum_other_doc_count: int | None = None
+    buckets: list[Bucket] = Field(description="Values with their record counts, most common first.")
+    TokenEntity: str | None = Field(None, description="Event search: empty (the clients read it).")
+    doc_count_error_upper_bound: int | None = Field(
+        None, description="0: the counts are exact.")
+    sum_other_doc_count: int | None = Field(None, description="Records holding values beyond the buckets listed.")
 
 
 class EventHit(Open):
     """An event or flow hit (spec 2.6); a flow's _source also holds @metaflow.flow."""
 
-    index: str = Field(alias="_index")
-    type: Literal["event", "flow"] = Field(alias="_type")
-    id: str = Field(alias="_id")
-    docId: int
-    source: dict[str, Any] = Field(alias="_source")
-    sort: int | float | None = Field(alias="_sort")
-    token: bool
+    index: str = Field(alias="_index", description="The split the record is stored in.")
+    type: Literal["event", "flow"] = Field(alias="_type", description="event or flow.")
+    id: str = Field(alias="_id", description="The record's id, 16 hex digits (the same record as docId).")
+    docId: int = Field(description="The record's number (the same record as _id), stable across restarts.")
+    source: dict[str, Any] = Field(
+        alias="_source", description="The record: @message, @timestamp, @sender, @source, @facility, @customer, @tags, @fields, @type.")
+    sort: int | float | None = Field(alias="_sort", description="The sort value; for @timestamp epoch milliseconds.")
+    token: bool = Field(description="Always false (the clients read it).")
 
 
 class EventHits(Open):
-    total: int
-    sortFieldType: str
-    hits: list[EventHit]
+    total: int = Field(description="Records matching the query and range (exact).")
+    sortFieldType: str = Field(description="long: sort values are numbers (epoch milliseconds for @timestamp).")
+    hits: list[EventHit] = Field(description="The page of records asked for (fetchOffset, fetchLimit).")
 
 
 class EventSearchReply(Open):
-    took: int
-    hits: EventHits
-    aggregations: dict[str, Aggregation] | None = None
-    query: dict[str, Any]
-    terms: list[str]
+    took: int = Field(description="Milliseconds the search took on the server.")
+    hits: EventHits = Field(description="Total and the page of hits.")
+    aggregations: dict[str, Aggregation] | None = Field(
+        None, description="One member per facet (named after its field) and per date facet.")
+    query: dict[str, Any] = Field(description="The query as understood (its tree), for the clients that show it.")
+    terms: list[str] = Field(description="The words and values the query looks for, for highlighting.")
 
 
 class WrappedHit(Open):
     """A hit of the search-hit wrapper (spec 2.9); every member present, null where null."""
 
-    score: None = Field(alias="_score")
-    index: str = Field(alias="_index")
-    type: str = Field(alias="_type")
-    id: str = Field(alias="_id")
-    uid: str = Field(alias="_uid")
-    sort: list[int | float | str]
-    source: dict[str, Any] = Field(alias="_source")
+    score: None = Field(alias="_score", description="Always null.")
+    index: str = Field(alias="_index", description="behavior or behavior_summary (spec 2.7, 2.8).")
+    type: str = Field(alias="_type", description="As _index.")
+    id: str = Field(alias="_id", description="The behavior's or summary's id.")
+    uid: str = Field(alias="_uid", description="_type#_id.")
+    sort: list[int | float | str] = Field(description="The sort values of the hit.")
+    source: dict[str, Any] = Field(alias="_source", description="The behavior or summary (spec 2.7, 2.8).")
 
 
 class WrapperHits(Open):
-    total: int
-    max_score: None
-    hits: list[WrappedHit]
+    total: int = Field(description="Hits matching the query and range.")
+    max_score: None = Field(description="Always null.")
+    hits: list[WrappedHit] = Field(description="The page of hits asked for.")
 
 
 class Shards(Closed):
-    total: int
-    successful: int
-    failed: int
+    total: int = Field(description="Splits searched.")
+    successful: int = Field(description="Splits that answered.")
+    failed: int = Field(description="Splits that gave no answer (the counts are partial).")
 
 
 class HitWrapper(Open):
     """The search-hit wrapper (spec 2.9)."""
 
-    took: int
-    scroll_id: str = Field(alias="_scroll_id")
-    hits: WrapperHits
-    suggest: None
-    aggregations: dict[str, Aggregation]
-    timed_out: bool
-    terminated_early: bool
-    shards: Shards = Field(alias="_shards")
+    took: int = Field(description="Milliseconds the search took on the server.")
+    scroll_id: str = Field(alias="_scroll_id", description="Always empty (no scrolling).")
+    hits: WrapperHits = Field(description="Total and the page of hits.")
+    suggest: None = Field(description="Always null.")
+    aggregations: dict[str, Aggregation] = Field(description="One member per facet, named after its field (spec 2.10).")
+    timed_out: bool = Field(description="Always false.")
+    terminated_early: bool = Field(description="Always false.")
+    shards: Shards = Field(alias="_shards", description="Splits searched, answered and failed.")
 
 
 class RuleSearchReply(HitWrapper):
     total: int = Field(description="seclake's earlier shape, kept beside the wrapper.")
-    buckets: list[dict[str, Any]]
+    buckets: list[dict[str, Any]] = Field(description="The rules of the page, in seclake's earlier shape.")
 
 
 # -- records ---------------------------------------------------------------------------
@@ -113,24 +116,27 @@ class RuleSearchReply(HitWrapper):
 class UserRecord(Open):
     """A user (spec 2.3) with the clients' OAuth fields."""
 
-    username: str
-    email: str
-    firstName: str
-    lastName: str
-    organization: str
-    rights: str
-    restricted: bool
-    disabled: bool
-    lastLogin: str | None
-    passwordDate: str
-    preference: dict[str, Any]
-    roles: list[str]
-    dataPolicies: list[Any] | None
-    APIPolicies: list[Any] | None
-    profile: dict[str, Any] | None
-    oauthProvider: str
-    oauthFlag: bool
-    passwordSet: bool
+    username: str = Field(description="The name the user signs in with.")
+    email: str = Field(description="E-mail address.")
+    firstName: str = Field(description="First name.")
+    lastName: str = Field(description="Last name.")
+    organization: str = Field(description="Organization.")
+    rights: str = Field(description="The rights the roles grant, as one string.")
+    restricted: bool = Field(description="A restricted user.")
+    disabled: bool = Field(description="A disabled user cannot sign in or call.")
+    lastLogin: str | None = Field(description="ISO 8601 time of the last sign-in; null when never.")
+    passwordDate: str = Field(description="ISO 8601 time the password was set.")
+    preference: dict[str, Any] = Field(description="Holds timezone: {value (a time-zone name), policy (Server, GMT)}.")
+    roles: list[str] = Field(description="Role names (built-in or custom).")
+    dataPolicies: list[Any] | None = Field(
+        description="Data policy names: the records the user sees (with those of the roles).")
+    APIPolicies: list[Any] | None = Field(
+        description="Call patterns the user may call; null or empty: any the roles allow.")
+    profile: dict[str, Any] | None = Field(description="Free-form profile object, or null.")
+    oauthProvider: str = Field(description="The identity provider of an OAuth user; empty otherwise.")
+    oauthFlag: bool = Field(description="True for a user of an identity provider.")
+    passwordSet: bool = Field(
+        description="False: added without a password; signing in with one is refused until it is set.")
     note: str | None = Field(None, description="auth/userAdd without a password: how to set one.")
 
 
@@ -162,20 +168,20 @@ def user_record(user: User) -> dict[str, Any]:
 class SessionRecord(Open):
     """auth/login (spec 2.2)."""
 
-    sessionToken: str
-    publicKey: str
-    userName: str
-    createdOn: str
-    roles: list[str]
-    status: Literal["succeed"]
-    fullName: str
-    rights: str
-    email: str
-    organization: str
-    name: str
-    preference: dict[str, Any]
-    timezone: str
-    profile: dict[str, Any] | None
+    sessionToken: str = Field(description="Sent in the Servicetoken header like an API token.")
+    publicKey: str = Field(description="The session's public id (as the audit names it).")
+    userName: str = Field(description="The user signed in.")
+    createdOn: str = Field(description="ISO 8601 time the session began.")
+    roles: list[str] = Field(description="The user's role names.")
+    status: Literal["succeed"] = Field(description="succeed on a successful sign-in.")
+    fullName: str = Field(description="First and last name, else the user name.")
+    rights: str = Field(description="The rights the roles grant, as one string.")
+    email: str = Field(description="E-mail address.")
+    organization: str = Field(description="Organization.")
+    name: str = Field(description="The user name again.")
+    preference: dict[str, Any] = Field(description="Holds timezone: {value (a time-zone name), policy (Server, GMT)}.")
+    timezone: str = Field(description="Time-zone name.")
+    profile: dict[str, Any] | None = Field(description="Free-form profile object, or null.")
 
 
 def session_record(signed_in: SignIn) -> dict[str, Any]:
@@ -201,21 +207,23 @@ def session_record(signed_in: SignIn) -> dict[str, Any]:
 
 class TokenRecord(Open):
     id: str = Field(description="A string, as the clients read it.")
-    name: str
-    description: str
-    username: str
-    prefix: str
-    createdOn: str
-    expiresOn: str | None
-    lastUsed: str | None
-    revokedOn: str | None
-    state: Literal["active", "expired", "revoked"]
-    disabled: bool
-    lastAccess: int
-    updatedOn: str
-    roles: list[str] | None
-    dataPolicies: list[str] | None
-    APIPolicies: list[str] | None
+    name: str = Field(description="The token's name, unique per user.")
+    description: str = Field(description="What the token is for.")
+    username: str = Field(description="The user it acts as.")
+    prefix: str = Field(description="Its first characters, to tell tokens apart.")
+    createdOn: str = Field(description="ISO 8601 time it was created.")
+    expiresOn: str | None = Field(description="ISO 8601 time it expires; null: never.")
+    lastUsed: str | None = Field(description="ISO 8601 time of its last call; null: never used.")
+    revokedOn: str | None = Field(description="ISO 8601 time it was deleted; null: not deleted.")
+    state: Literal["active", "expired", "revoked"] = Field(description="active, expired or revoked.")
+    disabled: bool = Field(description="True unless active.")
+    lastAccess: int = Field(description="Epoch milliseconds of its last call; 0 when never used.")
+    updatedOn: str = Field(description="ISO 8601 time of its last change.")
+    roles: list[str] | None = Field(
+        description="Some of its user's roles it is narrowed to; null: its user's rights as they are.")
+    dataPolicies: list[str] | None = Field(
+        description="Data policies narrowing what it sees; null: none beyond its user's.")
+    APIPolicies: list[str] | None = Field(description="Call patterns it may call; null: any its user may.")
     token: str | None = Field(None, description="Only in the answer to add: shown once.")
 
 
@@ -247,16 +255,17 @@ def token_record(view: TokenView, now: datetime) -> dict[str, Any]:
 
 
 class TokenList(Open):
-    entries: list[TokenRecord]
+    entries: list[TokenRecord] = Field(description="The tokens (the clients' name).")
     tokens: list[TokenRecord] = Field(description="The same list under seclake's earlier name.")
 
 
 class PolicyRecord(Open):
-    name: str
-    description: str
-    filters: dict[str, str]
-    createdOn: str | None
-    updatedOn: str | None
+    name: str = Field(description="The policy's name.")
+    description: str = Field(description="What it is for.")
+    filters: dict[str, str] = Field(
+        description="Dataset -> Lucene filter: the records of that dataset it lets through, like {\"event\": \"@customer:acme\"}.")
+    createdOn: str | None = Field(description="ISO 8601 time it was created.")
+    updatedOn: str | None = Field(description="ISO 8601 time of its last change.")
 
 
 def policy_record(policy: Policy) -> dict[str, Any]:
@@ -267,14 +276,15 @@ def policy_record(policy: Policy) -> dict[str, Any]:
 
 
 class RoleRecord(Open):
-    name: str
-    description: str
-    builtIn: bool
-    permissions: list[str]
-    APIPolicies: list[str]
-    dataPolicies: list[str]
-    createdOn: str | None
-    updatedOn: str | None
+    name: str = Field(description="The role's name.")
+    description: str = Field(description="What it is for.")
+    builtIn: bool = Field(description="A built-in role (cannot be changed).")
+    permissions: list[str] = Field(description="What its holders may do: search, triage, ingest, admin...")
+    APIPolicies: list[str] = Field(
+        description="Call patterns its holders may call; empty: any their permissions allow.")
+    dataPolicies: list[str] = Field(description="Data policies narrowing what its holders see; empty: all data.")
+    createdOn: str | None = Field(description="ISO 8601 time it was created; null for built-ins.")
+    updatedOn: str | None = Field(description="ISO 8601 time of its last change.")
 
 
 def role_record(role: Role) -> dict[str, Any]:
@@ -288,32 +298,32 @@ def role_record(role: Role) -> dict[str, Any]:
 class Summary(Open):
     """A behavior summary (spec 2.8) as it is answered."""
 
-    id: str
-    key: str
-    keyType: str
-    riskScore: int
-    scoreLevel: str
-    summaryList: list[dict[str, Any]]
-    status: str
-    incident: bool
+    id: str = Field(description="The summary's id.")
+    key: str = Field(description="The entity summarised (an address, a user name...).")
+    keyType: str = Field(description="ip, username...")
+    riskScore: int = Field(description="The summary's risk score (docs/rules.md, the risk model).")
+    scoreLevel: str = Field(description="The score's band: none, low, medium, high, serious, critical.")
+    summaryList: list[dict[str, Any]] = Field(description="One element per behavior of the day (spec 2.8).")
+    status: str = Field(description="Triage status: new, acknowledged, ...")
+    incident: bool = Field(description="Marked as an incident.")
 
 
 class ImportReport(Open):
-    accepted: int
-    raw: int
-    rejected: int
-    truncated: int
-    stored: int
-    reasons: list[Any]
-    firstDocId: int | None
-    lastDocId: int | None
+    accepted: int = Field(description="Lines stored as records.")
+    raw: int = Field(description="Lines no parser understood, stored as raw events.")
+    rejected: int = Field(description="Lines refused, with their reasons.")
+    truncated: int = Field(description="Lines cut to the longest line kept (64 KiB).")
+    stored: int = Field(description="Records written (accepted and raw).")
+    reasons: list[Any] = Field(description="line N: field: problem, for each rejected line (the first ones).")
+    firstDocId: int | None = Field(description="docId of the first record stored; null when none.")
+    lastDocId: int | None = Field(description="docId of the last record stored; null when none.")
 
 
 class ListenerRow(Open):
     listener: str = Field(description="scheme://host:port of the listener.")
-    vendor: str
-    type: str
-    customer: str | None
+    vendor: str = Field(description="The vendor its records are stored under (@source).")
+    type: str = Field(description="The dataset: event or flow.")
+    customer: str | None = Field(description="The customer its records are filed under; null: none.")
     charset: str | None = Field(default=None, description="The encoding a syslog listener reads its messages in "
                                                           "(its URL's charset=, default utf-8); null for NetFlow.")
     connections: int = Field(description="TCP/TLS connections open now.")
@@ -326,13 +336,13 @@ class ListenerRow(Open):
 
 
 class SourceRow(Open):
-    listener: str
+    listener: str = Field(description="scheme://host:port of the listener.")
     address: str = Field(description="The sending address.")
-    records: int
-    bytes: int
+    records: int = Field(description="Records received from the address.")
+    bytes: int = Field(description="Bytes received from the address.")
     recordsPerSecond: float = Field(description="Over the last 10 seconds.")
-    rejected: int
-    dropped: int
+    rejected: int = Field(description="Lines refused.")
+    dropped: int = Field(description="Messages dropped (queue full).")
     firstSeen: int = Field(description="Epoch milliseconds.")
     lastSeen: int = Field(description="Epoch milliseconds.")
 
@@ -340,40 +350,40 @@ class SourceRow(Open):
 class CollectorEntry(Open):
     """A listener in the clients' collector model (ingext-api ``CollectorForWeb``)."""
 
-    id: str
-    name: str
-    local: bool
-    ebpf: bool
-    description: str
-    createdOn: int
-    token: str
-    lastPoll: int
+    id: str = Field(description="The listener's URL.")
+    name: str = Field(description="The listener's URL.")
+    local: bool = Field(description="Always true: on this node.")
+    ebpf: bool = Field(description="Always false.")
+    description: str = Field(description="The vendor and dataset.")
+    createdOn: int = Field(description="Epoch milliseconds the listener started.")
+    token: str = Field(description="Always empty.")
+    lastPoll: int = Field(description="Epoch milliseconds of its last record; 0: none yet.")
 
 
 class SourcesReply(Closed):
-    entries: list[CollectorEntry]
-    listeners: list[ListenerRow]
-    sources: list[SourceRow]
+    entries: list[CollectorEntry] = Field(description="One per listener, in the clients' collector model.")
+    listeners: list[ListenerRow] = Field(description="One per listener of this node.")
+    sources: list[SourceRow] = Field(description="One per sending address of a listener, since the start.")
 
 
 class CatalogSource(Closed):
-    source: str
-    records: int
+    source: str = Field(description="The source (@source).")
+    records: int = Field(description="Matching records of the source.")
 
 
 class CatalogField(Closed):
     name: str = Field(description="The name a query uses (user.name for @fields.user.name).")
     path: str = Field(description="The path in the record (_source).")
-    type: Literal["keyword", "text", "ip", "number", "date"]
+    type: Literal["keyword", "text", "ip", "number", "date"] = Field(description="keyword, text, ip, number or date.")
     records: int = Field(description="Matching records that hold the field.")
     sources: dict[str, int] = Field(description="Per source (@source): records that hold the field.")
     examples: list[str] = Field(description="Up to 3 values seen in the newest records.")
 
 
 class CatalogReply(Open):
-    dataType: Literal["event", "flow"]
+    dataType: Literal["event", "flow"] = Field(description="The dataset: event or flow.")
     total: int = Field(description="Matching records.")
-    sources: list[CatalogSource]
+    sources: list[CatalogSource] = Field(description="Sources with their record counts, most first.")
     otherSourcesRecords: int = Field(description="Records of sources beyond those listed.")
     truncated: bool = Field(description="More fields than the 1000 listed.")
-    fields: list[CatalogField]
+    fields: list[CatalogField] = Field(description="The fields, most common first.")

@@ -70,12 +70,13 @@ def _lower(value: Any) -> Any:
 class FacetEntry(Open):
     field: Annotated[FieldName, Field(min_length=1, description="The field to count values of.")]
     size: Annotated[Whole, Field(ge=1)] | None = Field(None, description="Most buckets; default 10.")
-    order: Literal["count", "desc", "_count"] | None = None
-    title: Text | None = None
+    order: Literal["count", "desc", "_count"] | None = Field(
+        None, description="count (most common first), the only order.")
+    title: Text | None = Field(None, description="Display label.")
 
 
 class FilterEntry(Open):
-    field: FieldName
+    field: FieldName = Field(description="The field the condition is on.")
     terms: list[Annotated[Any, BeforeValidator(_scalar)]] = Field(
         description="Values any of which the field equals (strings, numbers, booleans).")
 
@@ -87,49 +88,51 @@ class DateFacet(Open):
 
 
 class Facets(Open):
-    facets: list[FacetEntry] | None = None
-    mustFilters: list[FilterEntry] | None = None
-    mustNotFilters: list[FilterEntry] | None = None
-    dateFacets: list[DateFacet] | None = None
+    facets: list[FacetEntry] | None = Field(None, description="The fields to count values of; may be empty.")
+    mustFilters: list[FilterEntry] | None = Field(None, description="Conditions hits must meet.")
+    mustNotFilters: list[FilterEntry] | None = Field(None, description="Hits meeting a condition are excluded.")
+    dateFacets: list[DateFacet] | None = Field(None, description="Histograms over time.")
 
 
 class SearchOptions(Open):
     searchStr: Text | None = Field(None, description="Lucene query (docs/query-semantics.md); empty matches all.")
     range_from: Whole | None = Field(None, description="Epoch milliseconds.")
     range_to: Whole | None = Field(None, description="Epoch milliseconds.")
-    range_field: FieldName | None = None
-    fetchOffset: Annotated[Whole, Field(ge=0)] | None = None
-    fetchLimit: Annotated[Whole, Field(ge=0)] | None = None
-    sortField: FieldName | None = None
+    range_field: FieldName | None = Field(
+        None, description="The field the range applies to: @timestamp for events, from for summaries, timestamp for behaviors.")
+    fetchOffset: Annotated[Whole, Field(ge=0)] | None = Field(None, description="Paging offset.")
+    fetchLimit: Annotated[Whole, Field(ge=0)] | None = Field(None, description="Number of hits to return.")
+    sortField: FieldName | None = Field(None, description="Event search: @timestamp. Summary search: to.")
     sortOrder: Annotated[Literal["asc", "desc"], BeforeValidator(_lower)] | None = Field(
         None, description="asc or desc, in any case.")
-    dateFacetField: FieldName | None = None
-    dataType: DataType | None = None
-    facets: Facets | None = None
+    dateFacetField: FieldName | None = Field(
+        None, description="Event search: the date field of the histogram, @timestamp.")
+    dataType: DataType | None = Field(None, description="event, or flow for flow search.")
+    facets: Facets | None = Field(None, description="Facets and filters (spec 2.5); may be empty.")
 
 
 class SearchRequest(Open):
-    options: SearchOptions | None = None
+    options: SearchOptions | None = Field(None, description="The search options (spec 2.4).")
 
 
 class EventSearchRequest(Open):
-    partition: Literal["default"] = "default"
-    dataType: DataType | None = None
-    options: SearchOptions | None = None
+    partition: Literal["default"] = Field("default", description="Always default.")
+    dataType: DataType | None = Field(None, description="event, or flow for flow search.")
+    options: SearchOptions | None = Field(None, description="The search options (spec 2.4).")
 
 
 class CatalogOptions(Open):
     searchStr: Text | None = Field(None, description="Only records this Lucene query matches.")
     range_from: Whole | None = Field(None, description="Epoch milliseconds.")
     range_to: Whole | None = Field(None, description="Epoch milliseconds.")
-    range_field: FieldName | None = None
-    dataType: DataType | None = None
+    range_field: FieldName | None = Field(None, description="The field the range applies to (@timestamp).")
+    dataType: DataType | None = Field(None, description="event or flow (also in kargs).")
     sources: Annotated[Whole, Field(ge=1, le=50)] = Field(20, description="Most sources counted apart, 1-50.")
 
 
 class CatalogRequest(Open):
-    dataType: DataType | None = None
-    options: CatalogOptions | None = None
+    dataType: DataType | None = Field(None, description="event or flow; event when not given.")
+    options: CatalogOptions | None = Field(None, description="The query, range and number of sources.")
 
 
 # -- requests of the other calls ------------------------------------------------------------------
@@ -144,21 +147,21 @@ class NoArguments(Closed):
 
 
 class LoginRequest(Open):
-    username: Annotated[Text, Field(min_length=1, max_length=128)]
-    password: Annotated[Text, Field(max_length=1024)]
+    username: Annotated[Text, Field(min_length=1, max_length=128)] = Field(description="The user name.")
+    password: Annotated[Text, Field(max_length=1024)] = Field(description="The password.")
 
 
 class UserRequest(Open):
-    user: UserInput
+    user: UserInput = Field(description="The user's fields; on update only those sent change.")
 
 
 class UsernameRequest(Open):
-    username: Username
+    username: Username = Field(description="The user's name.")
 
 
 class TokenArgs(Open):
     id: TokenReference | None = Field(None, description="delete: a token's id or its name.")
-    entry: TokenInput | None = None
+    entry: TokenInput | None = Field(None, description="add: the token's fields (the clients' form).")
 
 
 class TokenRequest(TokenInput):
@@ -166,7 +169,7 @@ class TokenRequest(TokenInput):
     ``args.entry`` (the clients'); ``delete`` an ``id`` (seclake's, a number)
     or ``args.id``/``args.entry.name`` (the clients': an id or a name)."""
 
-    action: Literal["add", "list", "delete"]
+    action: Literal["add", "list", "delete"] = Field(description="add, list or delete.")
     args: TokenArgs | None = Field(None, description="The clients' form.")
     id: TokenReference | None = Field(None, description="delete: the token's id (seclake's form).")
     revoked: Flag = Field(False, description="list: deleted (revoked) tokens too, shown with state revoked.")
@@ -177,24 +180,25 @@ class AddressRequest(Open):
 
 
 class PolicyRequest(Closed):
-    policy: PolicyInput
+    policy: PolicyInput = Field(description="The data policy; on update filters are replaced whole.")
 
 
 class RoleRequest(Closed):
-    role: RoleInput
+    role: RoleInput = Field(description="The role.")
 
 
 class NameRequest(Closed):
-    name: Name
+    name: Name = Field(description="The name of the one to delete.")
 
 
 class RuleDaoRequest(Closed):
     """The clients' form ``{action, args: {id, entry}}`` means ``name`` and ``bucket``."""
 
-    action: Literal["list", "get", "add", "update", "toggle", "delete"]
+    action: Literal["list", "get", "add", "update", "toggle", "delete"] = Field(
+        description="list, get, add, update, toggle or delete.")
     bucket: dict[str, Any] | None = Field(None, description="A rule (docs/rules.md).")
-    name: Text | None = None
-    enabled: Flag | None = None
+    name: Text | None = Field(None, description="get, toggle, delete: the rule's name.")
+    enabled: Flag | None = Field(None, description="toggle: enable (true) or disable (false).")
     names: Annotated[list[Text], Field(max_length=10_000)] | None = Field(
         None, description="toggle: the names of several rules, enabled or disabled together (one new version).")
     args: RuleArgs | None = Field(None, description="The clients' form: {id: name} or {entry: rule}.")

@@ -83,15 +83,15 @@ CallPatterns = Annotated[list[Annotated[str, Strict(), AfterValidator(_pattern)]
 PolicyNames = Annotated[list[Name], Field(max_length=MAX_ENTRIES), AfterValidator(_once)]
 Description = Annotated[Line, Field(max_length=MAX_DESCRIPTION)]
 # What clients send back of a record they were given; accepted and ignored.
-ReadOnly = Field(None, exclude=True)
+ReadOnly = Field(None, exclude=True, description="Read only: as the server answers it; accepted and ignored.")
 
 
 class PolicyInput(Closed):
     """A data policy as auth/dataPolicyAdd and auth/dataPolicyUpdate take it:
     ``filters`` maps a dataset to a Lucene filter (replaced whole on update)."""
 
-    name: Name
-    description: Description | None = None
+    name: Name = Field(description="The policy's name.")
+    description: Description | None = Field(None, description="What it is for.")
     filters: dict[str, Text] | None = Field(
         None, description='Dataset -> Lucene filter, like {"event": "@customer:acme"}.')
     builtIn: Any = ReadOnly
@@ -103,11 +103,14 @@ class PolicyInput(Closed):
 class RoleInput(Closed):
     """A custom role as auth/roleAdd and auth/roleUpdate take it."""
 
-    name: Name
-    description: Description | None = None
-    permissions: Annotated[list[Literal[PERMISSIONS]], Field(max_length=MAX_ENTRIES)] | None = None  # type: ignore[valid-type]
-    APIPolicies: CallPatterns | None = None
-    dataPolicies: PolicyNames | None = None
+    name: Name = Field(description="The role's name.")
+    description: Description | None = Field(None, description="What it is for.")
+    permissions: Annotated[list[Literal[PERMISSIONS]], Field(max_length=MAX_ENTRIES)] | None = Field(  # type: ignore[valid-type]
+        None, description="What its holders may do: search, triage, ingest, admin...")
+    APIPolicies: CallPatterns | None = Field(
+        None, description="Call patterns its holders may call; none: any their permissions allow.")
+    dataPolicies: PolicyNames | None = Field(
+        None, description="Data policies narrowing what its holders see; none: all data.")
     builtIn: Any = ReadOnly
     createdOn: Any = ReadOnly
     updatedOn: Any = ReadOnly

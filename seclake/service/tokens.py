@@ -47,12 +47,14 @@ class TokenInput(Open):
     its user's rights (seclake.service.access), ``roles`` to some of its user's."""
 
     username: Username | None = Field(None, description="Whose token; the caller's own when not given.")
-    name: Annotated[Line, Field(max_length=MAX_NAME)] = ""
-    description: Annotated[Text, Field(max_length=MAX_DESCRIPTION)] = ""
+    name: Annotated[Line, Field(max_length=MAX_NAME)] = Field("", description="The token's name, unique per user.")
+    description: Annotated[Text, Field(max_length=MAX_DESCRIPTION)] = Field("", description="What the token is for.")
     expiresInDays: Annotated[Number, Field(gt=0, le=MAX_DAYS)] | None = Field(None, description="Never, when not given.")
-    roles: Annotated[list[Text], Field(max_length=100)] | None = None
-    dataPolicies: PolicyNames | None = None
-    APIPolicies: CallPatterns | None = None
+    roles: Annotated[list[Text], Field(max_length=100)] | None = Field(
+        None, description="Some of its user's roles to narrow it to; none: its user's rights as they are.")
+    dataPolicies: PolicyNames | None = Field(
+        None, description="Data policies narrowing what it sees, beyond its user's.")
+    APIPolicies: CallPatterns | None = Field(None, description="Call patterns it may call; none: any its user may.")
 
 
 @dataclass(frozen=True)

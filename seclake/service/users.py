@@ -61,12 +61,14 @@ Username = Annotated[str, Strict(), AfterValidator(_username)]
 
 
 class TimezonePreference(Open):
-    value: Annotated[str, Strict(), AfterValidator(_zone)] = "UTC"
+    value: Annotated[str, Strict(), AfterValidator(_zone)] = Field(
+        "UTC", description="A time-zone name (IANA, like Europe/Paris).")
     policy: Annotated[Line, Field(min_length=1, max_length=32, description="Server, GMT...")] = "Server"
 
 
 class Preference(Open):
-    timezone: TimezonePreference = Field(default_factory=TimezonePreference)
+    timezone: TimezonePreference = Field(
+        default_factory=TimezonePreference, description="The time zone times are shown in.")
 
 
 class UserInput(Closed):
@@ -80,22 +82,27 @@ class UserInput(Closed):
     server's settings (``check_password``).
     """
 
-    username: Username
+    username: Username = Field(description="The name the user signs in with.")
     password: Text = Field("", description="Without one, the user cannot sign in with a password.")
-    email: Annotated[Line, Field(max_length=254)] = ""
-    firstName: Annotated[Line, Field(max_length=100)] = ""
-    lastName: Annotated[Line, Field(max_length=100)] = ""
-    organization: Annotated[Line, Field(max_length=200)] = ""
+    email: Annotated[Line, Field(max_length=254)] = Field("", description="E-mail address.")
+    firstName: Annotated[Line, Field(max_length=100)] = Field("", description="First name.")
+    lastName: Annotated[Line, Field(max_length=100)] = Field("", description="Last name.")
+    organization: Annotated[Line, Field(max_length=200)] = Field("", description="Organization.")
     roles: Annotated[list[Text], Field(max_length=100)] | None = Field(
         None, description="Built-in (admin, analyst, triage, ingest, viewer) or custom; analyst when none is given.")
-    restricted: Flag = False
-    disabled: Flag = False
-    dataPolicies: PolicyNames | None = None
-    APIPolicies: CallPatterns | None = None
-    preference: Annotated[Preference, BeforeValidator(_small)] = Field(default_factory=Preference)
-    profile: Annotated[dict[str, Any], BeforeValidator(_small)] | None = None
-    oauthProvider: Annotated[Line, Field(max_length=100)] = ""
-    oauthFlag: Flag = False
+    restricted: Flag = Field(False, description="A restricted user.")
+    disabled: Flag = Field(False, description="A disabled user cannot sign in or call.")
+    dataPolicies: PolicyNames | None = Field(
+        None, description="Data policy names: the records the user sees (with those of the roles).")
+    APIPolicies: CallPatterns | None = Field(
+        None, description="Call patterns the user may call (auth/*, ds/get_*); none: any the roles allow.")
+    preference: Annotated[Preference, BeforeValidator(_small)] = Field(
+        default_factory=Preference, description="Holds timezone: {value, policy}.")
+    profile: Annotated[dict[str, Any], BeforeValidator(_small)] | None = Field(
+        None, description="Free-form profile object (small).")
+    oauthProvider: Annotated[Line, Field(max_length=100)] = Field(
+        "", description="The identity provider of an OAuth user.")
+    oauthFlag: Flag = Field(False, description="True for a user of an identity provider.")
     rights: Any = ReadOnly
     lastLogin: Any = ReadOnly
     passwordDate: Any = ReadOnly

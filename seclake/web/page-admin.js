@@ -235,7 +235,7 @@ async function tokensTab(root) {
     if (!res) return;
     if (!res.entries.length) return replace(list, h('p', { class: 'muted' }, 'No API tokens yet.'));
     replace(list, h('table', { class: 'admin-table', id: 'tokens-table' },
-      h('thead', null, h('tr', null, ['Name', 'User', 'Starts with', 'Created', 'Expires', 'Last used', 'State', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', null, h('tr', null, ['Name', 'User', 'Starts with', 'Created', 'Expires', 'Last used', 'State', actionsHeader()].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', null, [...res.entries].reverse().map((t) => h('tr', { dataset: { token: String(t.id) }, class: t.state !== 'active' ? 'disabled' : null },
         h('td', null, t.name || '—'),
         h('td', null, t.username),
@@ -276,7 +276,7 @@ function registryTab(root, spec) {
     }
     const items = res[spec.key];
     replace(list, items.length ? h('table', { class: 'admin-table', id: `${spec.key}-table` },
-      h('thead', null, h('tr', null, [...spec.columns.map((c) => c[0]), ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', null, h('tr', null, [...spec.columns.map((c) => c[0]), actionsHeader()].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', null, items.map((item) => h('tr', { dataset: { name: item.name } },
         spec.columns.map(([, render]) => h('td', null, render(item))),
         h('td', { class: 'actions' }, item.builtIn ? h('span', { class: 'muted small' }, 'built in') : [
@@ -319,6 +319,8 @@ function registryTab(root, spec) {
   load();
 }
 
+// A column of buttons still has a header screen readers can read (an empty <th> is an axe violation).
+const actionsHeader = () => h('span', { class: 'sr-only' }, 'Actions');
 const cap = (text) => text.charAt(0).toUpperCase() + text.slice(1);
 const lines = (text) => text.split(/[\n,]/).map((s) => s.trim()).filter(Boolean);
 
@@ -420,7 +422,7 @@ function auditTable(res) {
       h('td', { class: 'cell-message' }, e.detail ?? '')), detail);
   });
   return h('table', { class: 'hits audit' },
-    h('thead', null, h('tr', null, ['', 'Time', 'User', 'Call', 'Outcome', 'Status', 'Client', 'Detail'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('thead', null, h('tr', null, [h('span', { class: 'sr-only' }, 'Open'), 'Time', 'User', 'Call', 'Outcome', 'Status', 'Client', 'Detail'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', null, rows));
 }
 

@@ -13,6 +13,7 @@ import pytest
 from openapi_spec_validator import validate
 from pydantic import TypeAdapter
 
+from seclake.api.openapi import openapi_document
 from seclake.api.registry import REGISTRY
 from seclake.service.demo import load_demo
 from tests.conftest import running_server
@@ -101,3 +102,51 @@ def test_what_the_server_answers_fits_the_reply_models(srv):
         TypeAdapter(call.reply).validate_python(srv.call(name, kargs, srv.token), strict=True)
         seen.add(name)
     assert seen == set(REGISTRY.calls)
+
+
+# Models another engineer's area owns, whose fields are not described yet:
+# named here so the gap is visible, not silently allowed (issue 42).
+UNDESCRIBED = {"Triage"}  # detect/summaries.py
+
+
+def _undescribed(schema: dict[str, Any], schemas: dict[str, Any], where: str, seen: set[str]) -> list[str]:
+    """Every property, reached from ``schema`` through $refs, items and alternatives, without a description."""
+    ref = schema.get("$ref")
+    if ref:
+        name = ref.rsplit("/", 1)[-1]
+        if name in seen:
+            return []
+        seen.add(name)
+        return _undescribed(schemas[name], schemas, name, seen)
+    if schema.get("title") in UNDESCRIBED:
+        return []
+    missing = []
+    for prop, sub in (schema.get("properties") or {}).items():
+        if not sub.get("description"):
+            missing.append(f"{where}.{prop}")
+        missing += _undescribed(sub, schemas, f"{where}.{prop}", seen)
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            missing += _undescribed(schema[key], schemas, where, seen)
+    for alternative in schema.get("anyOf", []) + schema.get("oneOf", []) + schema.get("allOf", []):
+        missing += _undescribed(alternative, schemas, where, seen)
+    return missing
+
+
+def test_every_field_of_every_call_is_described():
+    document = openapi_document()
+    schemas = document["components"]["schemas"]
+    missing: list[str] = []
+    for path, item in document["paths"].items():
+        op = item["post"]
+        assert op["summary"], f"{path} has no summary"
+        body = op["requestBody"]["content"].get("application/json")
+        if body:
+            missing += _undescribed(body["schema"]["properties"]["kargs"], schemas, f"{path} kargs", set())
+        ok = op["responses"]["200"]["content"]["application/json"]["schema"]["oneOf"][0]
+        missing += _undescribed(ok["properties"]["response"], schemas, f"{path} response", set())
+    assert not missing, f"{len(missing)} fields without a description:\n" + "\n".join(missing)
+    # The reference page's titles read as English ("Data policys" was one).
+    summaries = [item["post"]["summary"] for item in document["paths"].values()]
+    assert not [s for s in summaries if "icys" in s], summaries
+    assert document["paths"]["/api/auth/dataPolicyList"]["post"]["summary"] == "Every data policy, as {policies}."

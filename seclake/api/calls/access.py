@@ -39,7 +39,7 @@ def _managed(kind: str, arg: str, label: str, plural: str, fields, store, reques
     """
 
     @call(f"auth/{kind}List", permission="admin", request=NoArguments, reply=dict[str, list[reply]],
-          summary=f"{label.capitalize()}s, as {{{plural}}}.")
+          summary=f"Every {label}, as {{{plural}}}.")
     def list_(ctx: CallContext, args: NoArguments) -> Any:
         return {plural: [record(x) for x in store(ctx.services)[0]()]}
 
