@@ -23,7 +23,7 @@ own, exactly), and a query that would read more than
 ``analytics_max_records`` is refused before anything is read, saying how
 many and how to narrow it; the reader stops at its deadline or when
 cancelled (a task), between pages. Records are handed on one at a time as
-flat dicts of the fields the pipeline reads, never all kept here.
+flat dicts of the record paths the pipeline reads, never all kept here.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from seclake.record.flatten import leaves
 from seclake.search.leaf import LeafTask, _compiled
 from seclake.search.plan import SearchPlan
 from seclake.search.pruning import prune
-from seclake.search.fieldcatalog import short_name
 from seclake.search.root import InProcessLeaves
 from seclake.storage.split import DamagedSplit, Split, meta_of
 
@@ -104,62 +103,34 @@ class Selection:
 
 def records(services: Services, selection: Selection, fields: Sequence[str] | None, progress: Progress,
             *, max_records: int) -> Iterator[dict[str, Any]]:
-    """Every record ``selection`` matches, as a flat dict ``{name: value}`` (only ``fields``
-    when given); refused before reading when more than ``max_records`` match."""
-    dataset = selection.dataset
+    """Every record ``selection`` matches, as a flat dict ``{record path: value}`` (only the
+    paths in ``fields`` when given: the pipeline's, resolved as a search resolves names);
+    refused before reading when more than ``max_records`` match."""
     if selection.dataset.name == "summary":
         source = _summaries(services, selection, progress, max_records)
     else:
         source = _lake(services, selection, progress, max_records)
-    if fields is None:
-        for record in source:
-            yield flat(record, dataset)
-        return
-    names = Names(fields, dataset)
+    wanted = None if fields is None else frozenset(fields)
     for record in source:
-        yield names.of(record)
+        yield flat(record, wanted)
 
 
-def flat(record: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
-    """A whole record as ``{name: value}``, each path under the name a query uses for it
-    (``user.name`` for ``@fields.user.name``, as the field catalog shows it); a path holding
-    several values (an array) keeps them as a list."""
+def flat(record: dict[str, Any], wanted: frozenset[str] | None = None) -> dict[str, Any]:
+    """A record as ``{dotted.path: value}`` (only ``wanted`` paths when given); a path holding
+    several values (an array) keeps them as a list, in document order."""
     out: dict[str, Any] = {}
     for path, value in leaves(record):
-        _put(out, short_name(path, dataset), value)
-    return out
-
-
-class Names:
-    """The fields a pipeline reads, found in records by the paths their names resolve to
-    (``user.name`` -> ``@fields.user.name`` in events, ``@metaflow.flow.sip`` -> ``@fields.sip``
-    in flows), as a search resolves them; a record keeps only those."""
-
-    def __init__(self, names: Sequence[str], dataset: Dataset):
-        self.by_path: dict[str, list[str]] = {}
-        for name in dict.fromkeys(names):
-            self.by_path.setdefault(dataset.resolve(name), []).append(name)
-
-    def of(self, record: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        by_path = self.by_path
-        for path, value in leaves(record):
-            names = by_path.get(path)
-            if names is not None:
-                for name in names:
-                    _put(out, name, value)
-        return out
-
-
-def _put(out: dict[str, Any], name: str, value: Any) -> None:
-    if name in out:
-        held = out[name]
-        if isinstance(held, list):
-            held.append(value)
+        if wanted is not None and path not in wanted:
+            continue
+        if path in out:
+            held = out[path]
+            if isinstance(held, list):
+                held.append(value)
+            else:
+                out[path] = [held, value]
         else:
-            out[name] = [held, value]
-    else:
-        out[name] = value
+            out[path] = value
+    return out
 
 
 def _refuse(total: int, max_records: int) -> None:

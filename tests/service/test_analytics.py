@@ -65,7 +65,7 @@ def selection(services, search_str="", restriction=None, range_from=T0, range_to
 
 
 def seqs(rows) -> list[int]:
-    return sorted(r["seq"] for r in rows)
+    return sorted(r["@fields.seq"] for r in rows)
 
 
 @pytest.fixture(params=["open splits", "leaf protocol"])
@@ -79,7 +79,7 @@ def path(request, lake_services, monkeypatch):
 def test_every_matching_record_is_read_exactly_once_across_pages_and_splits(path):
     assert len(path.lake.splits("event")) >= 2
     progress = Progress()
-    got = list(records(path, selection(path, "user.name:(u1 OR u2 OR u3)"), ["seq"], progress, max_records=100))
+    got = list(records(path, selection(path, "user.name:(u1 OR u2 OR u3)"), ["@fields.seq"], progress, max_records=100))
     want = [i for i in range(60) if i % 7 in (1, 2, 3)]
     assert seqs(got) == want
     assert progress.total == progress.read == len(want)
@@ -88,7 +88,7 @@ def test_every_matching_record_is_read_exactly_once_across_pages_and_splits(path
 
 
 def test_the_range_bounds_what_is_read(path):
-    got = list(records(path, selection(path, range_from=T0 + DAY), ["seq"], Progress(), max_records=100))
+    got = list(records(path, selection(path, range_from=T0 + DAY), ["@fields.seq"], Progress(), max_records=100))
     assert seqs(got) == [i for i in range(60) if i % 2]
 
 
@@ -100,16 +100,16 @@ def test_a_data_policy_limits_what_is_read_to_what_the_caller_sees(path):
     assert {r["@customer"] for r in got} == {"globex"}
 
 
-def test_whole_records_are_flat_under_the_names_queries_use(path):
+def test_whole_records_are_flat_by_record_path_arrays_as_lists(path):
     rows = list(records(path, selection(path, "seq:5"), None, Progress(), max_records=100))
-    assert rows == [{"@timestamp": T0 + DAY + 5, "@customer": "acme", "@message": "line 5", "user.name": "u5",
-                     "bytes": "50", "seq": 5, "tags": ["a", "b"]}]
+    assert rows == [{"@timestamp": T0 + DAY + 5, "@customer": "acme", "@message": "line 5", "@fields.user.name": "u5",
+                     "@fields.bytes": "50", "@fields.seq": 5, "@fields.tags": ["a", "b"]}]
 
 
-def test_only_the_fields_named_are_kept_found_by_the_paths_they_resolve_to(path):
-    names = ["user.name", "@fields.seq", "seq", "missing.field"]
-    rows = list(records(path, selection(path, "seq:10"), names, Progress(), max_records=100))
-    assert rows == [{"user.name": "u3", "@fields.seq": 10, "seq": 10}]
+def test_only_the_paths_named_are_kept(path):
+    paths = ["@fields.user.name", "@fields.seq", "@fields.missing"]
+    rows = list(records(path, selection(path, "seq:10"), paths, Progress(), max_records=100))
+    assert rows == [{"@fields.user.name": "u3", "@fields.seq": 10}]
 
 
 def test_more_matching_records_than_the_bound_are_refused_before_any_is_read(path):
@@ -155,7 +155,7 @@ def test_reading_runs_beside_other_reads(path):
     out: list[list[int]] = [[], []]
 
     def read(i: int) -> None:
-        out[i] = seqs(records(path, selection(path), ["seq"], Progress(), max_records=100))
+        out[i] = seqs(records(path, selection(path), ["@fields.seq"], Progress(), max_records=100))
 
     threads = [threading.Thread(target=read, args=(i,)) for i in range(2)]
     for t in threads:
