@@ -52,6 +52,7 @@ MODULES = (
     "seclake.ingest.jsonl",
     "seclake.ingest.kv",
     "seclake.ingest.leef",
+    "seclake.ingest.message",
     "seclake.ingest.netflow",
     "seclake.ingest.okta",
     "seclake.ingest.panos",

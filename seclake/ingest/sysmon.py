@@ -25,9 +25,6 @@ from seclake.ingest.winsecurity import image_name, pid, windows_common
 
 CHANNEL = "Microsoft-Windows-Sysmon/Operational"
 PROVIDER = "Microsoft-Windows-Sysmon"
-# Sysmon for Linux: the same schema, its own channel (ingest/eventxml.py reads its syslog lines).
-LINUX_CHANNEL = "Linux-Sysmon/Operational"
-LINUX_PROVIDER = "Linux-Sysmon"
 
 # id -> (category, type): the kind of event, as Elastic's Sysmon pipeline names it.
 EVENTS: dict[int, tuple[str, str]] = {
@@ -86,8 +83,7 @@ def matches(fields: dict[str, Any]) -> bool:
     winlog = fields.get("winlog")
     if isinstance(winlog, dict):
         return winlog.get("channel") == CHANNEL or winlog.get("provider_name") == PROVIDER
-    return "EventID" in fields and (fields.get("Channel") in (CHANNEL, LINUX_CHANNEL)
-                                    or fields.get("SourceName") in (PROVIDER, LINUX_PROVIDER))
+    return "EventID" in fields and (fields.get("Channel") == CHANNEL or fields.get("SourceName") == PROVIDER)
 
 
 def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
@@ -239,11 +235,9 @@ def _resolved(value: Any) -> list[str] | None:
 
 
 def _directory(path: str | None) -> str | None:
-    """A Windows path's directory; a Linux one's (Sysmon for Linux) when it has no backslash."""
-    if path is None:
+    if path is None or "\\" not in path:
         return None
-    separator = "\\" if "\\" in path else "/" if path.startswith("/") else None
-    return (path.rsplit(separator, 1)[0] or separator) if separator else None
+    return path.rsplit("\\", 1)[0] or None
 
 
 def _extension(path: str | None) -> str | None:
