@@ -387,3 +387,43 @@ class CatalogReply(Open):
     otherSourcesRecords: int = Field(description="Records of sources beyond those listed.")
     truncated: bool = Field(description="More fields than the 1000 listed.")
     fields: list[CatalogField] = Field(description="The fields, most common first.")
+
+
+# -- analytics (docs/analytics.md) ----------------------------------------------------------------
+
+
+class QueryColumn(Closed):
+    name: str = Field(description="The column's name: an aggregation's or BY expression's name or text, a field.")
+    type: Literal["keyword", "long", "double", "boolean", "date", "ip", "null"] = Field(
+        description="ES|QL's type of the column's values.")
+
+
+class QueryReply(Open):
+    """ds/query: ES|QL's answer."""
+
+    columns: list[QueryColumn] = Field(description="The columns, in order.")
+    values: list[list[Any]] = Field(description="One list per row, in the columns' order.")
+    took: int = Field(description="Milliseconds the query took on the server.")
+    warnings: list[str] | None = Field(None, description="What the answer left out, and why (the implicit LIMIT's cut).")
+
+
+class QueryProgress(Closed):
+    read: int = Field(description="Records read so far.")
+    total: int | None = Field(description="Records the search before the first pipe matches, once counted.")
+
+
+class QueryTaskReply(Open):
+    """A query task (ds/query_async, ds/query_async_get, ds/query_async_cancel)."""
+
+    id: str = Field(description="The task's id.")
+    state: Literal["queued", "running", "done", "failed", "cancelled"] = Field(description="Where the task is.")
+    is_running: bool = Field(description="queued or running: poll again.")
+    query: str = Field(description="The query submitted.")
+    submittedOn: int = Field(description="Epoch milliseconds.")
+    took: int | None = Field(description="Milliseconds it ran (so far); null while queued.")
+    progress: QueryProgress = Field(description="Records read of those matching.")
+    expiresOn: int | None = Field(description="Epoch milliseconds the task is forgotten at, once finished.")
+    error: str | None = Field(None, description="failed, cancelled: why.")
+    columns: list[QueryColumn] | None = Field(None, description="done: as ds/query answers.")
+    values: list[list[Any]] | None = Field(None, description="done: as ds/query answers.")
+    warnings: list[str] | None = Field(None, description="done: as ds/query answers.")

@@ -225,3 +225,18 @@ class RuleTestRequest(Closed):
 
 
 RuleDaoRequest.model_rebuild()
+
+
+# -- analytics (docs/analytics.md) ----------------------------------------------------------------
+
+
+class QueryRequest(Open):
+    query: Annotated[Text, Field(description="A search (Lucene, may be empty), then ES|QL commands after pipes: "
+                                             "`event.outcome:failure | STATS n = COUNT(*) BY user.name`.")]
+    dataType: Literal["event", "flow", "behavior", "summary"] = Field("event", description="The dataset read.")
+    range_from: Whole | None = Field(None, description="Start of the time range, epoch milliseconds.")
+    range_to: Whole | None = Field(None, description="End of the time range, epoch milliseconds.")
+
+
+class QueryTaskRequest(Open):
+    id: Annotated[Text, Field(min_length=1, max_length=64, description="The task's id, as ds/query_async answered.")]
