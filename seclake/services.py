@@ -18,6 +18,7 @@ from seclake.detect.detector import Detector
 from seclake.detect.rulebook import RuleBook
 from seclake.detect.summaries import SummaryStore
 from seclake.errors import ValidationFailed
+from seclake.notify.alerting import Alerting
 from seclake.record.identity import RecordIds
 from seclake.search.root import InProcessLeaves, Root
 from seclake.service.access import Access
@@ -119,6 +120,9 @@ class Services:
         )
         # Behavior summaries (daily per key): folded by the detector, triaged and searched by calls.
         self.summaries = SummaryStore(self.db, settings.score_bands)
+        # Notifications (docs/alerting.md): decided in the detector's save (an outbox row in its
+        # transaction), sent by the server's sender thread, never by a one-shot command.
+        self.alerting = Alerting(self.db, settings, self.summaries, self.metrics, send=settings.ingest and not one_shot)
         # Behavior rules, run on every record as it arrives: in the database, shared by
         # every node; <data dir>/rules holds the files of before, imported once.
         self.rules = RuleBook(self.db, legacy_directory=settings.data_dir / "rules")
@@ -153,6 +157,7 @@ class Services:
         # and the keys the log holds are recorded before any import arrives.
         self.components.append(self.lake)
         self.components.append(Detection(self.detector, self.lake, settings.commit_interval_seconds))
+        self.components.append(self.alerting)
         self.components.append(self.idempotency)
         self.components.append(
             RetentionSchedule(

@@ -267,6 +267,26 @@ class Settings(BaseSettings):
         description="Disk one searcher's local split copies may use; least recently used removed first (splits in use excepted).",
     )
 
+    # notifications (docs/alerting.md)
+    public_url: str | None = Field(
+        None, description="The web interface's address as users reach it (https://seclake.example.org): "
+        "notifications link back to the summary there; no link when unset.",
+    )
+    notify_retry_seconds: float = Field(
+        3600, ge=1, le=7 * 86400, description="How long a notification is retried before it is kept as failed, in seconds.",
+    )
+    notify_backoff_max_seconds: float = Field(
+        300, ge=0.1, le=86400, description="Longest wait between two attempts of one notification (2 s doubling, with jitter), in seconds.",
+    )
+    notify_timeout_seconds: float = Field(
+        10, ge=0.1, le=300, description="Time one delivery attempt may take (connect, send, answer), in seconds.",
+    )
+    smtp_url: str | None = Field(
+        None, description="Email notifications' server: smtp://, smtp+starttls:// or smtps://[user@]host[:port].",
+    )
+    smtp_password: SecretStr | None = Field(None, description="Password of smtp_url's user.")
+    smtp_from: str | None = Field(None, description="From address of email notifications.")
+
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Server log level.")
     log_format: Literal["text", "json"] = Field(
         "text", description="Server log lines: text, or json (one object per line, with request id, call, caller, outcome and duration)."

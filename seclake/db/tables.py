@@ -9,3 +9,7 @@ from seclake.storage import catalog  # noqa: F401
 from seclake.detect import summaries  # noqa: F401
 from seclake.detect import state  # noqa: F401
 from seclake.service import idempotency  # noqa: F401
+from seclake.notify import alertrule  # noqa: F401
+from seclake.notify import destination  # noqa: F401
+from seclake.notify import outbox  # noqa: F401
+from seclake.notify import throttle  # noqa: F401

@@ -117,15 +117,21 @@ class SummaryStore:
         self.max_attribute_values = max_attribute_values
         self.max_comments = max_comments
         self.dataset = SUMMARY_FIELDS
+        # Told of every fold and triage inside its transaction (notify/notifier.py): what
+        # they write commits or rolls back with the summaries.
+        self.observers: list[Any] = []
 
     def apply(self, session: Session, behaviors: Iterable[dict[str, Any]], now_ms: int) -> list[str]:
         """Fold behaviors into their summaries in ``session``; the ids touched, in first-seen order."""
+        behaviors = list(behaviors)
         groups: dict[str, list[dict[str, Any]]] = {}
         for b in behaviors:
             groups.setdefault(id_of(b), []).append(b)
+        changes: list[tuple[dict[str, Any] | None, dict[str, Any]]] = []
         for sid, group in groups.items():
             row = session.get(SummaryRow, sid, with_for_update=True)
             doc = row.doc if row is not None else None
+            before = doc
             for b in group:
                 doc = fold(doc, b, bands=self.bands, now_ms=now_ms, max_attribute_values=self.max_attribute_values)
             assert doc is not None
@@ -135,6 +141,9 @@ class SummaryStore:
                 session.add(row)
             else:
                 row.set_doc(doc)
+            changes.append((before, doc))
+        for observer in self.observers:
+            observer.folded(session, behaviors, changes, now_ms)
         return list(groups)
 
     def rescore_all(self) -> int:
@@ -207,7 +216,10 @@ class SummaryStore:
             comments.append({"content": comment or "", "actions": actions, "username": username, "createdOn": now_ms})
             doc["comments"] = comments
             doc["updatedOn"] = now_ms
+            before = row.doc
             row.set_doc(doc)
+            for observer in self.observers:
+                observer.triaged(s, before, doc, now_ms)
             return doc
 
     def time_bounds(self) -> tuple[int, int] | None:

@@ -72,6 +72,19 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "ds/eventwatch_bucket_search": {"options": {**SEARCH_OPTIONS, "sortField": "name"}},
     "ds/eventwatch_bucket_dao": {"action": "add", "bucket": RULE},
     "ds/eventwatch_rule_test": {"bucket": RULE, "input": {"@fields": {"EventID": 4625, "IpAddress": "1.2.3.4"}}},
+    "notify/destination_dao": {"action": "add", "destination": {
+        "name": "fuzz-hook", "kind": "webhook", "url": "http://127.0.0.1:9/hook", "secret": "s" * 16,
+        "headers": {"X-A": "b"}}},
+    "notify/rule_dao": {"action": "add", "rule": {
+        "name": "fuzz-notify", "on": "behavior", "rules": ["fuzz-rule"], "techniques": ["T1110"], "minScore": 1,
+        "keyTypes": ["ip"], "customers": ["acme"], "destinations": ["fuzz-hook"], "throttleSeconds": 60,
+        "template": "{{ title }}"}},
+    "notify/delivery_list": {"status": "failed", "limit": 10, "before": 5},
+    "notify/resend": {"id": 1},
+    "notify/test": {"name": "fuzz-hook"},
+    "ds/platform_notification_endpoint_dao": {"action": "add", "args": {"entry": {
+        "name": "fuzz-mail", "integration": "Email", "action": "mail", "email": {"to": ["a@example.org"], "cc": []},
+        "slack": {"channel": "#c", "channels": ["#d"], "integrationName": "i"}}}},
 }
 
 HOSTILE: list[Any] = [

@@ -41,6 +41,17 @@ def test_the_document_is_served_to_anyone_and_is_valid_openapi(srv):
         set(REGISTRY.calls) | {r.pattern for r in REGISTRY.raw_routes})
 
 
+def _delivery(srv) -> int:
+    """A delivery in the outbox (notify/resend needs one): as the detector's save writes it."""
+    from seclake.notify import outbox
+
+    with srv.services.db.session(write=True) as s:
+        row = outbox.add(s, rule="schema-notify", destination="schema-hook", subject="test", ref="schema",
+                         event={"kind": "test"}, now_ms=0)
+        s.flush()
+        return row.id
+
+
 def test_what_the_server_answers_fits_the_reply_models(srv):
     now = int(time.time() * 1000)
     options = {"searchStr": "", "range_from": now - 2 * 86_400_000, "range_to": now + 60_000, "fetchLimit": 5,
@@ -90,6 +101,17 @@ def test_what_the_server_answers_fits_the_reply_models(srv):
         ("ds/eventwatch_bucket_dao", {"action": "list"}),
         ("ds/eventwatch_bucket_dao", {"action": "delete", "name": "schema-rule"}),
         ("ds/eventwatch_rule_test", {"bucket": rule, "input": {"@fields": {"EventID": 4625, "IpAddress": "1.2.3.4"}}}),
+        ("notify/destination_dao", {"action": "add", "destination": {
+            "name": "schema-hook", "kind": "webhook", "url": "http://127.0.0.1:9/hook", "secret": "s" * 16}}),
+        ("notify/destination_dao", {"action": "list"}),
+        ("notify/rule_dao", {"action": "add", "rule": {"name": "schema-notify", "destinations": ["schema-hook"]}}),
+        ("notify/rule_dao", {"action": "list"}),
+        ("notify/test", {"name": "schema-hook"}),
+        ("notify/delivery_list", {}),
+        ("notify/resend", {"id": _delivery(srv)}),
+        ("ds/platform_notification_endpoint_dao", {"action": "add", "args": {"entry": {
+            "name": "schema-mail", "integration": "Email", "action": "mail", "email": {"to": ["a@example.org"]}}}}),
+        ("ds/platform_notification_endpoint_dao", {"action": "list"}),
         ("auth/logout", {}),
     ]
     r = srv.http.post("/api/import/schema", content=b"a=1\n", headers={"Servicetoken": srv.token})

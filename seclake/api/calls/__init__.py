@@ -13,3 +13,4 @@ from seclake.api.calls import access  # noqa: F401
 from seclake.api.calls import audit  # noqa: F401
 from seclake.api.calls import sources  # noqa: F401
 from seclake.api.calls import fields  # noqa: F401
+from seclake.api.calls import notifications  # noqa: F401

@@ -1,0 +1,116 @@
+"""The outbox: every notification decided, kept until it is delivered or given up.
+
+A row of ``notify_deliveries`` is written in the detector's save (or a
+triage) transaction, so a crash loses none and makes none twice; the sender
+(``sender.py``) reads the due ones and marks each sent right after its
+destination accepted it. Statuses: ``pending`` (to send at ``next_ms``),
+``sent``, ``failed`` (retries ran out: kept, shown, resendable).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Index, Integer, String, func, select, update
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from seclake.db.base import Base
+from seclake.db.database import Database
+from seclake.errors import NotFound
+
+PENDING, SENT, FAILED = "pending", "sent", "failed"
+STATUSES = (PENDING, SENT, FAILED)
+MAX_ERROR = 1000
+
+
+class Delivery(Base):
+    __tablename__ = "notify_deliveries"
+    __table_args__ = (Index("ix_notify_deliveries_status_next_ms", "status", "next_ms"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    rule: Mapped[str] = mapped_column(String(100))
+    destination: Mapped[str] = mapped_column(String(100))
+    # behavior, summary, resolve (PagerDuty's resolve of a summary), test
+    subject: Mapped[str] = mapped_column(String(16))
+    # What the throttle counts by: a behavior's customer and key, a summary's id.
+    ref: Mapped[str] = mapped_column(String(600))
+    window_start: Mapped[int] = mapped_column(BigInteger)
+    event: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(8))
+    attempts: Mapped[int] = mapped_column(Integer)
+    # Notifications of this rule and ref held back by the throttle, told with this one.
+    folded: Mapped[int] = mapped_column(Integer)
+    created_ms: Mapped[int] = mapped_column(BigInteger)
+    next_ms: Mapped[int] = mapped_column(BigInteger)
+    sent_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(String(MAX_ERROR), nullable=True)
+
+    def record(self) -> dict[str, Any]:
+        """As the API and the page show it."""
+        return {"id": self.id, "rule": self.rule, "destination": self.destination, "subject": self.subject,
+                "ref": self.ref, "status": self.status, "attempts": self.attempts, "folded": self.folded,
+                "createdOn": self.created_ms, "nextAttempt": self.next_ms, "sentOn": self.sent_ms,
+                "lastError": self.last_error, "title": str(self.event.get("title", ""))}
+
+
+def add(session: Session, *, rule: str, destination: str, subject: str, ref: str, event: dict[str, Any],
+        now_ms: int, window_start: int = 0, folded: int = 0) -> Delivery:
+    row = Delivery(rule=rule, destination=destination, subject=subject, ref=ref[:600], window_start=window_start,
+                   event=event, status=PENDING, attempts=0, folded=folded, created_ms=now_ms, next_ms=now_ms)
+    session.add(row)
+    return row
+
+
+def due(db: Database, now_ms: int, limit: int) -> list[Delivery]:
+    with db.session() as s:
+        rows = s.scalars(select(Delivery).where(Delivery.status == PENDING, Delivery.next_ms <= now_ms)
+                         .order_by(Delivery.next_ms, Delivery.id).limit(limit)).all()
+        s.expunge_all()
+        return list(rows)
+
+
+def next_due(db: Database) -> int | None:
+    with db.session() as s:
+        return s.scalar(select(func.min(Delivery.next_ms)).where(Delivery.status == PENDING))
+
+
+def settle(db: Database, delivery_id: int, *, status: str, attempts: int, now_ms: int,
+           next_ms: int | None = None, error: str | None = None) -> None:
+    """Record one attempt's outcome (only on a row still pending: a resend or delete meanwhile wins)."""
+    values: dict[str, Any] = {"status": status, "attempts": attempts,
+                              "last_error": error[:MAX_ERROR] if error else None}
+    if status == SENT:
+        values["sent_ms"] = now_ms
+    if next_ms is not None:
+        values["next_ms"] = next_ms
+    with db.session(write=True) as s:
+        s.execute(update(Delivery).where(Delivery.id == delivery_id, Delivery.status == PENDING).values(**values))
+
+
+def resend(db: Database, delivery_id: int, now_ms: int) -> dict[str, Any]:
+    """Send a delivery again from now (a failed one, or a sent one on purpose), its retries afresh."""
+    with db.session(write=True) as s:
+        row = s.get(Delivery, delivery_id, with_for_update=True)
+        if row is None:
+            raise NotFound(f"no delivery with id {delivery_id}")
+        row.status, row.attempts, row.next_ms, row.created_ms = PENDING, 0, now_ms, now_ms
+        return row.record()
+
+
+def listing(db: Database, status: str | None, limit: int, before: int | None = None) -> tuple[list[dict], dict]:
+    """The newest deliveries (of one status), and how many there are of each status."""
+    with db.session() as s:
+        query = select(Delivery).order_by(Delivery.id.desc()).limit(limit)
+        if status is not None:
+            query = query.where(Delivery.status == status)
+        if before is not None:
+            query = query.where(Delivery.id < before)
+        rows = [r.record() for r in s.scalars(query)]
+        counts = dict(s.execute(select(Delivery.status, func.count()).group_by(Delivery.status)).all())
+    return rows, {st: counts.get(st, 0) for st in STATUSES}
+
+
+def counts(db: Database) -> dict[str, int]:
+    with db.session() as s:
+        found = dict(s.execute(select(Delivery.status, func.count()).group_by(Delivery.status)).all())
+    return {st: found.get(st, 0) for st in STATUSES}
