@@ -40,6 +40,7 @@ from seclake.ingest import (
     cloudtrail,
     ecs,
     entra,
+    eventxml,
     fortigate,
     jsonl,
     kv,
@@ -181,6 +182,10 @@ def _message_fields(msg: str) -> tuple[dict[str, Any] | None, str]:
         fields = panos.parse(msg)
         if fields is not None:
             return fields, "panos"
+    if msg[:1] == "<" and eventxml.looks_like(msg):
+        fields = eventxml.parse(msg)
+        if fields is not None:
+            return fields, "eventxml"
     if msg[:1] == "{":
         obj = jsonl.decode(msg)
         if isinstance(obj, dict):
@@ -274,6 +279,9 @@ def _add_common(fields: dict[str, Any], kind: str, raw: str = "") -> int | None:
     Returns the event time a source names in a way no field does (auditd's
     ``msg=audit(<epoch>:<serial>)``), as epoch ms, else None.
     """
+    if kind == "eventxml":  # Sysmon for Linux: the common names of Sysmon, its UtcTime
+        when = sysmon.enrich(fields) if sysmon.matches(fields) else None
+        return parse_time(when, 0) if when is not None else None
     common_of = _COMMON.get(kind)
     if common_of is None and kind == "kv":
         if fortigate.matches(fields):

@@ -25,6 +25,9 @@ from seclake.ingest.winsecurity import image_name, pid, windows_common
 
 CHANNEL = "Microsoft-Windows-Sysmon/Operational"
 PROVIDER = "Microsoft-Windows-Sysmon"
+# Sysmon for Linux: the same schema, its own channel (ingest/eventxml.py reads its syslog lines).
+LINUX_CHANNEL = "Linux-Sysmon/Operational"
+LINUX_PROVIDER = "Linux-Sysmon"
 
 # id -> (category, type): the kind of event, as Elastic's Sysmon pipeline names it.
 EVENTS: dict[int, tuple[str, str]] = {
@@ -83,7 +86,8 @@ def matches(fields: dict[str, Any]) -> bool:
     winlog = fields.get("winlog")
     if isinstance(winlog, dict):
         return winlog.get("channel") == CHANNEL or winlog.get("provider_name") == PROVIDER
-    return "EventID" in fields and (fields.get("Channel") == CHANNEL or fields.get("SourceName") == PROVIDER)
+    return "EventID" in fields and (fields.get("Channel") in (CHANNEL, LINUX_CHANNEL)
+                                    or fields.get("SourceName") in (PROVIDER, LINUX_PROVIDER))
 
 
 def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
@@ -235,9 +239,11 @@ def _resolved(value: Any) -> list[str] | None:
 
 
 def _directory(path: str | None) -> str | None:
-    if path is None or "\\" not in path:
+    """A Windows path's directory; a Linux one's (Sysmon for Linux) when it has no backslash."""
+    if path is None:
         return None
-    return path.rsplit("\\", 1)[0] or None
+    separator = "\\" if "\\" in path else "/" if path.startswith("/") else None
+    return (path.rsplit(separator, 1)[0] or separator) if separator else None
 
 
 def _extension(path: str | None) -> str | None:

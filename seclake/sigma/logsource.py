@@ -11,8 +11,10 @@ record of that source carries once parsed (docs/fields.md):
   Sysmon's event ids on its channel (the ids are Sysmon's schema, as
   pySigma's Sysmon pipeline lists them); ``process_creation`` is also
   Security 4688, the Windows audit event for the same thing.
-* Linux: ``process_creation`` is a process start seen by auditd (EXECVE);
-  ``service: auditd`` is any auditd record (``observer.product: auditd``).
+* Linux: ``process_creation`` is a process start seen by auditd (EXECVE) or
+  Sysmon for Linux (event 1); ``file_event`` and ``network_connection`` are
+  Sysmon for Linux's events 11 and 3 (its own names, as Sysmon's rules read
+  them); ``service: auditd`` is any auditd record (``observer.product: auditd``).
 * Linux syslog services (``sshd``, ``sudo``, ``cron``, ``vsftpd``...): the
   syslog program that wrote the line; ``auth`` the auth/authpriv facilities,
   ``syslog`` any syslog line; ``product: linux`` alone (keyword rules) any
@@ -103,6 +105,9 @@ SENDER_KEY = ("@sender", "host")
 
 # Every record of ingest/auditd.py says so (docs/fields.md).
 _AUDITD = ast.Term("@fields.observer.product", "auditd")
+# Sysmon for Linux (ingest/eventxml.py): Sysmon's schema on its own channel.
+_LINUX_SYSMON = ast.Term("@fields.winlog.channel", "Linux-Sysmon/Operational")
+LINUX_SYSMON_IDS: dict[str, tuple[int, ...]] = {"file_event": (11,), "network_connection": (3,)}
 # A syslog line names the program that wrote it (ingest/syslog.py).
 _SYSLOG = ast.Exists("@fields.program")
 # Sigma's Linux services -> the syslog programs that write them (the names the daemons log under).
@@ -154,10 +159,15 @@ def resolve(logsource: SigmaLogSource) -> Source:
         return _windows(category, service)
     if product == "linux":
         if category == "process_creation" and service is None:
-            # auditd's EXECVE and SYSCALL execve records (ingest/auditd.py): a process start on Linux.
-            selector = ast.and_(_AUDITD, _term("@fields.event.category", "process"),
+            # auditd's EXECVE and SYSCALL execve records (ingest/auditd.py), or Sysmon for Linux's
+            # event 1: a process start on Linux, both with the ECS names the linux pipeline reads.
+            selector = ast.and_(ast.or_(_AUDITD, _LINUX_SYSMON), _term("@fields.event.category", "process"),
                                 _term("@fields.event.type", "start"))
             return Source("linux", selector, *HOST_KEY, category)
+        if category in LINUX_SYSMON_IDS and service is None:
+            # Sysmon for Linux's own names (Image, TargetFilename, DestinationIp), kept as sent.
+            selector = ast.and_(_any("@fields.event.code", LINUX_SYSMON_IDS[category]), _LINUX_SYSMON)
+            return Source("sysmon_linux", selector, *HOST_KEY, category)
         if service == "auditd" and category is None:
             return Source("auditd", _AUDITD, *HOST_KEY)
         if category is None:

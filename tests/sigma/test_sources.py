@@ -1,5 +1,5 @@
 """SigmaHQ's rules beyond Windows, unmodified, through a real server: Entra ID sign-ins (Graph and the
-Azure Monitor export), Zeek, Suricata, FortiGate, Okta, CloudTrail, Linux syslog and auditd, and Sigma's
+Azure Monitor export), Zeek, Suricata, FortiGate, Okta, CloudTrail, Linux syslog, auditd and Sysmon for Linux, and Sigma's
 generic dns, proxy, webserver and firewall categories.
 
 Each rule is read from SigmaHQ's archive (../shared/sigma) and added over the rule API as its YAML text;
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ingest import sysmonlinux
 from tests.sigma.sigmahq import extract
 
 FIXTURES = Path(__file__).resolve().parents[1] / "ingest" / "fixtures"
@@ -156,6 +157,17 @@ LINES: dict[str, tuple[str, str]] = {
     "auditd-base64": ("linux", 'node=web01 type=EXECVE msg=audit(1714565200.120:9120): argc=3 '
                                'a0="/usr/bin/base64" a1="-d" a2="/tmp/p.b64"'),
     "auditd-ls": ("linux", 'node=web01 type=EXECVE msg=audit(1714565200.130:9121): argc=2 a0="/usr/bin/ls" a1="-la"'),
+    # Sysmon for Linux over syslog: a process start, file creations, connections
+    "sysmon-linux-base64": ("linux", sysmonlinux.process("2024-05-01 12:07:00.120", "/usr/bin/base64",
+                                                         "base64 -d /tmp/p.b64", rfc="3164")),
+    "sysmon-linux-wget-tmp": ("linux", sysmonlinux.file_created("2024-05-01 12:07:01.000", "/usr/bin/wget",
+                                                                "/tmp/payload.sh")),
+    "sysmon-linux-wget-home": ("linux", sysmonlinux.file_created("2024-05-01 12:07:01.500", "/usr/bin/wget",
+                                                                 "/home/alice/notes.txt")),
+    "sysmon-linux-bash-out": ("linux", sysmonlinux.connection("2024-05-01 12:07:02.000", "/usr/bin/bash",
+                                                              "203.0.113.50", 4444)),
+    "sysmon-linux-bash-local": ("linux", sysmonlinux.connection("2024-05-01 12:07:02.500", "/usr/bin/bash",
+                                                                "127.0.0.1", 8080)),
 }
 
 # SigmaHQ rule file -> the lines it must fire on (each once); every other line must leave it quiet.
@@ -187,7 +199,9 @@ RULES: dict[str, tuple[str, ...]] = {
     "rules/identity/okta/okta_api_token_created.yml": ("okta-token",),
     "rules/cloud/aws/cloudtrail/aws_cloudtrail_disable_logging.yml": ("trail-stop-logging",),
     "rules/cloud/aws/cloudtrail/aws_iam_backdoor_users_keys.yml": ("trail-access-key",),
-    "rules/linux/process_creation/proc_creation_lnx_base64_decode.yml": ("auditd-base64",),
+    "rules/linux/process_creation/proc_creation_lnx_base64_decode.yml": ("auditd-base64", "sysmon-linux-base64"),
+    "rules/linux/file_event/file_event_lnx_wget_download_file_in_tmp_dir.yml": ("sysmon-linux-wget-tmp",),
+    "rules/linux/network_connection/net_connection_lnx_back_connect_shell_dev.yml": ("sysmon-linux-bash-out",),
 }
 
 
