@@ -25,6 +25,7 @@ from seclake.api.slashes import CollapseSlashes
 from seclake.errors import MethodNotAllowed, NotFound, SeclakeError
 from seclake.services import Services
 from seclake.settings import Settings
+from seclake.web import not_found_page, wants_page
 from seclake.web import routes as web_routes
 
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -76,6 +77,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
 async def _http_error(request: Request, exc: HTTPException) -> Response:
     """Paths outside /api still answer in the envelope."""
     error: SeclakeError
+    if exc.status_code == 404 and wants_page(request):
+        return not_found_page(request)  # a browser's unknown page: the interface's not-found page
     if exc.status_code == 404:
         error = NotFound(f"no such path {request.url.path[:100]!r}; calls live under /api/")
     elif exc.status_code == 405:

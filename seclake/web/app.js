@@ -79,6 +79,7 @@ async function signOutEverywhere() {
 function render() {
   const route = routeOf(location.pathname);
   if (route.key === 'home') return navigate(session() ? '/search' : '/login', { replace: true });
+  if (route.key === 'missing') return notFound();
   if (!route.bare && !session()) {
     const next = location.pathname + location.search;
     return navigate(`/login?next=${encodeURIComponent(next)}`, { replace: true });
@@ -90,14 +91,19 @@ function render() {
   }
   if (current && current.view && current.view.unmount) current.view.unmount();
   const container = h('div', { class: 'view' });
-  if (route.key === 'missing') {
-    replace(app, shell(h('main', { id: 'main', class: 'padded' }, h('h1', null, 'Page not found'),
-      h('p', null, 'There is no page at this address. '), link('/search', null, 'Go to the event search')), null));
-    current = null;
-    return;
-  }
   replace(app, route.bare ? container : shell(container, route.section || `/${route.key}`));
   current = { key: route.key, view: route.mount(container) };
+}
+
+/** An address the interface does not know (the server answered it with 404): signed in or not. */
+function notFound() {
+  if (current && current.view && current.view.unmount) current.view.unmount();
+  current = null;
+  document.title = 'Page not found · seclake';
+  const page = h('main', { id: 'main', class: 'padded not-found' }, h('h1', null, 'Page not found'),
+    h('p', null, 'There is no page at ', h('code', null, location.pathname.slice(0, 200)), '.'),
+    session() ? link('/search', null, 'Go to the event search') : link('/login', null, 'Sign in'));
+  replace(app, session() ? shell(page, null) : page);
 }
 
 whenSessionEnds((message) => {

@@ -146,19 +146,30 @@ export function flatten(value, prefix = '', out = []) {
   return out;
 }
 
+/** A field holding epoch milliseconds by its name (@timestamp, createdOn...) and value. */
+export function isTime(path, value) {
+  return DATE_FIELD.test(path) && /^\d{10,13}$/.test(String(value));
+}
+
 /** The full record: a table of fields and the JSON, both as text. */
-export function recordView(record, { terms = [], onFilter = null } = {}) {
-  const rows = flatten(record).map(([path, value]) =>
-    h('tr', null,
-      h('th', { scope: 'row' }, path),
-      h('td', null, h('span', { class: 'field-value' }, highlighted(value, terms)),
-        DATE_FIELD.test(path) && /^\d{10,13}$/.test(value) ? h('span', { class: 'muted field-time' }, ` ${formatTime(Number(value), { millis: true })}`) : null),
+export function recordView(record, { terms = [], onFilter = null, describe = null } = {}) {
+  const rows = flatten(record).map(([path, value]) => {
+    // A page may give a field a readable name and value (a flow's "Bytes": 1.0 MiB); the raw ones stay on hover.
+    const shown = (describe && describe(path, value)) || {};
+    return h('tr', null,
+      shown.label ? h('th', { scope: 'row', title: path }, shown.label) : h('th', { scope: 'row' }, path),
+      h('td', null, shown.text !== undefined ? h('span', { class: 'field-value', title: value, dataset: { raw: value } }, shown.text) : isTime(path, value)
+        // The time it means, as every time on the page (ISO 8601); the stored epoch ms on hover and in the JSON.
+        ? h('time', { class: 'field-value field-time', datetime: new Date(Number(value)).toISOString(), title: `${value} (epoch milliseconds)`, dataset: { raw: value } },
+          formatTime(Number(value), { millis: true }))
+        : h('span', { class: 'field-value' }, highlighted(value, terms))),
       onFilter ? h('td', { class: 'row-actions' },
         path.startsWith('_') ? null : [
           h('button', { type: 'button', class: 'icon small', title: `Filter for ${path}: ${value}`, 'aria-label': `Filter for ${path} ${value}`, onClick: () => onFilter(path, value, false) }, '+'),
           h('button', { type: 'button', class: 'icon small', title: `Filter out ${path}: ${value}`, 'aria-label': `Filter out ${path} ${value}`, onClick: () => onFilter(path, value, true) }, '−')],
       ) : null,
-    ));
+    );
+  });
   const json = JSON.stringify(record, null, 2);
   return h('div', { class: 'record' },
     h('table', { class: 'fields' }, h('tbody', null, rows)),

@@ -364,11 +364,17 @@ function policiesTab(root) {
   registryTab(root, {
     title: 'Data policies', noun: 'data policy', key: 'policies', arg: 'policy',
     list: 'auth/dataPolicyList', add: 'auth/dataPolicyAdd', update: 'auth/dataPolicyUpdate', remove: 'auth/dataPolicyDelete',
-    help: 'A data policy limits what its holders see: per dataset, a Lucene filter that every search of theirs is combined with. Attach policies to roles or users.',
+    help: 'A data policy limits what its holders see: per dataset, a Lucene filter that every search of theirs is combined with. '
+      + 'It is an allow list: a dataset it does not name shows its holders no records (write * for every record of a dataset). Attach policies to roles or users.',
     columns: [
       ['Name', (p) => h('strong', null, p.name)],
       ['Description', (p) => p.description || '—'],
-      ['Filters', (p) => h('ul', { class: 'plain' }, Object.entries(p.filters || {}).map(([ds, q]) => h('li', null, h('span', { class: 'muted' }, `${ds}: `), h('code', null, q))))],
+      // Every dataset, named or not: what a holder sees of each, as the server applies it.
+      ['Filters', (p) => h('ul', { class: 'plain policy-filters' }, POLICY_DATASETS.map((ds) => {
+        const q = (p.filters || {})[ds];
+        return h('li', { dataset: { dataset: ds } }, h('span', { class: 'muted' }, `${ds}: `),
+          q === undefined ? h('em', { class: 'unnamed' }, 'not visible') : q.trim() === '*' ? h('span', null, 'all (', h('code', null, '*'), ')') : h('code', null, q));
+      }))],
       ['Updated', (p) => when(p.updatedOn)],
     ],
     form(item) {
@@ -376,17 +382,38 @@ function policiesTab(root) {
       const description = h('input', { id: 'policy-description', value: item ? item.description || '' : '' });
       const filters = POLICY_DATASETS.map((ds) => [ds, h('input', {
         id: `policy-${ds}`, class: 'mono', value: item && item.filters ? item.filters[ds] || '' : '',
-        placeholder: ds === 'event' ? 'e.g. @customer:acme' : '(no limit)',
+        'aria-describedby': 'policy-unnamed-help',
       })]);
+      // What a dataset left empty means is asked, not assumed: the server stores filters only
+      // (the clients' wire format), so "visible without limit" is saved as * for each empty dataset.
+      const choice = (value, label, checked) => h('label', { class: 'check' },
+        h('input', { type: 'radio', name: 'policy-unnamed', value, checked, onChange: hints }), ` ${label}`);
+      const unnamed = h('fieldset', { class: 'checks', id: 'policy-unnamed' },
+        h('legend', null, 'Datasets left empty'),
+        choice('hidden', 'are not visible to its holders (no records)', true),
+        choice('all', 'are visible without limit (saved as *)', false),
+        h('p', { class: 'muted small', id: 'policy-unnamed-help' },
+          'A policy only lets through what it names: leave a dataset empty to hide it, or write * for all its records.'));
+      const mode = () => (unnamed.querySelector('input[name="policy-unnamed"]:checked') || {}).value || 'hidden';
+      function hints() {
+        for (const [ds, input] of filters) {
+          input.placeholder = mode() === 'all' ? '* (every record)' : ds === 'event' ? 'e.g. @customer:acme (empty: not visible)' : '(empty: not visible)';
+        }
+      }
+      hints();
       return {
         element: h('div', { class: 'form-grid' },
           h('label', { for: 'policy-name' }, 'Name'), name,
           h('label', { for: 'policy-description' }, 'Description'), description,
-          filters.map(([ds, input]) => [h('label', { for: `policy-${ds}` }, `Filter on ${ds}`), input])),
+          filters.map(([ds, input]) => [h('label', { for: `policy-${ds}` }, `Filter on ${ds}`), input]),
+          h('span', null), unnamed),
         value: () => {
           const f = {};
-          for (const [ds, input] of filters) if (input.value.trim()) f[ds] = input.value.trim();
-          if (!Object.keys(f).length) throw new Error('Give a filter for at least one dataset.');
+          for (const [ds, input] of filters) {
+            if (input.value.trim()) f[ds] = input.value.trim();
+            else if (mode() === 'all') f[ds] = '*';
+          }
+          if (!Object.keys(f).length) throw new Error('Give a filter for at least one dataset (or * for all its records).');
           return { name: name.value.trim(), description: description.value.trim(), filters: f };
         },
       };

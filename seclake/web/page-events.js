@@ -23,7 +23,7 @@ const FLOW_FACETS = [
   { field: '@fields.sip', title: 'Source IP' },
   { field: '@fields.dip', title: 'Destination IP' },
   { field: '@fields.dp', title: 'Destination port' },
-  { field: '@fields.prot', title: 'Protocol' },
+  { field: '@fields.prot', title: 'Protocol', describe: (p) => PROTOCOLS[p] || '' },
   { field: '@customer', title: 'Customer' },
 ];
 const PROTOCOLS = { 1: 'ICMP', 6: 'TCP', 17: 'UDP' };
@@ -43,12 +43,67 @@ function typeSwitch(state, set) {
     option('event', 'Events'), option('flow', 'Flows'));
 }
 
-function flowLine(src) {
+// A flow's fields (docs/fields.md) by readable name; the stored name stays on hover.
+const FLOW_FIELDS = {
+  sip: 'Source IP', sp: 'Source port', dip: 'Destination IP', dp: 'Destination port', prot: 'Protocol',
+  totalB: 'Bytes', txB: 'Bytes sent', rxB: 'Bytes received', txP: 'Packets sent', rxP: 'Packets received',
+  dur: 'Duration', time_ms: 'Flow start',
+};
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+const compact = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });
+
+/** 1048576 -> "1.0 MiB" (binary units, as the interfaces of network tools). */
+export function bytesLabel(n) {
+  const v = Number(n);
+  if (!Number.isFinite(v)) return String(n ?? '');
+  let i = 0;
+  let x = Math.abs(v);
+  while (x >= 1024 && i < BYTE_UNITS.length - 1) { x /= 1024; i++; }
+  return `${v < 0 ? '-' : ''}${i ? x.toFixed(x < 100 ? 1 : 0) : x}\u00a0${BYTE_UNITS[i]}`; // no break inside
+}
+
+/** 3543 -> "3.5K" packets. */
+export function countLabel(n) {
+  const v = Number(n);
+  return Number.isFinite(v) ? (Math.abs(v) < 1000 ? String(v) : compact.format(v)) : String(n ?? '');
+}
+
+/** 121 ms, 2.5 s, 3 min 20 s. */
+function durationText(ms) {
+  const v = Number(ms);
+  if (!Number.isFinite(v)) return String(ms ?? '');
+  if (v < 1000) return `${v}\u00a0ms`;
+  if (v < 60e3) return `${(v / 1000).toFixed(1)} s`;
+  return `${Math.floor(v / 60e3)} min ${Math.round((v % 60e3) / 1000)} s`;
+}
+
+const protocol = (p) => PROTOCOLS[p] || (p === undefined ? '' : `proto ${p}`);
+
+/** A flow field's readable name and value in the record view. */
+function describeFlowField(path, value) {
+  const key = path.startsWith('@fields.') ? path.slice(8) : null;
+  if (!key || !FLOW_FIELDS[key]) return null;
+  const label = FLOW_FIELDS[key];
+  if (/B$/.test(key)) return { label, text: bytesLabel(value) };
+  if (/P$/.test(key)) return { label, text: countLabel(value) };
+  if (key === 'dur') return { label, text: durationText(value) };
+  if (key === 'prot') return { label, text: `${protocol(Number(value))} (${value})` };
+  return { label };
+}
+
+function flowCells(src) {
   const f = src['@fields'] || {};
   const ep = (ip, port) => (ip === undefined ? '?' : port === undefined ? String(ip) : `${ip}:${port}`);
-  const prot = PROTOCOLS[f.prot] || (f.prot === undefined ? '' : `proto ${f.prot}`);
-  const bytes = f.totalB !== undefined ? `${Number(f.totalB).toLocaleString('en-US')} B` : '';
-  return [ep(f.sip, f.sp), ' → ', ep(f.dip, f.dp), prot ? `  ${prot}` : '', bytes ? `  ${bytes}` : ''].join('');
+  const raw = (v) => (v === undefined ? null : String(v));
+  return [
+    h('td', { class: 'cell-endpoint' }, ep(f.sip, f.sp)),
+    h('td', { class: 'cell-endpoint' }, ep(f.dip, f.dp)),
+    h('td', { title: raw(f.prot) }, protocol(f.prot)),
+    h('td', { class: 'num', title: f.totalB === undefined ? null : `${Number(f.totalB).toLocaleString('en-US')} bytes` }, f.totalB === undefined ? '' : bytesLabel(f.totalB)),
+    h('td', { class: 'num', title: f.txP === undefined && f.rxP === undefined ? null : `${Number(f.txP || 0) + Number(f.rxP || 0)} packets` },
+      f.txP === undefined && f.rxP === undefined ? '' : countLabel(Number(f.txP || 0) + Number(f.rxP || 0))),
+    h('td', { class: 'num', title: raw(f.dur) && `${f.dur} ms` }, f.dur === undefined ? '' : durationText(f.dur)),
+  ];
 }
 
 function hitsTable(res, state, ctx) {
@@ -62,32 +117,38 @@ function hitsTable(res, state, ctx) {
   const rows = [];
   hits.forEach((hit, i) => {
     const src = hit._source || {};
-    const message = flow ? flowLine(src) : src['@message'];
     rows.push(...expandableRow({
       id: `record-${i}`,
       dataId: hit._id,
       label: `Show the full record of ${formatTime(src['@timestamp'])}`,
-      colspan: 5,
+      colspan: flow ? 9 : 5,
       cells: [
         h('td', { class: 'cell-time' }, formatTime(src['@timestamp'])),
         h('td', { class: 'cell-sender' }, src['@sender'] ?? ''),
-        h('td', { class: 'cell-source' }, src['@source'] ?? ''),
-        h('td', { class: 'cell-message' }, highlighted(message ?? "", terms)),
+        ...(flow ? flowCells(src) : [
+          h('td', { class: 'cell-source' }, src['@source'] ?? ''),
+          h('td', { class: 'cell-message' }, highlighted(src['@message'] ?? '', terms)),
+        ]),
       ],
       fill: () => [recordView(
         { _id: hit._id, _index: hit._index, ...src },
-        { terms, onFilter: (path, value, not) => ctx.addFilter(path, value, not) },
+        { terms, onFilter: (path, value, not) => ctx.addFilter(path, value, not), describe: flow ? describeFlowField : null },
       )],
     }));
   });
-  return h('table', { class: 'hits' },
+  // Readable column names; the stored field names on hover.
+  const column = (label, field, cls = null) => h('th', { scope: 'col', class: cls, title: field ? `Field: ${field}` : null }, label);
+  return h('table', { class: ['hits', flow ? 'flows' : null] },
     h('caption', { class: 'sr-only' }, `${flow ? 'Flows' : 'Events'}, newest first`),
     h('thead', null, h('tr', null,
       h('th', { scope: 'col', class: 'cell-toggle' }, h('span', { class: 'sr-only' }, 'Expand')),
-      h('th', { scope: 'col' }, 'Time'),
-      h('th', { scope: 'col' }, flow ? 'Exporter' : 'Sender'),
-      h('th', { scope: 'col' }, 'Source'),
-      h('th', { scope: 'col' }, flow ? 'Flow' : 'Message'))),
+      column('Time', '@timestamp'),
+      column(flow ? 'Exporter' : 'Sender', '@sender'),
+      ...(flow ? [
+        column('Source', '@fields.sip, @fields.sp'), column('Destination', '@fields.dip, @fields.dp'),
+        column('Protocol', '@fields.prot'), column('Bytes', '@fields.totalB', 'num'),
+        column('Packets', '@fields.txP + @fields.rxP', 'num'), column('Duration', '@fields.dur', 'num'),
+      ] : [column('Source', '@source'), column('Message', '@message')]))),
     h('tbody', null, rows));
 }
 

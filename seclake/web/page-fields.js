@@ -4,10 +4,10 @@
 // records that have it; the search page suggests the same names as you type.
 
 import { ApiError, call } from './api.js';
-import { h, notice, num, replace, spinner } from './dom.js';
+import { h, isTime, notice, num, replace, spinner } from './dom.js';
 import { link, navigate } from './router.js';
 import { readState, stateQuery, timePicker } from './searchkit.js';
-import { resolveRange } from './time.js';
+import { formatTime, resolveRange } from './time.js';
 
 const DEFAULTS = { from: 'now-24h', size: 50, extra: ['type', 'source', 'name'] };
 const CACHE_MS = 60_000;
@@ -43,6 +43,14 @@ function sourcesText(f, res) {
   return Object.entries(f.sources).map(([s, n]) => `${s} ${num(n)}`).join(', ');
 }
 
+/** Example values; times (epoch ms) as ISO 8601 like every time on the page, the stored values on hover. */
+function examplesCell(f) {
+  const times = f.examples.length && f.examples.every((v) => (f.type === 'date' || isTime(f.name, v)) && /^\d{10,13}$/.test(String(v)));
+  if (!times) return h('td', { class: 'examples', title: f.examples.join('\n') }, f.examples.join(' · '));
+  return h('td', { class: 'examples', title: `${f.examples.join('\n')}\n(epoch milliseconds)` },
+    f.examples.map((v, i) => [i ? ' · ' : '', h('time', { datetime: new Date(Number(v)).toISOString(), dataset: { raw: v } }, formatTime(Number(v)))]));
+}
+
 function table(res, state) {
   const source = state.source;
   const filter = state.name.toLowerCase();
@@ -64,7 +72,7 @@ function table(res, state) {
       h('td', { class: 'num' }, num(f.n)),
       h('td', { class: 'num' }, share(f.n, total)),
       h('td', { title: Object.entries(f.sources).map(([s, n]) => `${s}: ${num(n)}`).join('\n') }, sourcesText(f, res)),
-      h('td', { class: 'examples', title: f.examples.join('\n') }, f.examples.join(' · '))))));
+      examplesCell(f)))));
 }
 
 export function fieldsPage(root) {

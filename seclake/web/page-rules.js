@@ -10,7 +10,7 @@
 // and its failure names the rule.
 
 import { ApiError, call, isAdmin } from './api.js';
-import { techniqueList } from './attack.js';
+import { techniqueList, techniqueName } from './attack.js';
 import { confirmDialog, expandableRow, h, notice, num, replace, spinner } from './dom.js';
 import { link, navigate } from './router.js';
 import {
@@ -24,7 +24,7 @@ const FACETS = [
   { field: 'level', title: 'Level' },
   { field: 'status', title: 'Status' },
   { field: 'enabled', title: 'Enabled' },
-  { field: 'risks', title: 'ATT&CK technique', size: 15 },
+  { field: 'risks', title: 'ATT&CK technique', size: 15, describe: (id) => techniqueName(id) },
   { field: 'tags', title: 'Tags', size: 15 },
   { field: 'keyType', title: 'Key type' },
 ];

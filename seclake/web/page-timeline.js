@@ -1,7 +1,7 @@
 // The behavior timeline (ds/fsm_behavior_search): behaviors over time with
 // facets on behavior, rule, key type, risks and score level.
 
-import { techniqueHref, techniqueList } from './attack.js';
+import { techniqueHref, techniqueList, techniqueName } from './attack.js';
 import { expandableRow, h, highlighted, recordView } from './dom.js';
 import { link } from './router.js';
 import { searchPage } from './searchkit.js';
@@ -11,7 +11,7 @@ export const TIMELINE_FACETS = [
   { field: 'behavior', title: 'Behavior' },
   { field: 'behaviorRule', title: 'Rule' },
   { field: 'keyType', title: 'Key type' },
-  { field: 'risks', title: 'ATT&CK technique' },
+  { field: 'risks', title: 'ATT&CK technique', describe: (id) => techniqueName(id) },
   { field: 'scoreLevel', title: 'Score level' },
   { field: 'customer', title: 'Customer' },
 ];

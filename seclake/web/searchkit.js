@@ -9,17 +9,21 @@ import { clear, h, notice, num, replace, spinner, svg } from './dom.js';
 import { navigate } from './router.js';
 import { attachSuggestions } from './suggest.js';
 import {
-  PRESETS, axisLabel, formatTime, fromLocalInput, presetOf, rangeLabel, resolveRange, timeZone, toLocalInput,
+  PRESETS, formatTime, fromInputText, intervalLabel, presetOf, rangeLabel, resolveRange, timeTicks, timeZone, toInputText,
 } from './time.js';
 
 const MAX_WINDOW = 10000;
 export const PAGE_SIZES = [20, 50, 100];
 
+// The message a page's results, histogram and fields show while the query has an error (the error itself is shown once, under the query bar).
+export const QUERY_HAS_ERROR = 'No results: the query has an error (see above).';
+
 // A search that failed: a query error under the query bar at its position, anything else in the results.
 export function showFailure(bar, results, err) {
   if (err instanceof ApiError && err.position !== null) {
     bar.showError(err);
-    replace(results, notice('error', 'The query could not be run: see the message under the query bar.'));
+    replace(results, h('div', { class: 'empty-results query-failed' }, h('h2', null, 'No results'),
+      h('p', null, 'The query has an error: correct it above and search again.')));
   } else {
     replace(results, notice('error', err instanceof ApiError ? `${err.message} (HTTP ${err.status})` : String(err)));
   }
@@ -117,11 +121,9 @@ export function queryBar({ value, placeholder, onSubmit, extras = [], suggest = 
     const text = input.value;
     const children = [h('div', { class: 'query-error-message' }, err.message)];
     if (position !== null && position <= text.length) {
-      const at = text.slice(position, position + 1) || ' ';
+      // One mark only: the query as typed, and a caret under the position.
       children.push(h('pre', { class: 'query-caret', 'aria-hidden': 'true' },
-        h('span', null, text.slice(0, position)),
-        h('span', { class: 'caret-at' }, at),
-        h('span', null, text.slice(position + 1)),
+        h('span', { class: 'caret-text' }, text),
         '\n',
         h('span', { class: 'caret-line' }, ' '.repeat(position) + '^')));
       input.focus();
@@ -144,8 +146,14 @@ export function timePicker({ from, to, onChange }) {
     title: `Time range (${timeZone()})`,
   }, h('span', { class: 'time-icon', 'aria-hidden': 'true' }, '◷'), rangeLabel(from, to));
   const range = resolveRange(from, to) || resolveRange('now-24h', 'now');
-  const fromInput = h('input', { type: 'datetime-local', id: 'abs-from', value: toLocalInput(range.from), step: 60 });
-  const toInput = h('input', { type: 'datetime-local', id: 'abs-to', value: toLocalInput(range.to), step: 60 });
+  // Text inputs in ISO 8601 (24 h), as every time on the page: a datetime-local
+  // input would show the browser's locale (12 h with AM/PM in en-US).
+  const timeInput = (id, ms) => h('input', {
+    type: 'text', id, value: toInputText(ms), class: 'mono time-input', inputmode: 'numeric', autocomplete: 'off',
+    spellcheck: 'false', placeholder: 'YYYY-MM-DD HH:MM', 'aria-describedby': 'abs-hint',
+  });
+  const fromInput = timeInput('abs-from', range.from);
+  const toInput = timeInput('abs-to', range.to);
   const problem = h('div', { class: 'field-problem', role: 'alert' });
   const panel = h('div', { class: 'popover time-panel', role: 'dialog', 'aria-label': 'Time range', hidden: true },
     h('div', { class: 'presets' },
@@ -154,11 +162,19 @@ export function timePicker({ from, to, onChange }) {
         type: 'button', class: ['preset', presetOf(from, to) === p ? 'current' : null], dataset: { preset: p.key },
         onClick: () => { close(); onChange(`now-${p.key}`, 'now'); },
       }, p.label))),
-    h('form', { class: 'absolute', onSubmit: (e) => {
+    h('form', { class: 'absolute', noValidate: true, onSubmit: (e) => {
       e.preventDefault();
-      const f = fromLocalInput(fromInput.value);
-      const t = fromLocalInput(toInput.value);
-      if (f === null || t === null) return replace(problem, 'Enter both times.');
+      const f = fromInputText(fromInput.value);
+      const t = fromInputText(toInput.value);
+      for (const [input, value] of [[fromInput, f], [toInput, t]]) {
+        if (value === null) input.setAttribute('aria-invalid', 'true');
+        else input.removeAttribute('aria-invalid');
+      }
+      const bad = f === null ? ['From', fromInput] : t === null ? ['To', toInput] : null;
+      if (bad) {
+        bad[1].focus();
+        return replace(problem, `${bad[0]}: "${bad[1].value.slice(0, 40)}" is not a time; write YYYY-MM-DD HH:MM (24 h), e.g. ${toInputText(Date.now())}.`);
+      }
       if (f >= t) return replace(problem, 'The start must be before the end.');
       close();
       onChange(String(f), String(t));
@@ -167,7 +183,7 @@ export function timePicker({ from, to, onChange }) {
       h('label', { for: 'abs-from' }, 'From'), fromInput,
       h('label', { for: 'abs-to' }, 'To'), toInput,
       problem,
-      h('p', { class: 'hint' }, `Times are in ${timeZone()}.`),
+      h('p', { class: 'hint', id: 'abs-hint' }, `YYYY-MM-DD HH:MM, 24 h, in ${timeZone()}.`),
       h('button', { type: 'submit', class: 'primary' }, 'Apply')),
   );
   const outside = (e) => {
@@ -222,12 +238,16 @@ export function facetList(facets, aggregations, { onFilter, filters = [] }) {
           const active = filters.find((f) => f.field === facet.field && f.value === value);
           const bar = h('span', { class: 'facet-bar', 'aria-hidden': 'true' });
           bar.style.width = `${Math.max(2, (b.doc_count / max) * 100)}%`;
+          // A facet may name what a value means (an ATT&CK technique's name): shown after it, and in its title.
+          const meaning = facet.describe ? facet.describe(value) : '';
           return h('li', { class: ['facet-value', active ? (active.not ? 'excluded' : 'included') : null] },
             h('button', {
-              type: 'button', class: 'facet-in', title: `Filter for ${facet.field}: ${value}`,
-              'aria-label': `Filter for ${facet.field} ${value || '(empty)'}, ${b.doc_count} hits`,
+              type: 'button', class: 'facet-in', title: `Filter for ${facet.field}: ${value}${meaning ? ` (${meaning})` : ''}`,
+              'aria-label': `Filter for ${facet.field} ${value || '(empty)'}${meaning ? ` ${meaning}` : ''}, ${b.doc_count} hits`,
               onClick: () => onFilter(facet.field, value, false),
-            }, bar, h('span', { class: 'facet-key' }, value === '' ? '(empty)' : value), h('span', { class: 'facet-count' }, num(b.doc_count))),
+            }, bar, h('span', { class: 'facet-key' }, value === '' ? '(empty)' : value),
+            meaning ? h('span', { class: 'facet-meaning muted small' }, ` ${meaning}`) : null,
+            h('span', { class: 'facet-count' }, num(b.doc_count))),
             h('button', {
               type: 'button', class: 'facet-out icon small', title: `Filter out ${facet.field}: ${value}`,
               'aria-label': `Filter out ${facet.field} ${value || '(empty)'}`,
@@ -241,12 +261,30 @@ export function facetList(facets, aggregations, { onFilter, filters = [] }) {
 
 // -- the histogram --------------------------------------------------------------
 
+/** 1,234 / 12k / 1.2M: a y-axis label that fits the margin. */
+const compact = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });
+
+/** The gridlines of a count axis up to at least max: a round step (1, 2, 5 x 10^k), at most `most` lines. */
+export function countTicks(max, most = 4) {
+  const rough = Math.max(1, max) / most;
+  const power = 10 ** Math.floor(Math.log10(rough));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= rough && s >= 1) || power * 10;
+  const top = Math.max(step, Math.ceil(Math.max(1, max) / step) * step);
+  const ticks = [];
+  for (let v = 0; v <= top + step / 2; v += step) ticks.push(Math.round(v));
+  return { top, ticks };
+}
+
 /**
- * Hits over time, drawn in SVG. Drag across it (or click a bar) to zoom to
- * that range; onZoom(from, to) gets epoch ms.
+ * Hits over time, drawn in SVG, read as Kibana's: the time axis ticked at
+ * round boundaries in the user's zone with a date on each day boundary, the
+ * bucket size under it ("per 3 hours"), a count scale with gridlines, and a
+ * tooltip with each bucket's range and count. Drag across it (or click a
+ * bar) to zoom to that range; onZoom(from, to) gets epoch ms. `note` draws
+ * the empty frame with a message instead of bars (a query with an error).
  */
-export function histogram(buckets, { from, to, onZoom, width = 900, height = 130 }) {
-  const pad = { left: 44, right: 8, top: 8, bottom: 22 };
+export function histogram(buckets, { from, to, onZoom, width = 900, height = 150, note = null }) {
+  const pad = { left: 48, right: 12, top: 10, bottom: 38 };
   const w = Math.max(200, width);
   const innerW = w - pad.left - pad.right;
   const innerH = height - pad.top - pad.bottom;
@@ -258,36 +296,85 @@ export function histogram(buckets, { from, to, onZoom, width = 900, height = 130
   const x = (t) => pad.left + ((t - start) / span) * innerW;
   const tAt = (px) => start + ((px - pad.left) / innerW) * span;
   const max = Math.max(1, ...buckets.map((b) => b.doc_count));
-  const y = (c) => pad.top + innerH - (c / max) * innerH;
+  const counts = countTicks(max);
+  const y = (c) => pad.top + innerH - (c / counts.top) * innerH;
   const total = buckets.reduce((s, b) => s + b.doc_count, 0);
+  const bottom = pad.top + innerH;
+  const endOf = (i) => (i + 1 < n ? buckets[i + 1].key : buckets[i].key + step);
+  const rangeText = (i) => {
+    const a = buckets[i].key;
+    const b = endOf(i);
+    const sameDay = formatTime(a).slice(0, 10) === formatTime(b).slice(0, 10);
+    return `${formatTime(a, { seconds: step % 60e3 !== 0 })} → ${sameDay ? formatTime(b, { seconds: step % 60e3 !== 0 }).slice(11) : formatTime(b, { seconds: step % 60e3 !== 0 })}`;
+  };
 
-  const bars = buckets.map((b, i) => {
-    const next = i + 1 < n ? buckets[i + 1].key : b.key + step;
+  const grid = counts.ticks.flatMap((v) => [
+    svg('line', { class: v ? 'gridline' : 'baseline', x1: pad.left, x2: pad.left + innerW, y1: y(v).toFixed(1), y2: y(v).toFixed(1),
+      stroke: v ? '#d7dce3' : null, 'stroke-dasharray': v ? '2 3' : null }),
+    svg('text', { class: 'axis y-axis', x: pad.left - 6, y: (y(v) + 4).toFixed(1), 'text-anchor': 'end' }, v >= 10000 ? compact.format(v) : num(v)),
+  ]);
+  const bars = note ? [] : buckets.map((b, i) => {
     const bx = x(b.key);
-    const bw = Math.max(1, x(next) - bx - (innerW / Math.max(n, 1) > 4 ? 1 : 0));
+    const bw = Math.max(1, x(endOf(i)) - bx - (innerW / Math.max(n, 1) > 4 ? 1 : 0));
     return svg('rect', {
       class: 'bar', x: bx.toFixed(1), y: y(b.doc_count).toFixed(1), width: bw.toFixed(1),
-      height: Math.max(0, pad.top + innerH - y(b.doc_count)).toFixed(1), 'data-from': b.key, 'data-to': next,
-    }, svg('title', null, `${formatTime(b.key, { seconds: false })}: ${num(b.doc_count)} hits`));
+      height: Math.max(0, bottom - y(b.doc_count)).toFixed(1), 'data-from': b.key, 'data-to': endOf(i),
+    }, svg('title', null, `${rangeText(i)}: ${num(b.doc_count)} ${b.doc_count === 1 ? 'hit' : 'hits'}`));
   });
-  const ticks = [];
-  const tickEvery = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(innerW / 90))));
-  for (let i = 0; i < n; i += tickEvery) {
-    const tx = x(buckets[i].key);
-    ticks.push(svg('line', { class: 'tick', x1: tx, x2: tx, y1: pad.top + innerH, y2: pad.top + innerH + 4 }));
-    ticks.push(svg('text', { class: 'axis', x: tx, y: height - 6, 'text-anchor': 'middle' }, axisLabel(buckets[i].key, step)));
-  }
+  const axis = timeTicks(start, end, Math.max(2, Math.floor(innerW / 64)));
+  const ticks = axis.ticks.flatMap((t) => {
+    const tx = x(t.at).toFixed(1);
+    // A label at either end stays inside the chart.
+    const anchor = tx > w - 20 ? 'end' : tx < pad.left + 16 ? 'start' : 'middle';
+    return [
+      svg('line', { class: 'tick', x1: tx, x2: tx, y1: bottom, y2: bottom + 4 }),
+      svg('text', { class: ['axis', 'x-axis', t.date ? 'date' : null].filter(Boolean).join(' '), x: tx, y: bottom + 16,
+        'text-anchor': anchor, 'font-weight': t.date ? 'bold' : null }, t.label),
+    ];
+  });
+  const per = n > 1 ? intervalLabel(step) : '';
+  const caption = svg('text', { class: 'axis axis-caption', x: pad.left, y: height - 4, 'text-anchor': 'start' },
+    `${per ? `Hits ${per}` : 'Hits'} · ${timeZone()}`);
   const selection = svg('rect', { class: 'selection', x: 0, y: pad.top, width: 0, height: innerH, visibility: 'hidden' });
   const overlay = svg('rect', { class: 'overlay', x: pad.left, y: pad.top, width: innerW, height: innerH });
+  // The overlay takes the pointer (for the drag), so the bar under it gets its tooltip from here.
+  const tipText = svg('text', { class: 'tip-text', x: 0, y: 0, 'text-anchor': 'start', 'font-size': 12, 'font-family': 'system-ui, sans-serif' });
+  const tipBox = svg('rect', { class: 'tip-box', x: 0, y: 0, width: 0, height: 20, rx: 3, fill: '#1f2937', opacity: 0.92 });
+  const tip = svg('g', { class: 'histogram-tip', visibility: 'hidden', 'pointer-events': 'none', fill: '#fff' }, tipBox, tipText);
+  const noteText = note ? svg('text', { class: 'histogram-note', x: pad.left + innerW / 2, y: pad.top + innerH / 2, 'text-anchor': 'middle', fill: '#4b5563', 'font-size': 13 }, note) : null;
   const chart = svg('svg', {
-    class: 'histogram', width: w, height, viewBox: `0 0 ${w} ${height}`, role: 'img',
-    'aria-label': `Hits over time: ${num(total)} hits in ${n} buckets of ${Math.round(step / 60000)} minutes; drag across the chart to zoom in`,
+    class: ['histogram', note ? 'histogram-empty' : null].filter(Boolean).join(' '), width: w, height, viewBox: `0 0 ${w} ${height}`, role: 'img',
+    'aria-label': note ? `Hits over time: ${note}`
+      : `Hits over time: ${num(total)} hits${per ? `, ${per}` : ''}, at most ${num(max)} in one bucket; drag across the chart to zoom in`,
   },
-  svg('line', { class: 'baseline', x1: pad.left, x2: pad.left + innerW, y1: pad.top + innerH, y2: pad.top + innerH }),
-  svg('text', { class: 'axis', x: pad.left - 6, y: pad.top + 8, 'text-anchor': 'end' }, num(max)),
-  svg('text', { class: 'axis', x: pad.left - 6, y: pad.top + innerH, 'text-anchor': 'end' }, '0'),
-  ...bars, ...ticks, selection, overlay);
+  ...grid, ...bars, ...ticks, caption, noteText, selection, overlay, tip);
+  if (note) return chart;
 
+  let hovered = null;
+  function showTip(event) {
+    const px = localX(event);
+    const t = tAt(px);
+    const i = buckets.findIndex((bk, k) => t >= bk.key && t < endOf(k));
+    if (hovered) hovered.style.fill = '';
+    hovered = i >= 0 ? bars[i] : null;
+    if (!hovered) { tip.setAttribute('visibility', 'hidden'); return; }
+    hovered.style.fill = '#1f5fbf'; // CSSOM: the page's CSP allows it
+    tipText.textContent = `${rangeText(i)} · ${num(buckets[i].doc_count)} ${buckets[i].doc_count === 1 ? 'hit' : 'hits'}`;
+    const textW = tipText.getComputedTextLength ? tipText.getComputedTextLength() : tipText.textContent.length * 7;
+    const boxW = textW + 12;
+    const left = Math.min(pad.left + innerW - boxW, Math.max(pad.left, px - boxW / 2));
+    tipBox.setAttribute('x', left.toFixed(1));
+    tipBox.setAttribute('y', pad.top);
+    tipBox.setAttribute('width', boxW.toFixed(1));
+    tipText.setAttribute('x', (left + 6).toFixed(1));
+    tipText.setAttribute('y', pad.top + 14);
+    tip.setAttribute('visibility', 'visible');
+  }
+  function hideTip() {
+    if (hovered) hovered.style.fill = '';
+    hovered = null;
+    tip.setAttribute('visibility', 'hidden');
+  }
   let dragFrom = null;
   const localX = (event) => {
     const rect = chart.getBoundingClientRect();
@@ -301,7 +388,8 @@ export function histogram(buckets, { from, to, onZoom, width = 900, height = 130
     selection.setAttribute('visibility', 'visible');
   });
   overlay.addEventListener('pointermove', (event) => {
-    if (dragFrom === null) return;
+    if (dragFrom === null) return showTip(event);
+    hideTip();
     const now = localX(event);
     selection.setAttribute('x', Math.min(dragFrom, now));
     selection.setAttribute('width', Math.abs(now - dragFrom));
@@ -323,6 +411,7 @@ export function histogram(buckets, { from, to, onZoom, width = 900, height = 130
     }
   };
   overlay.addEventListener('pointerup', finish);
+  overlay.addEventListener('pointerleave', hideTip);
   overlay.addEventListener('pointercancel', () => { dragFrom = null; selection.setAttribute('visibility', 'hidden'); });
   return chart;
 }
@@ -521,8 +610,14 @@ export function searchPage(config) {
       clear(pagerTop);
       clear(pagerBottom);
       showFailure(bar, results, err);
-      clear(sidebar);
-      clearChart();
+      if (err instanceof ApiError && err.position !== null) {
+        // Not blank: the chart's frame and the field column say why they are empty.
+        replace(sidebar, h('p', { class: 'muted small notice-empty' }, 'No fields: the query has an error.'));
+        if (config.histogram) drawChart([], range, QUERY_HAS_ERROR);
+      } else {
+        clear(sidebar);
+        clearChart();
+      }
     }
 
     let chartData = null;
@@ -530,17 +625,17 @@ export function searchPage(config) {
       chartData = null; // else a resize would draw the old buckets again
       clear(chart);
     }
-    function drawChart(buckets, range) {
-      chartData = { buckets, range };
+    function drawChart(buckets, range, note = null) {
+      chartData = { buckets, range, note };
       const width = chart.clientWidth || 900;
       replace(chart, histogram(buckets, {
-        from: range.from, to: range.to, width,
+        from: range.from, to: range.to, width, note,
         onZoom: (from, to) => set({ from: String(from), to: String(to), page: 1 }),
       }));
     }
     const resize = new ResizeObserver(() => {
       if (chartData && Math.abs((chart.firstChild ? Number(chart.firstChild.getAttribute('width')) : 0) - chart.clientWidth) > 4) {
-        drawChart(chartData.buckets, chartData.range);
+        drawChart(chartData.buckets, chartData.range, chartData.note);
       }
     });
     if (config.histogram) resize.observe(chart);

@@ -53,35 +53,78 @@ export function formatTime(ms, { seconds = true, millis = false } = {}) {
   return s;
 }
 
-/** A short axis label for a histogram bucket, given the bucket width. */
-export function axisLabel(ms, stepMs) {
-  const p = parts(ms, timeZone());
-  if (stepMs >= 86400e3) return `${p.month}-${p.day}`;
-  if (p.hour === '00' && p.minute === '00') return `${p.month}-${p.day}`;
-  return `${p.hour}:${p.minute}`;
+/** The zone's offset at a moment, in ms: the wall clock there minus UTC. */
+function offsetAt(ms, zone) {
+  const p = parts(ms, zone);
+  return Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour, +p.minute, +p.second) - (ms - (((ms % 1000) + 1000) % 1000));
 }
 
-/** The value of an <input type=datetime-local> for ms, in the user's zone. */
-export function toLocalInput(ms) {
-  const p = parts(ms, timeZone());
-  return `${p.year}-${p.month}-${p.day}T${p.hour}:${p.minute}`;
+/** The wall clock of ms in the user's zone, as epoch ms of that wall time in UTC (for rounding). */
+export function wallClock(ms) {
+  return ms + offsetAt(ms, timeZone());
 }
 
-/** The epoch ms of a wall-clock time "YYYY-MM-DDTHH:MM[:SS]" in the user's zone. */
-export function fromLocalInput(value) {
+/** The epoch ms of a wall-clock time (as wallClock gives it) in the user's zone. */
+export function fromWallClock(wall) {
+  const zone = timeZone();
+  let guess = wall - offsetAt(wall, zone);
+  guess = wall - offsetAt(guess, zone);
+  return guess;
+}
+
+const DAY = 86400e3;
+// Tick intervals of a time axis, as Kibana's: round in the user's wall clock.
+const TICK_STEPS = [1e3, 5e3, 10e3, 15e3, 30e3, 60e3, 5 * 60e3, 10 * 60e3, 15 * 60e3, 30 * 60e3,
+  3600e3, 2 * 3600e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY];
+
+/**
+ * Ticks of a time axis from..to with at most `most` of them: [{at, label, date}]
+ * at round boundaries of one interval in the user's zone (every 3 hours on the
+ * hour, every day at midnight). A tick on a day boundary is labelled with the
+ * date (date: true), any other with the time of day.
+ */
+export function timeTicks(from, to, most) {
+  const span = Math.max(1, to - from);
+  const every = TICK_STEPS.find((s) => span / s <= Math.max(1, most)) || TICK_STEPS[TICK_STEPS.length - 1];
+  const ticks = [];
+  let wall = Math.ceil(wallClock(from) / every) * every;
+  for (let guard = 0; guard < 1000; guard++, wall += every) {
+    const at = fromWallClock(wall);
+    if (at > to) break;
+    if (at < from) continue;
+    const p = parts(at, timeZone());
+    const date = p.hour === '00' && p.minute === '00' && p.second === '00';
+    const label = date || every >= DAY ? `${p.month}-${p.day}`
+      : every < 60e3 ? `${p.hour}:${p.minute}:${p.second}` : `${p.hour}:${p.minute}`;
+    ticks.push({ at, label, date: date || every >= DAY });
+  }
+  return { every, ticks };
+}
+
+/** "per 3 hours", "per minute": a histogram's bucket size in words. */
+export function intervalLabel(ms) {
+  const units = [[7 * DAY, 'week'], [DAY, 'day'], [3600e3, 'hour'], [60e3, 'minute'], [1e3, 'second']];
+  for (const [size, unit] of units) {
+    if (ms >= size && ms % size === 0) return ms === size ? `per ${unit}` : `per ${ms / size} ${unit}s`;
+  }
+  return `per ${durationLabel(ms)}`;
+}
+
+/** An ISO 8601 date and time (24 h) for a text input: 2026-11-21 14:03, in the user's zone. */
+export function toInputText(ms) {
+  return formatTime(ms, { seconds: false });
+}
+
+/** The epoch ms of "YYYY-MM-DD HH:MM[:SS]" (or with a T) in the user's zone; null when not such a time. */
+export function fromInputText(value) {
   const m = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?$/.exec(String(value).trim());
   if (!m) return null;
   const [, y, mo, d, hh, mm, ss] = m.map(Number);
   const wall = Date.UTC(y, mo - 1, d, hh, mm, ss || 0);
-  const zone = timeZone();
-  // The zone's offset at a moment: wall clock there minus UTC.
-  const offset = (ms) => {
-    const p = parts(ms, zone);
-    return Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour, +p.minute, +p.second) - ms;
-  };
-  let guess = wall - offset(wall);
-  guess = wall - offset(guess);
-  return guess;
+  const back = new Date(wall);
+  // 2026-02-31 or 25:00 is not a time: refused, not rolled over.
+  if (back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d || hh > 23 || mm > 59 || (ss || 0) > 59) return null;
+  return fromWallClock(wall);
 }
 
 /** The range of URL state {from, to}: presets ("now-24h") or epoch ms. */

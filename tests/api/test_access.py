@@ -266,6 +266,36 @@ def test_policy_and_user_changes_apply_to_open_sessions(srv, new_name):
     assert EVENTS in srv.fail(EVENTS, {"partition": "default", "options": event_options(srv)}, session, status=403)
 
 
+def test_a_dataset_a_policy_does_not_name_shows_nothing_and_star_shows_everything(srv, new_name):
+    """What the admin page's policy form says (issue 42): a policy of only
+    ``{"event": "@customer:acme"}`` shows its holder acme's events and no flows,
+    behaviors or summaries; the form's "visible without limit" is stored as
+    ``*`` for each dataset left empty, which shows all of them."""
+    sessions = {}
+    for mode, others in (("hidden", {}), ("open", {"flow": "*", "behavior": "*", "summary": "*"})):
+        policy, name = new_name(f"only-events-{mode}"), new_name(f"u-{mode}")
+        srv.call("auth/dataPolicyAdd", {"policy": {"name": policy, "filters": {"event": "@customer:acme", **others}}},
+                 srv.token)
+        srv.call("auth/userAdd", {"user": {"username": name, "password": PASSWORD, "roles": ["analyst"],
+                                           "dataPolicies": [policy]}}, srv.token)
+        sessions[mode] = srv.login(name, PASSWORD)
+    everything = {
+        "flow": events(srv, srv.token, "flow")["hits"]["total"],
+        "behavior": timeline(srv, srv.token)["hits"]["total"],
+        "summary": summaries(srv, srv.token)["hits"]["total"],
+    }
+    assert all(everything.values()), everything
+    acme = events(srv, srv.users["acme"])["hits"]["total"]
+    for mode, session in sessions.items():
+        assert events(srv, session)["hits"]["total"] == acme
+        seen = {
+            "flow": events(srv, session, "flow")["hits"]["total"],
+            "behavior": timeline(srv, session)["hits"]["total"],
+            "summary": summaries(srv, session)["hits"]["total"],
+        }
+        assert seen == ({"flow": 0, "behavior": 0, "summary": 0} if mode == "hidden" else everything), mode
+
+
 def test_custom_roles_carry_permissions_and_policies(srv, new_name):
     role, name = new_name("role"), new_name("ro")
     srv.call("auth/roleAdd", {"role": {"name": role, "permissions": ["search"], "dataPolicies": ["only-acme"],

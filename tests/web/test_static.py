@@ -3,6 +3,7 @@ nothing from elsewhere; the API's 404 envelopes stay as they are."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -74,3 +75,34 @@ def test_files_are_small_enough_for_a_fast_first_paint():
     total = sum((WEB_DIR / n).stat().st_size for n in FILES) + (WEB_DIR / "index.html").stat().st_size
     assert total < 200_000, total
     assert Path(WEB_DIR / "index.html").read_text().count("<script") == 1
+
+
+@pytest.mark.parametrize("path", ["/nonexistent", "/app/unknown", "/searchx?q=1"])
+def test_a_browser_asking_for_an_unknown_page_gets_the_interfaces_not_found_page(server, path):
+    r = server.http.get(path, headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+    assert '<div id="app">' in r.text  # the router draws "Page not found" (tests/web/e2e.mjs)
+    assert "default-src 'none'" in r.headers["content-security-policy"]
+    assert server.http.head(path, headers={"Accept": "text/html"}).status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/api/no/such/call", "/assets/nothing.js", "/api/"])
+def test_api_and_asset_paths_keep_their_json_errors_even_for_a_browser(server, path):
+    r = server.http.get(path, headers={"Accept": "text/html"})
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json()["verdict"] == "ERROR"
+
+
+def test_attack_technique_names_are_served_with_mitres_licence(server):
+    r = server.http.get("/assets/attack-techniques.json")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    data = r.json()
+    assert data["techniques"]["T1059.001"] == "PowerShell"
+    assert data["techniques"]["T1059"] == "Command and Scripting Interpreter"
+    assert "The MITRE Corporation" in data["_licence"] and "terms-of-use" in data["_licence"]
+    # Every technique the risk model knows has its name.
+    tactics = json.loads((WEB_DIR.parent / "detect" / "tactics.json").read_text())["techniques"]
+    assert set(tactics) <= set(data["techniques"]), set(tactics) - set(data["techniques"])
+    notice = (WEB_DIR / "ATTACK-NOTICE.txt").read_text()
+    assert "This work is reproduced and distributed with the permission of The MITRE Corporation" in notice
+    assert "hereby grants you a non-exclusive, royalty-free license" in notice
