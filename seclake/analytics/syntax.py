@@ -141,7 +141,7 @@ _SHOWN = {
 
 def _shown(name: str) -> str:
     if name == "$END":
-        return "the end of the query or '|'"
+        return "the end of the query"
     if name in _SHOWN:
         return _SHOWN[name]
     if name in _KEYWORDS:
