@@ -360,10 +360,31 @@ class CollectorEntry(Open):
     lastPoll: int = Field(description="Epoch milliseconds of its last record; 0: none yet.")
 
 
+class InventoryRow(Closed):
+    source: str = Field(description="The source (@source): the vendor name its records were stored under.")
+    dataType: Literal["event", "flow"] = Field(description="The dataset of its records.")
+    receivedBy: Literal["listener", "import"] = Field(
+        description="How its newest record came: a syslog or NetFlow listener, or an import (/api/import, _bulk, seclake import).")
+    describes: list[str] = Field(
+        description="What its newest record says it is: observer vendor and product, ECS event.module and "
+                    "event.dataset, the Windows provider, the syslog program.")
+    records: int = Field(description="Records the lake holds.")
+    lastSeen: int | None = Field(description="Epoch milliseconds: the newest record's @timestamp.")
+    eventsPerMinute: float = Field(description="Records per minute over the last recentMinutes (by event time).")
+    parseErrors: int = Field(description="Records no parser understood, kept raw (the line in @message, @fields empty).")
+
+
 class SourcesReply(Closed):
     entries: list[CollectorEntry] = Field(description="One per listener, in the clients' collector model.")
     listeners: list[ListenerRow] = Field(description="One per listener of this node.")
     sources: list[SourceRow] = Field(description="One per sending address of a listener, since the start.")
+    inventory: list[InventoryRow] = Field(
+        description="One per source whose records the lake holds (what the caller may see), newest first: "
+                    "true after a restart and in cluster mode.")
+    recentMinutes: int = Field(description="The window eventsPerMinute is counted over.")
+    shards: dict[str, Any] | None = Field(
+        None, alias="_shards", description="Present when some splits gave no answer: the counts are partial.")
+    incomplete: str | None = Field(None, description="Why the counts may miss records: the node is not ready yet.")
 
 
 class CatalogSource(Closed):

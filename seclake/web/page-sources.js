@@ -1,11 +1,39 @@
-// Sources: the node's syslog and NetFlow listeners and what each sending
-// address sent (ds/collector_list), refreshed every few seconds while shown.
+// Sources: every source whose records the lake holds (its last event, events
+// per minute over the last hour, parse errors: what Splunk's data summary and
+// Kibana show first), then the node's syslog and NetFlow listeners and what
+// each sending address sent (ds/collector_list), refreshed while shown.
 
 import { ApiError, call } from './api.js';
 import { h, notice, num, replace } from './dom.js';
+import { link } from './router.js';
 import { formatTime } from './time.js';
 
-const REFRESH_MS = 5000;
+const REFRESH_MS = 10000;
+const MINUTE = 60_000;
+
+/** "3 min ago", "2 h ago", "5 d ago": how stale a source is, at a glance. */
+function ago(ms, now) {
+  const d = Math.max(0, now - ms);
+  if (d < MINUTE) return 'just now';
+  if (d < 60 * MINUTE) return `${Math.floor(d / MINUTE)} min ago`;
+  if (d < 48 * 60 * MINUTE) return `${Math.floor(d / (60 * MINUTE))} h ago`;
+  return `${Math.floor(d / (24 * 60 * MINUTE))} d ago`;
+}
+
+const RECEIVED = { listener: 'listener', import: 'import / _bulk' };
+
+function inventoryTable(rows, minutes) {
+  const now = Date.now();
+  return table('inventory-table', ['Source', 'Type', 'Describes itself as', 'Last event', `Events/min (last ${minutes} min)`, 'Records', 'Parse errors'],
+    rows.map((r) => h('tr', { dataset: { source: r.source, type: r.dataType } },
+      h('td', null, link(`/search?q=${encodeURIComponent(`@source:"${r.source}"`)}&from=now-7d${r.dataType === 'flow' ? '&type=flow' : ''}`, null, r.source)),
+      h('td', null, `${r.dataType === 'flow' ? 'flows' : 'events'} · ${RECEIVED[r.receivedBy] || r.receivedBy}`),
+      h('td', null, r.describes.length ? r.describes.join(' · ') : '—'),
+      h('td', { class: 'cell-time' }, r.lastSeen ? [formatTime(r.lastSeen), h('span', { class: 'muted' }, ` (${ago(r.lastSeen, now)})`)] : '—'),
+      h('td', { class: 'num' }, r.eventsPerMinute.toFixed(r.eventsPerMinute < 10 ? 2 : 0)),
+      h('td', { class: 'num' }, num(r.records)),
+      h('td', { class: ['num', r.parseErrors ? 'parse-errors' : null] }, num(r.parseErrors)))));
+}
 
 const faultsText = (faults) => {
   const shown = Object.entries(faults || {}).filter(([, n]) => n > 0);
@@ -19,14 +47,20 @@ function table(id, columns, rows) {
 }
 
 function render(box, reply) {
-  const { listeners = [], sources = [] } = reply;
+  const { listeners = [], sources = [], inventory = [], recentMinutes = 60 } = reply;
+  const lake = [
+    h('h2', null, 'In the lake'),
+    h('p', { class: 'muted' }, 'Every source whose records are stored, however they came (listeners, imports, ',
+      h('code', null, '/_bulk'), '), newest first; parse errors are lines no parser understood, kept as raw events.'),
+    reply.incomplete ? notice('info', reply.incomplete) : null,
+    inventory.length ? inventoryTable(inventory, recentMinutes) : h('p', { class: 'muted' }, 'No records yet.'),
+  ];
   if (!listeners.length) {
-    replace(box, notice('info', 'This node runs no listeners. Start them with ',
-      h('code', null, 'seclake serve --listen syslog+udp://0.0.0.0:5514'), ' (see docs/receivers.md); imports and ',
-      h('code', null, '/_bulk'), ' are counted in /metrics.'));
+    replace(box, ...lake, h('h2', null, 'Listeners'), notice('info', 'This node runs no listeners. Start them with ',
+      h('code', null, 'seclake serve --listen syslog+udp://0.0.0.0:5514'), ' (see docs/receivers.md).'));
     return;
   }
-  replace(box,
+  replace(box, ...lake,
     h('h2', null, 'Listeners'),
     table('listeners-table', ['Listener', 'Vendor', 'Type', 'Customer', 'Open connections', 'Faults'],
       listeners.map((l) => h('tr', null,
@@ -47,7 +81,7 @@ export function sourcesPage(root) {
   const box = h('div', { id: 'sources' }, h('p', { class: 'muted' }, 'Loading…'));
   replace(root, h('main', { id: 'main', class: 'padded' },
     h('h1', null, 'Sources'),
-    h('p', { class: 'muted' }, 'What syslog and NetFlow senders sent to this node; refreshed every 5 seconds.'),
+    h('p', { class: 'muted' }, 'What sends data, and what this node\'s syslog and NetFlow listeners received; refreshed every 10 seconds.'),
     box));
   document.title = 'Sources · seclake';
   let stopped = false;
