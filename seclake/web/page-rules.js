@@ -253,7 +253,8 @@ export function rulesPage(root) {
       replace(pagerTop);
       replace(pagerBottom);
       replace(toolbar);
-      replace(sidebar);
+      // A query error: the field column says why it is empty (the error itself is shown once, under the query bar).
+      replace(sidebar, err instanceof ApiError && err.position !== null ? h('p', { class: 'muted small notice-empty' }, 'No fields: the query has an error.') : '');
       showFailure(bar, results, err);
     }
   }

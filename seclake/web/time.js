@@ -75,7 +75,8 @@ export function fromWallClock(wall) {
 const DAY = 86400e3;
 // Tick intervals of a time axis, as Kibana's: round in the user's wall clock.
 const TICK_STEPS = [1e3, 5e3, 10e3, 15e3, 30e3, 60e3, 5 * 60e3, 10 * 60e3, 15 * 60e3, 30 * 60e3,
-  3600e3, 2 * 3600e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY];
+  3600e3, 2 * 3600e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY,
+  91 * DAY, 182 * DAY, 365 * DAY];
 
 /**
  * Ticks of a time axis from..to with at most `most` of them: [{at, label, date}]
@@ -94,7 +95,8 @@ export function timeTicks(from, to, most) {
     if (at < from) continue;
     const p = parts(at, timeZone());
     const date = p.hour === '00' && p.minute === '00' && p.second === '00';
-    const label = date || every >= DAY ? `${p.month}-${p.day}`
+    // Ticks a month or more apart name the year too (a zoomed-out range spans years).
+    const label = every >= 30 * DAY ? `${p.year}-${p.month}-${p.day}` : date || every >= DAY ? `${p.month}-${p.day}`
       : every < 60e3 ? `${p.hour}:${p.minute}:${p.second}` : `${p.hour}:${p.minute}`;
     ticks.push({ at, label, date: date || every >= DAY });
   }
