@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import time
+from unittest.mock import patch
 
-from seclake.query import ast
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from seclake.query import ast, matcher
 from seclake.query.matcher import compile_matcher, matches
 from seclake.query.parser import parse
 from seclake.record.dataset import EVENTS, SUMMARIES
@@ -67,3 +72,80 @@ def test_wildcard_fast_paths_agree_with_regex():
         regex = re.compile(node.regex(), re.IGNORECASE)
         for v in values:
             assert matches(node, {"@fields": {"u": v}}, EVENTS) == bool(regex.fullmatch(v.lower())), (pattern, v)
+
+
+# -- an OR of literal tests on one field (Sigma's value lists) ---------------------------------------
+
+GROUP_PATHS = ["@fields.hashes", "@message", None]
+# Case, case folding RE2 knows but str.lower() does not (ſ ~ s), numbers as keywords ("007" == 7), newlines,
+# a lone surrogate (a JSON escape), patterns' own characters, a prefix of another word.
+GROUP_WORDS = ["MD5=AB12", "md5=ab", "ab12", "ſys", "sys", "007", "7", "a\nb", "x*y?z", "\ud800", ""]
+
+
+@st.composite
+def literal_leaves(draw):
+    """A node the matcher tests a field's strings with: equal, starts/ends with, holds, a pattern."""
+    path = draw(st.sampled_from(GROUP_PATHS))
+    word = draw(st.sampled_from(GROUP_WORDS))
+    cased = draw(st.booleans())
+    kind = draw(st.sampled_from(["term", "contains", "prefix", "suffix", "inner", "pattern", "equal"]))
+    if kind == "term":
+        return ast.Term(path, word, cased=cased)
+    if kind == "contains":
+        return ast.Contains(path, word, cased=cased)
+    escaped = "".join("\\" + c if c in "*?\\" else c for c in word)
+    pattern = {"prefix": escaped + "*", "suffix": "*" + escaped, "inner": "*" + escaped + "*",
+               "pattern": escaped + "?*", "equal": escaped}[kind]
+    return ast.Wildcard(path, pattern, cased=cased)
+
+
+@st.composite
+def group_records(draw):
+    def values():
+        return draw(st.one_of(st.sampled_from(GROUP_WORDS + [7, 7.0, True]),
+                              st.lists(st.sampled_from(GROUP_WORDS + [7]), max_size=3)))
+
+    fields = {"hashes": values()} if draw(st.integers(0, 3)) else {}
+    return {"@timestamp": 1, "@message": " ".join(draw(st.lists(st.sampled_from(GROUP_WORDS), max_size=4))),
+            "@fields": fields}
+
+
+_H = "@fields.hashes"
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(children=[ast.Wildcard(_H, "ab12*"), ast.Wildcard(_H, "*md5=ab")], recs=[{"@fields": {"hashes": "MD5=AB12"}}])
+@example(children=[ast.Wildcard(_H, "sys"), ast.Term(_H, "x")], recs=[{"@fields": {"hashes": "ſys"}}])
+@example(children=[ast.Contains(_H, "AB", cased=True), ast.Term(_H, "md5=ab12", cased=True)],
+         recs=[{"@fields": {"hashes": "md5=AB12"}}, {"@fields": {"hashes": "MD5=AB12"}}])
+@given(children=st.lists(literal_leaves(), min_size=2, max_size=40), recs=st.lists(group_records(), min_size=1,
+                                                                                     max_size=8))
+def test_an_or_of_literals_on_one_field_matches_as_its_children_one_by_one(children, recs):
+    # The OR's literal children are tested together per field (one set, one RE2 search, one RE2 full match):
+    # the same records as each child's own matcher. Grouped from 1 here, so that few children make groups.
+    with patch.object(matcher, "GROUPED", 1):
+        matcher._MATCHERS.clear()
+        grouped = compile_matcher(ast.Or(tuple(children)), EVENTS)
+    matcher._MATCHERS.clear()
+    alone = [compile_matcher(c, EVENTS) for c in children]
+    for rec in recs:
+        assert grouped(rec) == any(m(rec) for m in alone), rec
+
+
+def test_a_long_list_of_hashes_is_one_lookup():
+    # SigmaHQ's "Vulnerable Driver Load": thousands of `Hashes|contains` values on one field.
+    hashes = [f"MD5={i:032x}" for i in range(2_000)]
+    children = tuple(ast.Contains("@fields.hashes", h) for h in hashes)
+    grouped, alone = compile_matcher(ast.Or(children), EVENTS), [compile_matcher(c, EVENTS) for c in children]
+    hit = {"@fields": {"hashes": f"SHA1=00,{hashes[1_234].upper()},IMPHASH=11"}}
+    miss = {"@fields": {"hashes": "MD5=" + "f" * 32}}
+    assert [grouped(hit), grouped(miss), grouped({"@fields": {}})] == [True, False, False]
+
+    def seconds(test) -> float:
+        started = time.perf_counter()
+        for _ in range(5):
+            test(hit), test(miss)
+        return time.perf_counter() - started
+
+    # One search for the whole list, not a test per value (measured ~1,000x; judged side by side).
+    assert seconds(grouped) * 20 < seconds(lambda rec: any(m(rec) for m in alone))
