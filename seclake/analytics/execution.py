@@ -159,6 +159,11 @@ def plan(commands: list[t.Command], dataset: Dataset | None, now: int | None, li
             stages.append(_stats(command, scope, budget, limits))
             has_stats = True
         elif isinstance(command, t.Sort):
+            # The LIMIT that cuts the sorted rows, past commands that keep the row count.
+            ahead = i + 1
+            while ahead < len(commands) and isinstance(commands[ahead], t.Eval | t.Keep | t.Drop | t.Rename):
+                ahead += 1
+            following = commands[ahead] if ahead < len(commands) else None
             if isinstance(following, t.Limit):
                 keep = following.count
             elif following is None and not explicit_limit:

@@ -11,8 +11,9 @@ from the expression, not the value). The rules (docs/analytics.md):
 - Comparing values of kinds that do not compare (a boolean and a number, a
   word and a number) gives null, as does anything compared with null or with
   a multi-valued field.
-- Grouping (BY, COUNT_DISTINCT, VALUES) keeps kinds apart: the string "443"
-  and the number 443 are two values; 1 and 1.0 are one.
+- Grouping (BY, COUNT_DISTINCT, VALUES) reads numbers the same way: the
+  string "443", the number 443 and 443.0 are one value (as a facet's bucket);
+  a boolean is no number (true is not 1); strings group with their case.
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ def key(v: object) -> object:
             return (1, int(v))  # type: ignore[arg-type]
         return (1, v)
     if t is str:
-        return (2, v)
+        n = number(v)
+        if n is None:
+            return (2, v)
+        return key(n)
     return (3, repr(v))
 
 

@@ -209,8 +209,14 @@ def _(rs):
 
 @golden("| STATS COUNT_DISTINCT(port)")
 def _(rs):
-    # 443 and "443" are two values: grouping keeps kinds apart.
-    return ["COUNT_DISTINCT(port)"], [[len({(type(v), v) for v in (f(r, "port") for r in rs) if v is not None})]]
+    # 443 and "443" are one value: grouping reads numbers written as strings as numbers.
+    return ["COUNT_DISTINCT(port)"], [[len({num(v) for v in (f(r, "port") for r in rs) if v is not None})]]
+
+
+@golden("| STATS c = COUNT(*) BY port")
+def _(rs):
+    g = group(rs, lambda r: num(f(r, "port")))
+    return ["c", "port"], [[len(v), k] for k, v in g.items()]
 
 
 @golden("| STATS total = SUM(bytes) BY destination.ip")
