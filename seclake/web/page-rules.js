@@ -149,8 +149,9 @@ export function rulesPage(root) {
   const selected = new Set();
   const admin = isAdmin();
 
-  const header = h('div', { class: 'search-header' });
-  const chipRow = h('div', { class: 'chip-row' });
+  // Named regions, so everything on the page is inside a landmark.
+  const header = h('section', { class: 'search-header', 'aria-label': 'Query' });
+  const chipRow = h('section', { class: 'chip-row', 'aria-label': 'Filters' });
   const sidebar = h('aside', { class: 'facets', 'aria-label': 'Rule fields' });
   const status = h('div', { class: 'result-status', 'aria-live': 'polite' });
   const message = h('div', { class: 'rules-message', 'aria-live': 'polite' });
@@ -266,10 +267,10 @@ export function rulesPage(root) {
     const total = res.hits.total;
     replace(status, h('strong', { class: 'total' }, num(total)), total === 1 ? ' rule' : ' rules',
       state.source ? h('span', { class: 'muted' }, ` · ${state.source === 'sigma' ? 'Sigma' : 'seclake'} rules`) : null);
-    const pg = () => pager(state, total, (p) => set({ page: p }), (s) => set({ size: s, page: 1 }),
-      { previous: '‹ Previous', next: 'Next ›' });
+    const pg = (label) => pager(state, total, (p) => set({ page: p }), (s) => set({ size: s, page: 1 }),
+      { previous: '‹ Previous', next: 'Next ›', label });
     replace(pagerTop, pg());
-    replace(pagerBottom, total > state.size ? pg() : '');
+    replace(pagerBottom, total > state.size ? pg('Pages, bottom') : '');
     replace(sidebar, facetList(FACETS, aggs.aggregations, { onFilter: addFilter, filters: state.filters }));
     replace(results, table(res));
     drawToolbar();

@@ -232,7 +232,8 @@ export function facetList(facets, aggregations, { onFilter, filters = [] }) {
       const buckets = (agg && agg.buckets) || [];
       const max = Math.max(1, ...buckets.map((b) => b.doc_count));
       return h('section', { class: 'facet', dataset: { field: facet.field } },
-        h('h3', null, facet.title || facet.field),
+        // h2: the page's h1 is the only heading above (axe heading-order).
+        h('h2', null, facet.title || facet.field),
         buckets.length ? h('ul', null, buckets.map((b) => {
           const value = String(b.key);
           const active = filters.find((f) => f.field === facet.field && f.value === value);
@@ -242,8 +243,8 @@ export function facetList(facets, aggregations, { onFilter, filters = [] }) {
           const meaning = facet.describe ? facet.describe(value) : '';
           return h('li', { class: ['facet-value', active ? (active.not ? 'excluded' : 'included') : null] },
             h('button', {
+              // Named by what it shows (value, count: WCAG 2.5.3 label in name); what it does is its title.
               type: 'button', class: 'facet-in', title: `Filter for ${facet.field}: ${value}${meaning ? ` (${meaning})` : ''}`,
-              'aria-label': `Filter for ${facet.field} ${value || '(empty)'}${meaning ? ` ${meaning}` : ''}, ${b.doc_count} hits`,
               onClick: () => onFilter(facet.field, value, false),
             }, bar, h('span', { class: 'facet-key' }, value === '' ? '(empty)' : value),
             meaning ? h('span', { class: 'facet-meaning muted small' }, ` ${meaning}`) : null,
@@ -418,12 +419,12 @@ export function histogram(buckets, { from, to, onZoom, width = 900, height = 150
 
 // -- paging ---------------------------------------------------------------------
 
-export function pager(state, total, onPage, onSize, { previous = '‹ Newer', next = 'Older ›' } = {}) {
+export function pager(state, total, onPage, onSize, { previous = '‹ Newer', next = 'Older ›', label = 'Pages' } = {}) {
   const first = total ? (state.page - 1) * state.size + 1 : 0;
   const last = Math.min(total, state.page * state.size);
   const reachable = Math.min(total, MAX_WINDOW);
   const pages = Math.max(1, Math.ceil(reachable / state.size));
-  return h('nav', { class: 'pager', 'aria-label': 'Pages' },
+  return h('nav', { class: 'pager', 'aria-label': label },
     h('span', { class: 'pager-range' }, `${num(first)}–${num(last)} of ${num(total)}`),
     h('button', { type: 'button', class: 'prev', disabled: state.page <= 1, onClick: () => onPage(state.page - 1) }, previous),
     h('span', { class: 'pager-page' }, `Page ${num(state.page)} of ${num(pages)}`),
@@ -476,8 +477,9 @@ export function searchPage(config) {
       navigate(`${config.path}?${stateQuery(next, config.defaults)}`, { replace: rep });
     }
 
-    const header = h('div', { class: 'search-header' });
-    const chipRow = h('div', { class: 'chip-row' });
+    // Named regions, so everything on the page is inside a landmark.
+    const header = h('section', { class: 'search-header', 'aria-label': 'Query' });
+    const chipRow = h('section', { class: 'chip-row', 'aria-label': 'Filters' });
     const sidebar = h('aside', { class: 'facets', 'aria-label': 'Fields' });
     const chart = h('div', { class: 'chart' });
     const status = h('div', { class: 'result-status', 'aria-live': 'polite' });
@@ -572,9 +574,9 @@ export function searchPage(config) {
         replace(status,
           h('strong', { class: 'total' }, num(total)), total === 1 ? ' hit' : ' hits',
           h('span', { class: 'muted' }, ` · ${formatTime(range.from, { seconds: false })} → ${formatTime(range.to, { seconds: false })} ${timeZone()} · ${res.took} ms on the server, ${Math.round(performance.now() - started)} ms here`));
-        const pg = () => pager(state, total, (p) => set({ page: p }), (s) => set({ size: s, page: 1 }));
+        const pg = (label) => pager(state, total, (p) => set({ page: p }), (s) => set({ size: s, page: 1 }), { label });
         replace(pagerTop, pg());
-        replace(pagerBottom, total > state.size ? pg() : '');
+        replace(pagerBottom, total > state.size ? pg('Pages, bottom') : '');
         replace(results, config.results(res, state, ctx));
         document.title = `${config.title}${state.q ? ` · ${state.q}` : ''} · seclake`;
       });
