@@ -59,6 +59,14 @@ class EventHits(Open):
     hits: list[EventHit] = Field(description="The page of records asked for (fetchOffset, fetchLimit).")
 
 
+class Highlight(Closed):
+    """A value the query matched, so a user interface marks only that (query/echo.highlights)."""
+
+    field: str = Field(description='The record path it matched in ("@fields.user.name"); "*": any string of the record (a term with no field).')
+    value: str = Field(description="The value as the query wrote it.")
+    text: bool = Field(description="true: matched as words (its tokens of letters and digits, in order, never inside another word); false: the whole value, case-insensitively.")
+
+
 class EventSearchReply(Open):
     took: int = Field(description="Milliseconds the search took on the server.")
     hits: EventHits = Field(description="Total and the page of hits.")
@@ -66,6 +74,7 @@ class EventSearchReply(Open):
         None, description="One member per facet (named after its field) and per date facet.")
     query: dict[str, Any] = Field(description="The query as understood (its tree), for the clients that show it.")
     terms: list[str] = Field(description="The words and values the query looks for, for highlighting.")
+    highlight: list[Highlight] = Field(description="What each term of the query matched, and where: a field's value, or words.")
 
 
 class WrappedHit(Open):

@@ -2,8 +2,11 @@
 
 ``to_dict`` writes the tree in an Elasticsearch-DSL-like JSON shape, so a
 user can see how ``a b OR c`` was read; ``highlight_terms`` lists the words a
-UI highlights in ``@message``. Both are read by people, not by code: the
-tree in ast.py stays the one contract.
+UI highlights in ``@message`` (the spec's ``terms``), and ``highlights`` what
+each matched, where, and by which rule, so a UI marks only that: a field's
+term in that field's value, a word as a whole token, not inside another word.
+The echo is read by people, not by code: the tree in ast.py stays the one
+contract.
 
 Shapes:
 
@@ -115,3 +118,30 @@ def _collect(node: ast.Node, out: list[str], seen: set[str]) -> None:
             if tokens(word) and word.lower() not in seen:
                 seen.add(word.lower())
                 out.append(word)
+
+
+def highlights(node: ast.Node, dataset: Dataset) -> list[dict[str, Any]]:
+    """What each positive Term of the query matched, for marking it where it shows, in query order:
+    ``{"field": path, "value": v, "text": bool}``. ``field`` is the record path (``"*"``: the default
+    field, every string of the record); ``text`` says the text rule matched it (the value's tokens,
+    in order and adjacent, query-semantics.md "Matching"), else the keyword rule (the whole value,
+    case-insensitively). Terms under a Not matched nothing to show; wildcards, regexes, ranges and
+    CIDR blocks are left out, as in ``highlight_terms``."""
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str, bool]] = set()
+    _marks(node, dataset, out, seen)
+    return out
+
+
+def _marks(node: ast.Node, dataset: Dataset, out: list[dict[str, Any]], seen: set[tuple[str, str, bool]]) -> None:
+    if isinstance(node, (ast.And, ast.Or)):
+        for child in node.children:
+            _marks(child, dataset, out, seen)
+    elif isinstance(node, ast.Term):
+        text = node.path is None or dataset.is_text(node.path)
+        if text and not tokens(node.value):
+            return  # no word to find ("-", "..."): it matched nothing
+        key = (node.path or DEFAULT_FIELD, node.value.lower(), text)
+        if key not in seen:
+            seen.add(key)
+            out.append({"field": key[0], "value": node.value, "text": text})

@@ -66,7 +66,7 @@ def test_response_shape(srv):
                  facets={"facets": [{"title": "Sender", "field": "@sender", "size": 10, "order": "count"}],
                          "mustFilters": [], "mustNotFilters": [],
                          "dateFacets": [{"name": "dateHistogram", "key": "@timestamp", "interval": "hour"}]})
-    assert set(res) == {"took", "hits", "aggregations", "query", "terms"}
+    assert set(res) == {"took", "hits", "aggregations", "query", "terms", "highlight"}
     assert isinstance(res["took"], int)
     assert res["hits"]["total"] == 20 and res["hits"]["sortFieldType"] == "long"
     hit = res["hits"]["hits"][0]
@@ -84,6 +84,7 @@ def test_response_shape(srv):
     assert len(hist) == 25 and hist[0]["key"] == T0 and all(isinstance(b["key"], int) for b in hist)
     assert sum(b["doc_count"] for b in hist) == 20
     assert res["terms"] == ["denied"]
+    assert res["highlight"] == [{"field": "*", "value": "denied", "text": True}]
     assert res["query"]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from seclake.query.echo import highlight_terms, to_dict
+from seclake.query.echo import highlight_terms, highlights, to_dict
 from seclake.query.parser import parse
 from seclake.record.dataset import EVENTS
 
@@ -40,3 +40,16 @@ def test_echo_is_json_and_shows_structure():
 
 def test_echo_without_dataset_shows_keyword_terms():
     assert to_dict(parse("@message:error", EVENTS)) == {"term": {"@message": "error"}}
+
+
+def test_highlights_say_what_each_term_matched_and_where():
+    node = parse('event.category:authentication "failed password" @message:denied NOT bob adm* '
+                 'EventID:4625 AUTHENTICATION event.category:Authentication (x OR "--") dport:[1 TO 5]', EVENTS)
+    assert highlights(node, EVENTS) == [
+        {"field": "@fields.event.category", "value": "authentication", "text": False},
+        {"field": "*", "value": "failed password", "text": True},
+        {"field": "@message", "value": "denied", "text": True},
+        {"field": "@fields.EventID", "value": "4625", "text": False},
+        {"field": "*", "value": "AUTHENTICATION", "text": True},
+        {"field": "*", "value": "x", "text": True},
+    ]

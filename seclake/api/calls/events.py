@@ -11,7 +11,7 @@ from seclake.api.registry import CallContext, call
 from seclake.api.reply import EventSearchReply
 from seclake.api.request import CatalogOptions, EventSearchRequest, SearchOptions
 from seclake.errors import ValidationFailed
-from seclake.query.echo import highlight_terms, to_dict
+from seclake.query.echo import highlight_terms, highlights, to_dict
 from seclake.record.dataset import DATASETS
 from seclake.record.identity import record_id
 
@@ -80,6 +80,7 @@ def event_search(ctx: CallContext, args: EventSearchRequest) -> dict[str, Any]:
         },
         "query": to_dict(shown, dataset),
         "terms": highlight_terms(shown),
+        "highlight": highlights(shown, dataset),
     }
     if result.failed:
         # Some splits gave no answer (cluster mode, or damaged): say so, and which.
