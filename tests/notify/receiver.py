@@ -15,6 +15,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class _Server(ThreadingHTTPServer):
+    allow_reuse_address = True  # started again on its port after a stop
+    daemon_threads = True
+
+
 class Receiver:
     def __init__(self, secret: str | None = None, tolerance_s: int = 300):
         self.secret = secret
@@ -51,8 +56,7 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.allow_reuse_address = True
+        self.server = _Server(("127.0.0.1", self.port), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
