@@ -2,6 +2,7 @@
 // query bar, time range, histogram, facets, hits with the query terms
 // highlighted, each row expandable to the full record; events or flows.
 
+import { withAnalytics } from './analytics.js';
 import { expandableRow, h, highlighted, recordView } from './dom.js';
 import { fieldsOf } from './page-fields.js';
 import { searchPage } from './searchkit.js';
@@ -152,7 +153,8 @@ function hitsTable(res, state, ctx) {
     h('tbody', null, rows));
 }
 
-export const eventsPage = searchPage({
+// A query with a command pipe shows the analytics view instead (analytics.js).
+export const eventsPage = withAnalytics(searchPage({
   name: 'events',
   path: '/search',
   title: 'Search',
@@ -176,4 +178,4 @@ export const eventsPage = searchPage({
     const range = resolveRange(state.from, state.to);
     return fieldsOf(dataType(state), range.from, range.to);
   },
-});
+}), { path: '/search', title: 'Search', dataType });
