@@ -72,6 +72,12 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "ds/eventwatch_bucket_search": {"options": {**SEARCH_OPTIONS, "sortField": "name"}},
     "ds/eventwatch_bucket_dao": {"action": "add", "bucket": RULE},
     "ds/eventwatch_rule_test": {"bucket": RULE, "input": {"@fields": {"EventID": 4625, "IpAddress": "1.2.3.4"}}},
+    "ds/query": {"query": "event.outcome:failure | STATS n = COUNT(*) BY user.name | SORT n DESC | LIMIT 5",
+                 "dataType": "event", "range_from": T, "range_to": T + 86_400_000},
+    "ds/query_async": {"query": "* | STATS n = COUNT(*) BY BUCKET(@timestamp, 1 hour)", "dataType": "event",
+                       "range_from": T, "range_to": T + 86_400_000},
+    "ds/query_async_get": {"id": "0" * 24},
+    "ds/query_async_cancel": {"id": "0" * 24},
     "notify/destination_dao": {"action": "add", "destination": {
         "name": "fuzz-hook", "kind": "webhook", "url": "http://127.0.0.1:9/hook", "secret": "s" * 16,
         "headers": {"X-A": "b"}}},

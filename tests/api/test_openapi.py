@@ -63,6 +63,7 @@ def test_what_the_server_answers_fits_the_reply_models(srv):
     policy = {"name": "schema-policy", "filters": {"event": "@customer:acme"}}
     role = {"name": "schema-role", "permissions": ["search"]}
     user = {"username": "schema-user", "password": "schema-password-1", "roles": ["analyst"]}
+    task_id = srv.call("ds/query_async", {"query": "| STATS n = COUNT(*)"}, srv.token)["id"]
     requests: list[tuple[str, Any]] = [
         ("auth/userList", {}),
         ("auth/userAdd", {"user": user}),
@@ -112,6 +113,11 @@ def test_what_the_server_answers_fits_the_reply_models(srv):
         ("ds/platform_notification_endpoint_dao", {"action": "add", "args": {"entry": {
             "name": "schema-mail", "integration": "Email", "action": "mail", "email": {"to": ["a@example.org"]}}}}),
         ("ds/platform_notification_endpoint_dao", {"action": "list"}),
+        ("ds/query", {"query": "| STATS n = COUNT(*), first = MIN(@timestamp) BY @sender | SORT n DESC | LIMIT 3",
+                      "dataType": "event", "range_from": options["range_from"], "range_to": options["range_to"]}),
+        ("ds/query_async", {"query": "| STATS n = COUNT(*)"}),
+        ("ds/query_async_get", {"id": task_id}),
+        ("ds/query_async_cancel", {"id": task_id}),
         ("auth/logout", {}),
     ]
     r = srv.http.post("/api/import/schema", content=b"a=1\n", headers={"Servicetoken": srv.token})

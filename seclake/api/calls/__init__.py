@@ -14,3 +14,4 @@ from seclake.api.calls import audit  # noqa: F401
 from seclake.api.calls import sources  # noqa: F401
 from seclake.api.calls import fields  # noqa: F401
 from seclake.api.calls import notifications  # noqa: F401
+from seclake.api.calls import analytics  # noqa: F401
