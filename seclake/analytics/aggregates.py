@@ -24,11 +24,26 @@ from seclake.errors import LimitExceeded, QueryError
 
 @dataclass
 class Budget:
-    """Values held by aggregations across all groups of one query."""
+    """Values held by aggregations across all groups of one query, and the
+    query's memo of string keys (``key``)."""
 
     max_values: int
     held: int = 0
     warnings: list[str] = field(default_factory=list)
+    memo: dict = field(default_factory=dict)
+
+    def key(self, v):
+        """``scalars.key``, remembered for strings: a string's key reads it as a
+        number or not (a regex match) and a few thousand distinct values come
+        millions of times. Bounded: past 100,000 strings it computes."""
+        if type(v) is str:
+            k = self.memo.get(v)
+            if k is None:
+                k = s.key(v)
+                if len(self.memo) < 100_000:
+                    self.memo[v] = k
+            return k
+        return s.key(v)
 
     def take(self, n: int = 1) -> None:
         self.held += n
@@ -105,9 +120,15 @@ class CountDistinct(Aggregate):
         return [set()]
 
     def add(self, state, row):
+        v = self.arg(row)
+        if v is None:
+            return
         seen = state[0]
-        for x in _each(self.arg(row)):
-            k = s.key(x)
+        key = self.budget.key
+        for x in v if type(v) is list else (v,):
+            if x is None:
+                continue
+            k = key(x)
             if k not in seen:
                 seen.add(k)
                 self.budget.take()
@@ -121,7 +142,15 @@ class Sum(Aggregate):
         return [0, 0.0, False, True]  # int total, float total, any value, all ints
 
     def add(self, state, row):
-        for n in _numbers(self.arg(row)):
+        v = self.arg(row)
+        t = type(v)
+        if t is int:  # the common case first: one integer
+            state[0] += v
+            state[2] = True
+            return
+        if v is None:
+            return
+        for n in _numbers(v):
             state[2] = True
             if type(n) is int:
                 state[0] += n
@@ -142,7 +171,14 @@ class Avg(Aggregate):
         return [0, 0.0, 0]
 
     def add(self, state, row):
-        for n in _numbers(self.arg(row)):
+        v = self.arg(row)
+        if type(v) is int:
+            state[0] += v
+            state[2] += 1
+            return
+        if v is None:
+            return
+        for n in _numbers(v):
             state[2] += 1
             if type(n) is int:
                 state[0] += n
@@ -185,9 +221,17 @@ class Percentile(Aggregate):
         return [[]]
 
     def add(self, state, row):
-        values = state[0]
-        for n in _numbers(self.arg(row)):
-            values.append(n)
+        v = self.arg(row)
+        if v is None:
+            return
+        if type(v) is int or type(v) is float:
+            n = s.number(v)  # a float may be infinite or NaN: not a number here
+            if n is not None:
+                state[0].append(n)
+                self.budget.take()
+            return
+        for n in _numbers(v):
+            state[0].append(n)
             self.budget.take()
 
     def result(self, state):
@@ -217,7 +261,7 @@ class Values(Aggregate):
     def add(self, state, row):
         seen = state[0]
         for x in _each(self.arg(row)):
-            k = s.key(x)
+            k = self.budget.key(x)
             if k in seen:
                 continue
             if len(seen) >= self.cap:

@@ -252,7 +252,7 @@ def _eval(command: t.Eval, scope: Scope) -> Stage:
 
     def eval_(rows):
         for row in rows:
-            row = dict(row)
+            row = dict(row)  # the caller's records are not ours to change
             for name, fn in steps:
                 row[name] = fn(row)  # later columns see earlier ones (ES|QL)
             yield row
@@ -524,23 +524,41 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
     n_groups = len(groups)
     max_groups = limits.max_groups
 
+    count_only = all(isinstance(a, ag.CountRows) for a in aggregates)
+
     def stats(rows):
         table: dict[tuple, list] = {}
+        group_key = budget.key
+        single = group_fns[0] if n_groups == 1 else None
         for row in rows:
-            keys = [_group_keys(fn(row)) for fn in group_fns]
-            combos = itertools.product(*keys) if n_groups > 1 else ((k,) for k in keys[0]) if n_groups else ((),)
+            if single is not None:
+                v = single(row)
+                combos = [(k,) for k in _group_keys(v)] if type(v) is list else ((group_key(v),),)
+            elif n_groups:
+                values = [fn(row) for fn in group_fns]
+                if list in map(type, values):  # multi-valued: the row joins each combination
+                    combos = itertools.product(*(_group_keys(v) if type(v) is list else (group_key(v),) for v in values))
+                else:
+                    combos = (tuple(map(group_key, values)),)
+            else:
+                combos = ((),)
             for combo in combos:
                 states = table.get(combo)
                 if states is None:
                     if len(table) >= max_groups:
                         raise LimitExceeded("number of STATS groups", len(table) + 1, max_groups)
                     states = table[combo] = [a.new() for a in aggregates]
-                for a, state in zip(aggregates, states):
-                    a.add(state, row)
+                if count_only:
+                    for state in states:
+                        state[0] += 1
+                else:
+                    for a, state in zip(aggregates, states):
+                        a.add(state, row)
         if not table and not n_groups:
             table[()] = [a.new() for a in aggregates]
         # Groups in the order of their BY values (nulls last): a timechart comes in time order.
-        ordered = sorted(table.items(), key=lambda kv: tuple((k is None, s.order(s.unkey(k)) if k is not None else ()) for k in kv[0]))
+        # A group key is its value's order already (scalars.key): no value is read again.
+        ordered = sorted(table.items(), key=lambda kv: tuple((k is None, k or ()) for k in kv[0]))
         for combo, states in ordered:
             row = {name: s.unkey(k) for (name, _, _), k in zip(groups, combo)}
             for i, (a, state) in enumerate(zip(aggregates, states)):

@@ -92,8 +92,7 @@ class _Compiler:
             return read_date, "date"
 
         def read(row):
-            v = row.get(key)
-            return None if type(v) is dict else v
+            return row.get(key)  # records are flat: a value is a scalar or a list
 
         return read, kind
 
