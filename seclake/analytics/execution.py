@@ -11,6 +11,7 @@ next LIMIT (or the answer's row limit) needs. Every bound is an
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -131,7 +132,8 @@ class Plan:
     has_stats: bool
     reads_all: bool  # the rows are whole records to the end (no STATS, no exact KEEP)
     time_path: str | None
-    sorted_by_command: bool
+    ordered: bool  # a STATS or SORT orders the rows
+    newest_first: bool  # rows that are records are put newest first (the time field is read)
     row_cap: int  # rows the answer may hold
     implicit_limit: bool
     fields_read: set[str]
@@ -146,7 +148,8 @@ def plan(commands: list[t.Command], dataset: Dataset | None, now: int | None, li
     budget = ag.Budget(limits.max_held_values)
     stages: list[Stage] = []
     has_stats = False
-    sorted_by_command = False
+    ordered = False  # a STATS or SORT has ordered the rows
+    newest_at: int | None = None  # where the rows that are records are put newest first
     explicit_limit = any(isinstance(c, t.Limit) for c in commands)
     exact_keep = False
     for i, command in enumerate(commands):
@@ -157,7 +160,7 @@ def plan(commands: list[t.Command], dataset: Dataset | None, now: int | None, li
             stages.append(_eval(command, scope))
         elif isinstance(command, t.Stats):
             stages.append(_stats(command, scope, budget, limits))
-            has_stats = True
+            has_stats = ordered = True
         elif isinstance(command, t.Sort):
             # The LIMIT that cuts the sorted rows, past commands that keep the row count.
             ahead = i + 1
@@ -171,10 +174,13 @@ def plan(commands: list[t.Command], dataset: Dataset | None, now: int | None, li
             else:
                 keep = None
             stages.append(_sort(command, scope, keep, limits))
-            sorted_by_command = True
+            ordered = True
         elif isinstance(command, t.Limit):
             if command.count > limits.max_rows:
                 raise LimitExceeded("LIMIT", command.count, limits.max_rows)
+            if not ordered and newest_at is None:
+                newest_at = len(stages)
+                stages.append(_newest(command.count))
             stages.append(_limit(command.count))
         elif isinstance(command, t.Keep):
             exact_keep = _keep(command, scope, stages) or exact_keep
@@ -186,14 +192,21 @@ def plan(commands: list[t.Command], dataset: Dataset | None, now: int | None, li
             raise QueryError(f"unknown command {type(command).__name__}", command.pos, None)
     row_cap = limits.max_rows if explicit_limit else limits.default_rows
     time_path = dataset.time_field if dataset is not None else "@timestamp"
-    return Plan(stages, scope, budget, has_stats, not (has_stats or exact_keep), time_path, sorted_by_command,
-                row_cap, not explicit_limit, set(scope.fields))
+    if not ordered and newest_at is None:
+        newest_at = len(stages)
+        stages.append(_newest(row_cap + 1))
+    if newest_at is not None:
+        # Rows that are records come newest first: each is stamped with its time as it
+        # enters (a hidden column the row-wise commands carry), and before the first
+        # LIMIT (or the answer's row limit) only the newest that many are kept, in
+        # time order: memory bounded by the LIMIT, not by the records read.
+        stages.insert(0, _stamp(time_path))
+    return Plan(stages, scope, budget, has_stats, not (has_stats or exact_keep), time_path, ordered,
+                newest_at is not None, row_cap, not explicit_limit, set(scope.fields))
 
 
 def run(p: Plan, records: Iterable[Row]) -> Result:
     rows: Iterator[Row] = iter(records)
-    if not p.has_stats and not p.sorted_by_command:
-        rows = _newest_first(rows, p)
     for stage in p.stages:
         rows = stage(rows)
     out = list(itertools.islice(rows, p.row_cap + 1))
@@ -205,18 +218,27 @@ def run(p: Plan, records: Iterable[Row]) -> Result:
     return _answer(out, p, warnings)
 
 
-def _newest_first(rows: Iterator[Row], p: Plan) -> Iterator[Row]:
-    """Rows that are records come newest first unless a SORT orders them (a
-    stable sort: records of one millisecond keep the order they came in)."""
-    path = p.time_path
-    materialized = list(rows)
-    if len(materialized) > 1:
-        def newest(row):
-            ms = s.to_ms(row.get(path))
-            return (ms is not None, ms if ms is not None else 0)
+TIME = "\x00time"  # the hidden column of a record's time (names never hold NUL)
 
-        materialized.sort(key=newest, reverse=True)
-    return iter(materialized)
+
+def _stamp(path: str) -> Stage:
+    def stamp(rows):
+        to_ms = s.to_ms
+        for row in rows:
+            row = dict(row)  # the caller's records are not ours to change
+            ms = to_ms(row.get(path))
+            row[TIME] = (ms is not None, ms if ms is not None else 0)
+            yield row
+
+    return stamp
+
+
+def _newest(n: int) -> Stage:
+    def newest(rows):
+        # Stable, as sorted(..., reverse=True)[:n]: records of one millisecond keep their order.
+        return iter(heapq.nlargest(n, rows, key=lambda row: row.get(TIME, (False, 0))))
+
+    return newest
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -351,7 +373,10 @@ def _keep(command: t.Keep, scope: Scope, stages: list[Stage]) -> bool:
 
         def keep(rows):
             for row in rows:
-                yield {k: row.get(k) for k in keys}
+                out = {k: row.get(k) for k in keys}
+                if TIME in row:
+                    out[TIME] = row[TIME]
+                yield out
 
         stages.append(keep)
         return True
@@ -366,7 +391,7 @@ def _keep(command: t.Keep, scope: Scope, stages: list[Stage]) -> bool:
 
     def keep_matching(rows):
         for row in rows:
-            yield {k: v for k, v in row.items() if any(test(k) for test in tests)}
+            yield {k: v for k, v in row.items() if k == TIME or any(test(k) for test in tests)}
 
     stages.append(keep_matching)
     return False
@@ -406,7 +431,7 @@ def _drop(command: t.Drop, scope: Scope, stages: list[Stage]) -> None:
 
     def drop(rows):
         for row in rows:
-            yield {k: v for k, v in row.items() if k not in gone_keys and not any(test(k) for test in tests)}
+            yield {k: v for k, v in row.items() if k == TIME or (k not in gone_keys and not any(test(k) for test in tests))}
 
     stages.append(drop)
 
@@ -638,6 +663,7 @@ def _record_columns(rows: list[Row], scope: Scope) -> tuple[list[str], dict[str,
     present: set[str] = set()
     for row in rows:
         present.update(row)
+    present.discard(TIME)
     raw = sorted(k for k in present - made if k not in scope.dropped and not any(test(k) for test in drop_tests))
     kinds: dict[str, str | None] = {k: scope.raw_kind(k) for k in raw}
     kinds.update(scope.columns)

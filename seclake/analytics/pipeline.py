@@ -59,7 +59,7 @@ def parse(text: str, dataset: Dataset | str = EVENTS, limits: AnalyticsLimits | 
     head = text[:pipe].strip()
     commands = tuple(parse_commands(text[pipe:], pipe))
     planned = execution.plan(list(commands), dataset, 0, limits)
-    fields = None if planned.reads_all else frozenset(planned.scope_fields | ({planned.time_path} if not planned.has_stats else set()))
+    fields = None if planned.reads_all else frozenset(planned.scope_fields | ({planned.time_path} if planned.newest_first else set()))
     return Pipeline(text, head, commands, dataset, fields, planned.has_stats)
 
 

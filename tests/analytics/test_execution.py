@@ -203,3 +203,27 @@ def test_two_million_rows_stream_through_stats():
     assert sum(row[0] for row in r.values) == n
     assert sum(row[1] for row in r.values) == n * (n - 1) // 2
     assert time.perf_counter() - started < 30
+
+
+def test_rows_that_are_records_hold_only_what_the_limit_keeps():
+    import tracemalloc
+
+    def records():
+        for i in range(30_000):
+            yield {"@timestamp": (i * 7919) % 30_000, "@fields.big": "x" * 2000 + str(i)}
+
+    tracemalloc.start()
+    try:
+        r = execute(parse("| WHERE big IS NOT NULL | LIMIT 3 | KEEP @timestamp"), records())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [row[0] for row in r.values] == ["1970-01-01T00:00:29.999Z", "1970-01-01T00:00:29.998Z", "1970-01-01T00:00:29.997Z"]
+    assert peak < 10 << 20  # 60 MB of records went through
+
+
+def test_a_limit_before_stats_takes_the_newest_records():
+    rows = [{"@timestamp": t, "@fields.n": t} for t in (5, 1, 4, 2, 3)]
+    r = execute(parse("| LIMIT 2 | STATS s = SUM(n)"), rows)
+    assert r.values == [[9]]
+    assert parse("| LIMIT 2 | STATS s = SUM(n)").fields == {"@fields.n", "@timestamp"}
