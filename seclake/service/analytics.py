@@ -243,11 +243,30 @@ def _fetched(leaves_: Any, sid: str, split: Any, task: LeafTask, progress: Progr
                 yield source
 
 
-def run(services: Services, pipeline: Any, selection: Selection, progress: Progress, *, now_ms: int) -> tuple[Any, int]:
-    """The pipeline over every record ``selection`` matches: its result, and the milliseconds it took."""
+def run(services: Services, pipeline: Any, selection: Selection, progress: Progress, *, now_ms: int,
+        mode: str = "call") -> tuple[Any, int]:
+    """The pipeline over every record ``selection`` matches: its result, and the milliseconds it
+    took. Counted in /metrics by ``mode`` (call, task) and outcome, with the records read."""
     from seclake.analytics import execute
 
     started = time.perf_counter()
-    rows = records(services, selection, pipeline.fields, progress, max_records=services.settings.analytics_max_records)
-    result = execute(pipeline, rows, now=now_ms)
+    outcome = "failed"
+    try:
+        rows = records(services, selection, pipeline.fields, progress,
+                       max_records=services.settings.analytics_max_records)
+        result = execute(pipeline, rows, now=now_ms)
+        outcome = "done"
+    except Cancelled:
+        outcome = "cancelled"
+        raise
+    except SearchTimeout:
+        outcome = "timeout"
+        raise
+    except LimitExceeded:
+        outcome = "refused"
+        raise
+    finally:
+        metrics = services.metrics
+        metrics.analytics_queries.labels(mode, outcome).inc()
+        metrics.analytics_records.inc(progress.read)
     return result, int((time.perf_counter() - started) * 1000)

@@ -75,6 +75,14 @@ class Metrics:
         self.behaviors = Counter(
             "seclake_behaviors", "Behaviors made by the detector, by rule.", ("rule",), registry=self.registry,
         )
+        self.analytics_queries = Counter(
+            "seclake_analytics_queries", "Analytics queries (ds/query, tasks), by mode (call, task) and outcome "
+            "(done; refused: a limit; timeout; cancelled; failed).", ("mode", "outcome"), registry=self.registry,
+        )
+        self.analytics_records = Counter(
+            "seclake_analytics_records_read", "Records analytics queries read (every record their search matched).",
+            registry=self.registry,
+        )
 
     def request(self, call: str, outcome: str, seconds: float) -> None:
         self.requests.labels(call, outcome).inc()

@@ -128,6 +128,9 @@ class QueryTasks:
             task.result, task.state, task.error, task.error_code = result, state, error, code
             task.finished_at = time.time()
             task.finished = self.clock()
+        log.info("query task %s of %s %s after %d ms, %d of %s records read%s", task.id, task.owner, state,
+                 int((task.finished_at - task.started) * 1000), task.progress.read, task.progress.total,
+                 f": {error}" if error and state == FAILED else "")
 
     def get(self, owner: str, task_id: str) -> Task:
         with self.lock:

@@ -192,3 +192,18 @@ def test_a_finished_task_expires(srv):
     poll(srv, task["id"])
     time.sleep(3.2)  # analytics_task_keep_seconds=3
     assert "no query task" in srv.fail("ds/query_async_get", {"id": task["id"]}, srv.token, status=404)
+
+
+def test_queries_and_the_records_they_read_are_counted_in_metrics(srv):
+    from tests.api.test_health import sample, scrape
+
+    def counted() -> tuple[float, float]:
+        found = scrape(srv)
+        return (sample(found, "seclake_analytics_queries_total", mode="call", outcome="done"),
+                sample(found, "seclake_analytics_records_read_total"))
+
+    done, read = counted()
+    ask(srv, "| STATS n = COUNT(*)")
+    ask(srv, "host.name:web-1 | STATS n = COUNT(*)")
+    web1 = sum(1 for d in DOCUMENTS if d["@fields"].get("host", {}).get("name") == "web-1")
+    assert counted() == (done + 2, read + len(RECORDS) + web1)

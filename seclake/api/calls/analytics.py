@@ -49,8 +49,9 @@ def _prepared(ctx: CallContext, args: QueryRequest) -> tuple[Any, Selection, int
     return pipeline, Selection(dataset, plan), now
 
 
-def _answer(services: Any, pipeline: Any, selection: Selection, now_ms: int, progress: Progress) -> dict[str, Any]:
-    result, took = run(services, pipeline, selection, progress, now_ms=now_ms)
+def _answer(services: Any, pipeline: Any, selection: Selection, now_ms: int, progress: Progress,
+            mode: str = "call") -> dict[str, Any]:
+    result, took = run(services, pipeline, selection, progress, now_ms=now_ms, mode=mode)
     response: dict[str, Any] = {"columns": result.columns, "values": result.values, "took": took}
     if result.warnings:
         response["warnings"] = result.warnings  # the implicit LIMIT's cut, a VALUES list capped...
@@ -83,7 +84,7 @@ def query_async(ctx: CallContext, args: QueryRequest) -> dict[str, Any]:
     assert ctx.caller is not None
     services = ctx.services  # not ctx: the task outlives the request
     task = services.query_tasks.submit(
-        ctx.caller.username, args.query, lambda progress: _answer(services, pipeline, selection, now_ms, progress))
+        ctx.caller.username, args.query, lambda progress: _answer(services, pipeline, selection, now_ms, progress, "task"))
     ctx.audit_detail = f"query task {task.id}"
     return _view(ctx, task)
 
