@@ -334,8 +334,10 @@ export function histogram(buckets, { from, to, onZoom, width = 900, height = 150
     ];
   });
   const per = n > 1 ? intervalLabel(step) : '';
+  // No day boundary on the axis (a range within one day): the caption names the day.
+  const day = axis.ticks.some((t) => t.date) ? '' : ` · ${formatTime(start).slice(0, 10)}`;
   const caption = svg('text', { class: 'axis axis-caption', x: pad.left, y: height - 4, 'text-anchor': 'start' },
-    `${per ? `Hits ${per}` : 'Hits'} · ${timeZone()}`);
+    `${per ? `Hits ${per}` : 'Hits'}${day} · ${timeZone()}`);
   const selection = svg('rect', { class: 'selection', x: 0, y: pad.top, width: 0, height: innerH, visibility: 'hidden' });
   const overlay = svg('rect', { class: 'overlay', x: pad.left, y: pad.top, width: innerW, height: innerH });
   // The overlay takes the pointer (for the drag), so the bar under it gets its tooltip from here.

@@ -938,6 +938,16 @@ await step('histogram: round ticks, a date on each day boundary, the bucket size
   const hours = day.filter((l) => /:/.test(l)).map((l) => Number(l.slice(0, 2)));
   const every = hours.length > 1 ? (hours[1] - hours[0] + 24) % 24 : 1;
   check(hours.every((hh) => hh % every === 0) && day.every((l) => !/:/.test(l) || l.endsWith(':00')), `hour ticks not round: ${day}`);
+  // An hour: minutes on round boundaries; the day is in the caption when no tick is a date.
+  await page.click('#time-button');
+  await page.click('.preset[data-preset="1h"]');
+  await page.waitForURL((u) => u.searchParams.get('from') === 'now-1h');
+  await searched();
+  const hour = await page.locator('.histogram text.x-axis').allTextContents();
+  const minutes = hour.filter((l) => /:/.test(l)).map((l) => Number(l.slice(3, 5)));
+  check(minutes.length >= 3 && minutes.every((m) => m % 5 === 0), `minute ticks not round: ${hour}`);
+  const hourCaption = await page.locator('.histogram .axis-caption').textContent();
+  if (!hour.some((l) => /^\d\d-\d\d$/.test(l))) check(/· \d{4}-\d\d-\d\d ·/.test(hourCaption), `no date anywhere: ${hourCaption}`);
 });
 
 await step('a syntax error: the message once, one caret, the chart and fields say why they are empty', async () => {
