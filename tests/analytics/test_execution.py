@@ -294,3 +294,16 @@ def test_any_valid_pipeline_runs_or_fails_with_a_query_error(commands, rows):
     result = execute(pipeline, rows, now=0)
     for row in result.values:
         assert len(row) == len(result.columns)
+
+
+def test_names_resolve_per_dataset():
+    behaviors = [{"timestamp": 86_400_000 * 2 + 5, "riskScore": 7, "key": "k1"}, {"timestamp": "1970-01-03T10:00:00Z", "riskScore": "3", "key": "k2"}]
+    p = parse("| STATS n = COUNT(*), risk = SUM(riskScore) BY day = BUCKET(timestamp, 1 day)", "behavior")
+    assert p.fields == {"timestamp", "riskScore"}
+    assert execute(p, behaviors).values == [[2, 10, "1970-01-03T00:00:00.000Z"]]
+    flows = [{"@timestamp": 1, "@fields.bytes": 10}, {"@timestamp": 2, "@fields.bytes": "5"}]
+    assert execute(parse("| STATS SUM(@metaflow.flow.bytes)", "flow"), flows).values == [[15]]
+    from seclake.errors import QueryError
+
+    with pytest.raises(QueryError, match="unknown dataset"):
+        parse("| LIMIT 1", "nope")
