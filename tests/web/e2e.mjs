@@ -222,6 +222,38 @@ await step('open a record: the full record with its fields', async () => {
   await shot('07-record');
 });
 
+await step('highlights: only what the query matched; JSON events read as a message', async () => {
+  // A field's term marks that field's value in the record, never a word of the message
+  // ("authentication" inside AuthenticationPackageName was marked before: issue 42).
+  await page.goto(`${base}/search?q=${encodeURIComponent('event.category:authentication AND @source:windows')}&from=now-24h&to=now`);
+  await searched();
+  check(await hitCount() > 0, 'no Windows logons in the demo');
+  const messages = await page.locator('table.hits td.cell-message').allInnerTexts();
+  check(messages.every((m) => /^46\d\d [A-Z]/.test(m)), `raw JSON shown as the message: ${messages.slice(0, 2)}`);
+  check(await page.locator('table.hits td.cell-message mark').count() === 0, 'a field term marked in the message');
+  const row = page.locator('table.hits tr.hit').first();
+  await row.locator('button.expand').click();
+  const detail = page.locator('table.hits tr.detail:not([hidden])').first();
+  await detail.waitFor();
+  const marked = await detail.locator('.fields tr:has(mark)').evaluateAll((rows) => rows.map((r) => [r.querySelector('th').textContent, r.querySelector('mark').textContent]));
+  check(marked.length === 2 && marked.some(([p, m]) => p === '@fields.event.category' && m === 'authentication')
+    && marked.some(([p, m]) => p === '@source' && m === 'windows'), `marked ${JSON.stringify(marked)}`);
+  check((await detail.locator('.fields tr', { hasText: 'AuthenticationPackageName' }).locator('mark').count()) === 0,
+    'AuthenticationPackageName marked');
+  await shot('07b-highlights');
+  // A word of no field marks whole words, in the message and the record alike.
+  await page.fill('#query', 'account');
+  await page.press('#query', 'Enter');
+  await page.waitForURL(/q=account/);
+  await searched();
+  const pieces = await page.locator('table.hits td.cell-message mark').evaluateAll((marks) => marks.map((m) => [
+    (m.previousSibling && m.previousSibling.textContent.slice(-1)) || '', m.textContent,
+    (m.nextSibling && m.nextSibling.textContent.slice(0, 1)) || ''])); 
+  check(pieces.length > 0, 'no word marked');
+  check(pieces.every(([before, word, after]) => word.toLowerCase() === 'account' && !/[\p{L}\p{N}]/u.test(before + after)),
+    `marks inside words: ${JSON.stringify(pieces.slice(0, 3))}`);
+});
+
 await step('time range presets and the absolute range', async () => {
   await page.click('#time-button');
   await page.waitForSelector('.time-panel:not([hidden])');
