@@ -220,7 +220,7 @@ async function tokensTab(root) {
       replace(copied, 'Copied.');
     } }, 'Copy');
     replace(created, h('div', { class: 'notice ok', role: 'status' },
-      h('h3', null, `Token “${res.name}” for ${res.username}`),
+      h('h2', { class: 'minor' }, `Token “${res.name}” for ${res.username}`),
       h('p', null, h('strong', null, 'Copy it now: it is shown only this once.'), ' Send it in the Servicetoken header.'),
       h('div', { class: 'token-row' }, field, copy, copied),
       h('button', { type: 'button', class: 'small', onClick: () => replace(created) }, 'Done, hide it')));

@@ -157,7 +157,7 @@ export function timePicker({ from, to, onChange }) {
   const problem = h('div', { class: 'field-problem', role: 'alert' });
   const panel = h('div', { class: 'popover time-panel', role: 'dialog', 'aria-label': 'Time range', hidden: true },
     h('div', { class: 'presets' },
-      h('h3', null, 'Quick'),
+      h('h2', { class: 'minor' }, 'Quick'),
       PRESETS.map((p) => h('button', {
         type: 'button', class: ['preset', presetOf(from, to) === p ? 'current' : null], dataset: { preset: p.key },
         onClick: () => { close(); onChange(`now-${p.key}`, 'now'); },
@@ -179,7 +179,7 @@ export function timePicker({ from, to, onChange }) {
       close();
       onChange(String(f), String(t));
     } },
-      h('h3', null, 'Absolute'),
+      h('h2', { class: 'minor' }, 'Absolute'),
       h('label', { for: 'abs-from' }, 'From'), fromInput,
       h('label', { for: 'abs-to' }, 'To'), toInput,
       problem,

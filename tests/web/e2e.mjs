@@ -8,7 +8,8 @@
 // is 0 only when every step passed. Screenshots go to <artifact-dir>.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -49,6 +50,30 @@ async function step(name, fn) {
 
 async function shot(name) {
   await page.screenshot({ path: join(artifacts, `${name}.png`) });
+  await accessibility(name);
+}
+
+// axe-core (tests/web/package.json) on every page shot, with the data
+// loaded: WCAG 2.0/2.1 A and AA, axe's best practices (landmarks, heading
+// order, empty table headers) and label-content-name-mismatch (WCAG 2.5.3,
+// experimental in axe). The page's CSP (script-src 'self') refuses an
+// injected <script> (page.addScriptTag), so axe's source is evaluated
+// through the DevTools protocol instead. Violations are gathered per shot
+// and the step "axe-core: 0 violations" lists each (id, target, help).
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const AXE_OPTIONS = {
+  runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
+  rules: { 'label-content-name-mismatch': { enabled: true } },
+};
+const axeFound = [];
+const axeChecked = [];
+async function accessibility(name) {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(AXE);
+  const result = await page.evaluate((options) => window.axe.run(document, options), AXE_OPTIONS);
+  axeChecked.push(name);
+  for (const v of result.violations) {
+    for (const node of v.nodes) axeFound.push(`${name} (${new URL(page.url()).pathname}): ${v.id} at ${node.target.join(' ')}: ${v.help}`);
+  }
 }
 
 async function api(name, kargs, token) {
@@ -911,6 +936,29 @@ await step('sources: the listener and its sender with what it sent', async () =>
   const sender = page.locator('#sources-table tbody tr[data-address="127.0.0.1"]');
   const cells = await sender.locator('td').allTextContents();
   check(cells[2] === '3', `records of the sender: ${cells}`);
+  // Every source of the lake: the demo's, the hostile import's, and the listener's, with their figures.
+  const rows = await page.locator('#inventory-table tbody tr').evaluateAll((trs) => trs.map((tr) => ({
+    source: tr.dataset.source, type: tr.dataset.type, cells: [...tr.cells].map((td) => td.textContent) })));
+  const bySource = Object.fromEntries(rows.map((r) => [r.source, r]));
+  for (const source of ['fortigate', 'bind', 'squid', 'windows', 'edr', 'okta', 'sshd', 'suricata', 'netflow', 'e2e', 'edgefw']) {
+    check(bySource[source], `${source} not listed: ${rows.map((r) => r.source)}`);
+  }
+  check(bySource.netflow.type === 'flow' && bySource.netflow.cells[1].startsWith('flows'), `netflow: ${bySource.netflow.cells}`);
+  check(bySource.edgefw.cells[1].includes('listener') && bySource.fortigate.cells[1].includes('import'), 'how sources came');
+  check(bySource.fortigate.cells[2].includes('FortiGate'), `fortigate describes: ${bySource.fortigate.cells[2]}`);
+  for (const r of rows) {
+    check(/^\d{4}-\d\d-\d\d/.test(r.cells[3]) && /ago|just now/.test(r.cells[3]), `${r.source} last event: ${r.cells[3]}`);
+    check(/^\d+(\.\d+)?$/.test(r.cells[4]) && Number(r.cells[6].replace(/,/g, '')) >= 0, `${r.source}: ${r.cells}`);
+  }
+  check(Number(bySource.fortigate.cells[5].replace(/,/g, '')) > 100, `fortigate records: ${bySource.fortigate.cells[5]}`);
+  const seen = rows.map((r) => r.cells[3]);
+  check(seen.join() === [...seen].sort().reverse().join(), 'not newest first');
+  await page.click('#inventory-table tbody tr[data-source="okta"] a');
+  await page.waitForURL(/\/search\?q=%40source/);
+  await searched();
+  check(await hitCount() > 0, 'the okta link found nothing');
+  await page.goBack();
+  await page.waitForSelector('#inventory-table tbody tr');
   await shot('28-sources');
 });
 
@@ -922,6 +970,23 @@ await step('the API reference lists every call from the OpenAPI document', async
   check(calls.length >= 26, `only ${calls.length} calls listed`);
   const login = page.locator('section#auth_login');
   check((await login.textContent()).includes('sessionToken'), 'the login reply is not described');
+  // Every field described, a contents list leading to each call, type names linking to their definitions.
+  const empty = await page.locator('#reference table.reference-fields tbody tr').evaluateAll((trs) =>
+    trs.filter((tr) => !tr.cells[2].textContent.trim()).map((tr) => `${tr.closest('section').id}.${tr.dataset.field}`));
+  // Triage (detect/summaries.py, the kargs of ds/behavior_incident_update) is not described yet:
+  // tests/api/test_openapi.py's UNDESCRIBED names it too.
+  const undescribed = empty.filter((f) => !f.startsWith('ds_behavior_incident_update.'));
+  check(undescribed.length === 0, `fields without a description: ${undescribed.slice(0, 10)}`);
+  check(await page.locator('nav.reference-contents a[href="#auth_login"]').count() === 1, 'no contents entry for auth/login');
+  const titles = await page.locator('#reference section.reference-call > p:first-of-type').allTextContents();
+  check(titles.includes('Every data policy, as {policies}.') && !titles.some((t) => /icys\b/.test(t)), `titles: ${titles.filter((t) => /polic/i.test(t))}`);
+  await page.click('section#auth_dataPolicyAdd a.type-link >> text=PolicyInput');
+  await page.waitForFunction(() => location.hash === '#type-PolicyInput');
+  const box = await page.locator('#type-PolicyInput').boundingBox();
+  check(box && box.y >= -1 && box.y < 200, `the type's definition is not scrolled to: ${JSON.stringify(box)}`);
+  check((await page.locator('#type-PolicyInput tr[data-field="filters"]').textContent()).includes('@customer:acme'), 'PolicyInput.filters');
+  await page.click('nav.reference-contents a[href="#auth_login"]');
+  await page.waitForFunction(() => location.hash === '#auth_login');
   await shot('31-reference');
 });
 
@@ -1127,6 +1192,14 @@ await step('sign out', async () => {
   check(sent === 401, `the signed-out session still answered ${sent}`);
   await page.goto(`${base}/summaries`);
   await page.waitForURL(/\/login\?next=%2Fsummaries/);
+});
+
+await step('axe-core: 0 violations (WCAG 2 A/AA) on every page, with data', async () => {
+  const pages = ['login', 'search', 'query', 'facets', 'record', 'flows', 'timeline', 'summaries', 'summary-triage', 'rules',
+    'admin-users', 'admin-token-created', 'admin-role-added', 'fields', 'sources', 'reference', 'policies'];
+  for (const p of pages) check(axeChecked.some((n) => n.includes(p)), `axe did not check ${p}: ${axeChecked.join(', ')}`);
+  check(axeFound.length === 0, `${axeFound.length} violations:\n    ${axeFound.slice(0, 60).join('\n    ')}`);
+  console.log(`  axe-core checked ${axeChecked.length} pages: ${axeChecked.join(', ')}`);
 });
 
 await step('no request left the server, no script errors', async () => {
