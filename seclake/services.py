@@ -31,6 +31,7 @@ from seclake.service.ingestion import Ingestion
 from seclake.service.listeners import Listeners, ListenerSpec
 from seclake.service.login import Login
 from seclake.service.metrics import ClusterCollector, LakeCollector, Metrics
+from seclake.service.oidc import Oidc
 from seclake.service.parsepool import ParsePool
 from seclake.service.querytasks import QueryTasks
 from seclake.service.password import PasswordHasher
@@ -84,6 +85,8 @@ class Services:
         # What operators see: GET /metrics, /healthz, /readyz (api/health.py).
         self.metrics = Metrics()
         self.login = Login(self.db, self.hasher, self.sessions, self.audit, settings, clock, self.metrics)
+        # Sign-in with the identity providers of the settings (OpenID Connect): docs/sso.md.
+        self.oidc = Oidc(settings, self.users, self.login, self.audit, self.metrics)
         self.components: list[Component] = []
         self.readiness = Readiness(self)
         # Run once every component has started (seclake up loads demo data here).

@@ -91,6 +91,25 @@ class Aggregate:
         raise NotImplementedError
 
 
+class Filtered(Aggregate):
+    """An aggregation over the rows where a condition is true (``STATS n = COUNT(*) WHERE x > 1``)."""
+
+    def __init__(self, inner: Aggregate, condition: Callable[[dict], Any]):
+        super().__init__(inner.arg, inner.budget)
+        self.inner = inner
+        self.condition = condition
+
+    def new(self):
+        return self.inner.new()
+
+    def add(self, state, row):
+        if self.condition(row) is True:
+            self.inner.add(state, row)
+
+    def result(self, state):
+        return self.inner.result(state)
+
+
 class CountRows(Aggregate):
     def new(self):
         return [0]

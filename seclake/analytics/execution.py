@@ -496,6 +496,11 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
     for named in command.aggregates:
         if named.name in group_names:
             continue  # a BY column of the same name wins (ES|QL)
+        condition = None
+        if named.where is not None:
+            if not any(is_aggregate(n) for n in _walk(named.expr)):
+                raise QueryError("WHERE in STATS filters an aggregation", named.where.pos, "an aggregation before WHERE")
+            condition, _ = compile_expr(_no_aggregates(named.where), scope)
         for node in _walk(named.expr):
             if is_aggregate(node):
                 if any(is_aggregate(inner) for arg in node.args for inner in _walk(arg)):
@@ -505,6 +510,8 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
                 if not node.star and node.args:
                     arg_fn, kind = compile_expr(node.args[0], scope)
                 aggregate = ag.build(node, arg_fn, budget, limits.max_values_per_group, limits.max_top)
+                if condition is not None:
+                    aggregate = ag.Filtered(aggregate, condition)
                 slot = f"\x00agg{len(aggregates)}"
                 aggregates.append(aggregate)
                 if node.name in ("COUNT", "COUNT_DISTINCT"):

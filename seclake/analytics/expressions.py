@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -185,11 +186,15 @@ class _Compiler:
             raise QueryError("dates take only '+' or '-' a time span", node.pos, "date + 1 hour")
         f = _ARITH[op]
 
+        number = s.number
+
         def arith(row):
             a, b = left(row), right(row)
+            if type(a) is int and type(b) is int:  # the common case first
+                return f(a, b)
             if a is None or b is None or type(a) is list or type(b) is list:
                 return None
-            x, y = s.number(a), s.number(b)
+            x, y = number(a), number(b)
             if x is None or y is None:
                 return None
             return f(x, y)
@@ -280,15 +285,12 @@ def _as_date(node: t.Expr, fn: Fn) -> Fn:
 
 
 def _comparison(op: str, left: Fn, right: Fn) -> Fn:
-    test = {
-        "==": lambda c: c == 0, "!=": lambda c: c != 0, "<": lambda c: c < 0,
-        "<=": lambda c: c <= 0, ">": lambda c: c > 0, ">=": lambda c: c >= 0,
-    }[op]
+    test = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
     compare = s.compare
 
     def cmp(row):
         c = compare(left(row), right(row))
-        return None if c is None else test(c)
+        return None if c is None else test(c, 0)
 
     return cmp
 

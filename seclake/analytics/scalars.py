@@ -57,9 +57,11 @@ def to_ms(v: object) -> int | None:
 
 def compare(a: object, b: object) -> int | None:
     """-1, 0, 1 as ``a`` is below, equal to, above ``b``; None when they do not compare."""
+    ta, tb = type(a), type(b)
+    if (ta is int or ta is float) and (tb is int or tb is float):  # the common case first
+        return (a > b) - (a < b)  # type: ignore[operator]
     if a is None or b is None:
         return None
-    ta, tb = type(a), type(b)
     if ta is list or tb is list:
         return None
     if ta is bool or tb is bool:

@@ -52,7 +52,9 @@ start: ("|" command)+
 
 where_cmd: WHERE expr
 eval_cmd: EVAL named ("," named)*
-stats_cmd: STATS [named ("," named)*] [BY group_list]
+stats_cmd: STATS [stats_item ("," stats_item)*] [BY group_list]
+stats_item: named
+          | named WHERE expr -> filtered
 group_list: named ("," named)*
 sort_cmd: SORT sort_key ("," sort_key)*
 sort_key: expr [direction] [nulls]
@@ -361,6 +363,16 @@ class _Builder(Transformer):
 
     def group_list(self, items):
         return tuple(items)
+
+    def stats_item(self, items):
+        return items[0]
+
+    def filtered(self, items):
+        named, condition = items[0], items[2]
+        name = named.name
+        if named.pos == named.expr.pos:  # unnamed: its whole text, condition included (ES|QL)
+            name = self.text[named.pos - self.offset : condition.end - self.offset].strip()
+        return t.Named(name, named.expr, named.pos, where=condition)
 
     def stats_cmd(self, items):
         named = tuple(x for x in items[1:] if isinstance(x, t.Named))

@@ -96,6 +96,7 @@ class Named:
     name: str
     expr: Expr
     pos: int
+    where: Expr | None = None  # STATS x = agg WHERE cond: the rows the aggregations of x count
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from seclake.api.health import routes as health_routes
 from seclake.api.openapi import openapi_document
 from seclake.api.proxies import proxy_middleware
 from seclake.api.slashes import CollapseSlashes
+from seclake.api.sso import routes as sso_routes
 from seclake.errors import MethodNotAllowed, NotFound, SeclakeError
 from seclake.services import Services
 from seclake.settings import Settings
@@ -60,6 +61,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         # Every method reaches the dispatcher, so a GET gets a 405 envelope.
         Route("/api/{name:path}", dispatch, methods=ALL_METHODS),
         *health_routes(),  # /healthz, /readyz, /metrics: api/health.py
+        *sso_routes(),  # /auth/oidc/<provider>/start|callback: sign-in with an identity provider (api/sso.py)
         *elastic_routes(),  # GET / for shippers (browsers: the web interface), /_bulk: api/elastic.py
         *web_routes(),  # /, /assets/..., client-side routes: seclake/web/
     ]

@@ -174,6 +174,19 @@ def user_record(user: User) -> dict[str, Any]:
     }
 
 
+class SsoProvider(Open):
+    name: str = Field(description="The provider's short name (settings oidc_providers), as users' oauthProvider.")
+    displayName: str = Field(description='Shown as "Sign in with <displayName>".')
+    signInUrl: str = Field(description="Where the browser goes to sign in (then ?next=/path).")
+
+
+class SsoProviders(Open):
+    """auth/ssoProviders: what the sign-in page offers."""
+
+    providers: list[SsoProvider] = Field(description="One per identity provider configured.")
+    localPasswords: bool = Field(description="False: only the break-glass admin signs in with a password.")
+
+
 class SessionRecord(Open):
     """auth/login (spec 2.2)."""
 

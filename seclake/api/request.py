@@ -175,6 +175,10 @@ class TokenRequest(TokenInput):
     revoked: Flag = Field(False, description="list: deleted (revoked) tokens too, shown with state revoked.")
 
 
+class SsoSessionRequest(Open):
+    code: Annotated[Text, Field(min_length=1, max_length=200, description="The one-time code of the callback's #sso= fragment.")]
+
+
 class AddressRequest(Open):
     address: Address = Field(description="A client address, as lockout messages and the audit show it.")
 

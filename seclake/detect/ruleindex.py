@@ -52,7 +52,7 @@ import re2
 from seclake.query import ast
 from seclake.query.matcher import RecordView
 from seclake.record.dataset import Dataset
-from seclake.record.flatten import exists_at, leaves
+from seclake.record.flatten import exists_at
 from seclake.record.value import keyword
 
 log = logging.getLogger("seclake.detect")
@@ -185,7 +185,7 @@ class RuleIndex:
         """The rules ``view``'s record passes every gate of, in rule order."""
         # The paths the record has, from one walk over its leaves: a rule set of
         # Sigma rules names ~300 paths, and looking each up took most of the time.
-        present = {path for path, _ in leaves(view.data)}
+        present = view.paths()
         out: list[int] = []
         self._root.candidates(view, present, {}, out)
         if isinstance(self._root, _Flat):

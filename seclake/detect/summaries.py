@@ -123,7 +123,6 @@ class SummaryStore:
 
     def apply(self, session: Session, behaviors: Iterable[dict[str, Any]], now_ms: int) -> list[str]:
         """Fold behaviors into their summaries in ``session``; the ids touched, in first-seen order."""
-        behaviors = list(behaviors)
         groups: dict[str, list[dict[str, Any]]] = {}
         for b in behaviors:
             groups.setdefault(id_of(b), []).append(b)
@@ -143,7 +142,7 @@ class SummaryStore:
                 row.set_doc(doc)
             changes.append((before, doc))
         for observer in self.observers:
-            observer.folded(session, behaviors, changes, now_ms)
+            observer.folded(session, groups, changes, now_ms)
         return list(groups)
 
     def rescore_all(self) -> int:

@@ -33,12 +33,12 @@ SUMMARY_FIELDS = ("id", "key", "keyType", "customer", "dayIndex", "riskScore", "
 MAX_LISTED = 50
 
 
-def behavior_event(b: dict[str, Any], now_ms: int) -> dict[str, Any]:
+def behavior_event(b: dict[str, Any], now_ms: int, summary_id: str | None = None) -> dict[str, Any]:
     doc = {f: b.get(f) for f in BEHAVIOR_FIELDS}
     doc["risks"] = list(doc.get("risks") or [])[:MAX_LISTED]
     attributes = b.get("attributes") if isinstance(b.get("attributes"), list) else []
     doc["attributes"] = attributes[:20]
-    return {"kind": "behavior", "at": now_ms, "summaryId": id_of(b), "behavior": doc}
+    return {"kind": "behavior", "at": now_ms, "summaryId": summary_id or id_of(b), "behavior": doc}
 
 
 def summary_event(kind: str, s: dict[str, Any], now_ms: int) -> dict[str, Any]:
@@ -68,27 +68,33 @@ class Notifier:
                 rules.append(rule)
         return rules
 
-    def folded(self, session: Session, behaviors: list[dict[str, Any]],
+    def folded(self, session: Session, groups: dict[str, list[dict[str, Any]]],
                changes: list[tuple[dict[str, Any] | None, dict[str, Any]]], now_ms: int) -> None:
-        """Behaviors saved and the summaries they changed (before, after), in ``session``."""
+        """Behaviors saved (by the id of their summary) and the summaries they changed (before, after),
+        in ``session``."""
         rules = self._rules(session)
         if not rules:
             return
         throttle = Throttle(session)
         made = 0
         for rule in rules:
+            # The event is made only for what the throttle lets through: a storm is mostly folded.
             if rule.on == "behavior":
-                for b in behaviors:
-                    if matches_behavior(rule, b):
-                        made += self._add(session, throttle, rule, behavior_event(b, now_ms), now_ms)
+                for sid, behaviors in groups.items():
+                    for b in behaviors:
+                        if matches_behavior(rule, b):
+                            made += self._add(session, throttle, rule, sid,
+                                              lambda b=b, sid=sid: behavior_event(b, now_ms, sid), now_ms)
             elif rule.on == "summary_level":
                 for before, after in changes:
                     if matches_summary(rule, before, after, self.bands):
-                        made += self._add(session, throttle, rule, summary_event("summary", after, now_ms), now_ms)
+                        made += self._add(session, throttle, rule, str(after.get("id")),
+                                          lambda a=after: summary_event("summary", a, now_ms), now_ms)
             else:
                 for before, after in changes:
                     if before is not None and matches_summary(rule, before, after, self.bands):
-                        made += self._add(session, throttle, rule, summary_event("status", after, now_ms), now_ms)
+                        made += self._add(session, throttle, rule, str(after.get("id")),
+                                          lambda a=after: summary_event("status", a, now_ms), now_ms)
         self._done(throttle, made)
 
     def triaged(self, session: Session, before: dict[str, Any], after: dict[str, Any], now_ms: int) -> None:
@@ -98,7 +104,9 @@ class Notifier:
         made = 0
         for rule in rules:
             if rule.on in ("summary_status", "summary_level") and matches_summary(rule, before, after, self.bands):
-                made += self._add(session, throttle, rule, summary_event("status", after, now_ms), now_ms)
+                kind = "status" if rule.on == "summary_status" else "summary"
+                made += self._add(session, throttle, rule, str(after.get("id")),
+                                  lambda k=kind: summary_event(k, after, now_ms), now_ms)
         if after.get("status") == "resolved" and before.get("status") != "resolved":
             made += self._resolve(session, after, now_ms)
         self._done(throttle, made)
@@ -115,13 +123,14 @@ class Notifier:
                        event=summary_event("resolve", summary, now_ms), now_ms=now_ms)
         return len({d for d, _ in told})
 
-    def _add(self, session: Session, throttle: Throttle, rule: AlertRule, event: dict[str, Any], now_ms: int) -> int:
-        ref = str(event["summaryId"])
+    def _add(self, session: Session, throttle: Throttle, rule: AlertRule, ref: str,
+             make: Callable[[], dict[str, Any]], now_ms: int) -> int:
         send, window_start, carried = throttle.admit(rule.name, ref, rule.throttleSeconds, now_ms)
         if not send:
             if self.throttled is not None:
                 self.throttled.labels(rule.name).inc()
             return 0
+        event = make()
         if rule.template:
             event["template"] = rule.template
         for destination in rule.destinations:

@@ -55,7 +55,7 @@ def compile_matcher(node: ast.Node, dataset: Dataset) -> Matcher:
 class RecordView:
     """One record with the views the query reads, each computed at most once."""
 
-    __slots__ = ("data", "dataset", "_values", "_lowered", "_tokens", "_keywords", "_texts")
+    __slots__ = ("data", "dataset", "_values", "_lowered", "_tokens", "_keywords", "_texts", "_leaves", "_paths")
 
     def __init__(self, data: dict, dataset: Dataset):
         self.data = data
@@ -65,6 +65,23 @@ class RecordView:
         self._tokens: dict[str, list[str]] = {}
         self._keywords: dict[str, frozenset[str]] = {}
         self._texts: dict[str | None, list[str]] = {}
+        self._leaves: list | None = None
+        self._paths: set[str] | None = None
+
+    def leaves(self) -> list:
+        """``leaves(data)``, walked once: the default field's texts and the paths the rule index looks up
+        (``paths``) both come from it."""
+        got = self._leaves
+        if got is None:
+            got = self._leaves = leaves(self.data)
+        return got
+
+    def paths(self) -> set[str]:
+        """The paths the record has a (non-null) leaf at."""
+        got = self._paths
+        if got is None:
+            got = self._paths = {path for path, _ in self.leaves()}
+        return got
 
     def values(self, path: str) -> list:
         # Looked up path by path (values_at gives what leaves(), which
@@ -103,7 +120,9 @@ class RecordView:
         if got is None:
             if path is None:
                 dates = self.dataset.date_fields
-                got = [scalar_text(v) for p, v in leaves(self.data) if p not in dates]
+                # Most leaves are strings: scalar_text only for the others (this runs for every record
+                # the rule index searches for Sigma's field-less keywords).
+                got = [v if v.__class__ is str else scalar_text(v) for p, v in self.leaves() if p not in dates]
             else:
                 got = [scalar_text(v) for v in self.values(path)]
             self._texts[path] = got

@@ -60,9 +60,12 @@ class Audit:
         self._writer: threading.Thread | None = None
         self._closed = False
 
-    def login(self, username: str, client: str, succeeded: bool, detail: str | None = None) -> None:
+    def login(
+        self, username: str, client: str, succeeded: bool, detail: str | None = None, call: str = "auth/login",
+    ) -> None:
+        """A sign-in attempt; ``call`` names the way (auth/login, auth/oidc/<provider>)."""
         self._add(
-            kind="login", username=username, call="auth/login", client=client,
+            kind="login", username=username, call=call, client=client,
             outcome="OK" if succeeded else "ERROR", status=200 if succeeded else 401,
             duration_ms=0, detail=detail,
         )

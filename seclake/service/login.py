@@ -24,6 +24,8 @@ from seclake.settings import Settings
 # One message for a wrong password and an unknown user, so that the answer
 # does not tell which usernames exist.
 BAD_CREDENTIALS = "invalid username or password"
+# local_passwords = false: the same answer for every username but the break-glass admin's.
+PASSWORDS_OFF = "password sign-in is off on this server: sign in with your organisation's identity provider"
 # The counter row of an address over every username.
 ANY_USER = ""
 
@@ -54,6 +56,10 @@ class Login:
 
     def login(self, username: str, password: str, client: str = "") -> SignIn:
         """Check the credentials and open a session."""
+        if not self.settings.local_passwords and username != self.settings.break_glass_admin:
+            # Refused before any password is looked at: nothing is verified or counted.
+            self.audit.login(username, client, False, "password sign-in is off (local_passwords = false)")
+            raise Unauthorized(PASSWORDS_OFF)
         now = self.clock()
         self._refuse_if_locked(username, client, now)
 
@@ -74,16 +80,26 @@ class Login:
             self.audit.login(username, client, False, "user disabled")
             raise Unauthorized(BAD_CREDENTIALS)
 
+        return self.open(user, client, password=password)
+
+    def open(
+        self, user: User, client: str, *, password: str | None = None, call: str = "auth/login",
+        detail: str | None = None,
+    ) -> SignIn:
+        """Open a session for ``user``, whose identity was just proven (a
+        password, or an identity provider's ID token: service/oidc.py): the
+        same session either way, so the API and every client work alike."""
+        now = self.clock()
         token, session = self.sessions.create(user.id, now)
         with self.db.session(write=True) as s:
             stored = s.get(User, user.id)
             stored.last_login = now
-            if self.hasher.needs_rehash(stored.password_hash):
+            if password is not None and self.hasher.needs_rehash(stored.password_hash):
                 stored.password_hash = self.hasher.hash(password)
-            failures = s.get(LoginFailure, (username, _client(client)))
+            failures = s.get(LoginFailure, (user.username, _client(client)))
             if failures is not None:
                 s.delete(failures)
-        self.audit.login(username, client, True)
+        self.audit.login(user.username, client, True, detail, call=call)
         return SignIn(token, session, user)
 
     def unlock(self, username: str) -> int:

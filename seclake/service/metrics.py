@@ -72,6 +72,11 @@ class Metrics:
             "seclake_cluster_failed_splits", "Cluster mode: splits no searcher answered (named in the reply's _shards).",
             ("phase",), registry=self.registry,
         )
+        self.oidc_signins = Counter(
+            "seclake_oidc_signins", "Sign-ins with an identity provider (OpenID Connect), by provider and outcome "
+            "(ok, or why refused: state, expired, signature, claims, unreachable, not_provisioned...).",
+            ("provider", "outcome"), registry=self.registry,
+        )
         self.behaviors = Counter(
             "seclake_behaviors", "Behaviors made by the detector, by rule.", ("rule",), registry=self.registry,
         )

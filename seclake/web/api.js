@@ -50,6 +50,13 @@ export async function login(username, password) {
   return record;
 }
 
+/** Sign-in with an identity provider: the callback's one-time code -> the session (api/sso.py). */
+export async function ssoSession(code) {
+  const record = await call('auth/ssoSession', { code }, { anonymous: true });
+  sessionStorage.setItem(KEY, JSON.stringify(record));
+  return record;
+}
+
 export function signOut() {
   sessionStorage.removeItem(KEY);
 }

@@ -1,6 +1,7 @@
 // DOM helpers. Every value from the server goes in as text (textContent,
 // attributes set one by one): nothing is ever parsed as HTML.
 
+import { markRanges } from './highlight.js';
 import { formatTime } from './time.js';
 
 const SVG_NS = 'http://www.w3.org/2000/svg';
@@ -104,24 +105,21 @@ export function replace(el, ...children) {
   return el;
 }
 
-/** Text with the given terms wrapped in <mark>, as text nodes only. */
-export function highlighted(text, terms) {
+/**
+ * Text with what the query matched wrapped in <mark>, as text nodes only:
+ * `marks` a search reply's `highlight` or plain words, `path` the record path
+ * the text is the value of (highlight.js says what is marked where).
+ */
+export function highlighted(text, marks, path = null) {
   const value = text === null || text === undefined ? '' : String(text);
-  const words = (terms || [])
-    .map((t) => String(t).replace(/^"|"$/g, '').replace(/[*?]/g, ''))
-    .filter((t) => t.length > 0);
-  if (!words.length) return document.createTextNode(value);
-  const escaped = words
-    .sort((a, b) => b.length - a.length)
-    .map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  const re = new RegExp(escaped.join('|'), 'gi');
+  const ranges = markRanges(value, marks, path);
+  if (!ranges.length) return document.createTextNode(value);
   const out = document.createDocumentFragment();
   let last = 0;
-  for (const m of value.matchAll(re)) {
-    if (m[0].length === 0) continue;
-    if (m.index > last) out.appendChild(document.createTextNode(value.slice(last, m.index)));
-    out.appendChild(h('mark', m[0]));
-    last = m.index + m[0].length;
+  for (const [start, end] of ranges) {
+    if (start > last) out.appendChild(document.createTextNode(value.slice(last, start)));
+    out.appendChild(h('mark', value.slice(start, end)));
+    last = end;
   }
   if (last < value.length) out.appendChild(document.createTextNode(value.slice(last)));
   return out;
@@ -162,7 +160,7 @@ export function recordView(record, { terms = [], onFilter = null, describe = nul
         // The time it means, as every time on the page (ISO 8601); the stored epoch ms on hover and in the JSON.
         ? h('time', { class: 'field-value field-time', datetime: new Date(Number(value)).toISOString(), title: `${value} (epoch milliseconds)`, dataset: { raw: value } },
           formatTime(Number(value), { millis: true }))
-        : h('span', { class: 'field-value' }, highlighted(value, terms))),
+        : h('span', { class: 'field-value' }, highlighted(value, terms, path.replace(/\[\d+\]/g, '')))),
       onFilter ? h('td', { class: 'row-actions' },
         path.startsWith('_') ? null : [
           h('button', { type: 'button', class: 'icon small', title: `Filter for ${path}: ${value}`, 'aria-label': `Filter for ${path} ${value}`, onClick: () => onFilter(path, value, false) }, '+'),

@@ -107,6 +107,13 @@ function flowCells(src) {
   ];
 }
 
+/** The line a person reads: ECS message where ingestion made one (docs/fields.md, "The message"), else the raw line. */
+function messageCell(src, marks) {
+  const readable = (src['@fields'] || {}).message;
+  const [text, path] = typeof readable === 'string' && readable ? [readable, '@fields.message'] : [src['@message'] ?? '', '@message'];
+  return h('td', { class: 'cell-message', dataset: { field: path } }, highlighted(text, marks, path));
+}
+
 function hitsTable(res, state, ctx) {
   const hits = res.hits.hits;
   const flow = dataType(state) === 'flow';
@@ -114,7 +121,8 @@ function hitsTable(res, state, ctx) {
     return h('div', { class: 'empty-results' }, h('h2', null, 'No hits'),
       h('p', null, 'Nothing matches in this time range. Widen the range, remove a filter or change the query.'));
   }
-  const terms = res.terms || [];
+  // What each term matched, and where (highlight.js); plain words from a server that sends terms only.
+  const terms = res.highlight || res.terms || [];
   const rows = [];
   hits.forEach((hit, i) => {
     const src = hit._source || {};
@@ -128,7 +136,7 @@ function hitsTable(res, state, ctx) {
         h('td', { class: 'cell-sender' }, src['@sender'] ?? ''),
         ...(flow ? flowCells(src) : [
           h('td', { class: 'cell-source' }, src['@source'] ?? ''),
-          h('td', { class: 'cell-message' }, highlighted(src['@message'] ?? '', terms)),
+          messageCell(src, terms),
         ]),
       ],
       fill: () => [recordView(
@@ -149,7 +157,7 @@ function hitsTable(res, state, ctx) {
         column('Source', '@fields.sip, @fields.sp'), column('Destination', '@fields.dip, @fields.dp'),
         column('Protocol', '@fields.prot'), column('Bytes', '@fields.totalB', 'num'),
         column('Packets', '@fields.txP + @fields.rxP', 'num'), column('Duration', '@fields.dur', 'num'),
-      ] : [column('Source', '@source'), column('Message', '@message')]))),
+      ] : [column('Source', '@source'), column('Message', 'message, else @message')]))),
     h('tbody', null, rows));
 }
 

@@ -660,6 +660,21 @@ def _(rs):
     return ["failures", "users", "source.ip"], sorted(rows, key=lambda r: (-r[0], r[2]))[:20]
 
 
+@golden('| STATS failures = COUNT(*) WHERE event.outcome == "failure", total = COUNT(*), out = SUM(bytes) WHERE bytes > 2000 BY user.name')
+def _(rs):
+    rows = []
+    for k, v in group(rs, lambda r: f(r, "user.name")).items():
+        big = [b for b in nums(v, "bytes") if b > 2000]
+        rows.append([sum(1 for r in v if f(r, "event.outcome") == "failure"), len(v), total(big), k])
+    return ["failures", "total", "out", "user.name"], rows
+
+
+@golden('| STATS COUNT(*) WHERE CIDR_MATCH(source.ip, "10.0.0.0/8"), COUNT(*)')
+def _(rs):
+    inside = sum(1 for r in rs if in_cidr(f(r, "source.ip"), "10.0.0.0/8"))
+    return ['COUNT(*) WHERE CIDR_MATCH(source.ip, "10.0.0.0/8")', "COUNT(*)"], [[inside, len(rs)]]
+
+
 QUERIES: list[Golden] = Q
 
 

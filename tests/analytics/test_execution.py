@@ -227,3 +227,83 @@ def test_a_limit_before_stats_takes_the_newest_records():
     r = execute(parse("| LIMIT 2 | STATS s = SUM(n)"), rows)
     assert r.values == [[9]]
     assert parse("| LIMIT 2 | STATS s = SUM(n)").fields == {"@fields.n", "@timestamp"}
+
+
+_LEAVES = st.sampled_from(["a", "b", "c", "@timestamp", "1", "0", "-3", "2.5", '"x"', '"7"', "true", "null", "NOW()"])
+
+
+def _exprs():
+    return st.recursive(
+        _LEAVES,
+        lambda inner: st.one_of(
+            st.tuples(inner, st.sampled_from(["+", "-", "*", "/", "%", "==", "!=", "<", ">=", "AND", "OR"]), inner).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            inner.map(lambda x: f"NOT {x}"),
+            inner.map(lambda x: f"{x} IS NULL"),
+            st.tuples(inner, inner).map(lambda t: f"{t[0]} IN ({t[1]}, 1, null)"),
+            inner.map(lambda x: f'{x} LIKE "x*"'),
+            inner.map(lambda x: f'{x} RLIKE "[0-9]+"'),
+            st.tuples(st.sampled_from(["TO_LOWER", "TO_UPPER", "LENGTH", "ABS", "ROUND", "TO_STRING", "TO_LONG",
+                                       "TO_DOUBLE"]), inner).map(lambda t: f"{t[0]}({t[1]})"),
+            st.tuples(inner, inner).map(lambda t: f"CONCAT({t[0]}, {t[1]})"),
+            st.tuples(inner, inner).map(lambda t: f"COALESCE({t[0]}, {t[1]})"),
+            st.tuples(inner, inner, inner).map(lambda t: f"CASE({t[0]}, {t[1]}, {t[2]})"),
+            st.tuples(inner, inner).map(lambda t: f"SUBSTRING({t[0]}, {t[1]}, 2)"),
+            inner.map(lambda x: f'CIDR_MATCH({x}, "10.0.0.0/8")'),
+            inner.map(lambda x: f"DATE_TRUNC(1 day, {x})"),
+            inner.map(lambda x: f"BUCKET({x}, 10)"),
+            inner.map(lambda x: f"ROUND({x}, -1)"),
+        ),
+        max_leaves=6,
+    )
+
+
+_AGG = st.tuples(st.sampled_from(["COUNT", "COUNT_DISTINCT", "SUM", "AVG", "MIN", "MAX", "MEDIAN", "VALUES"]), _exprs()).map(
+    lambda t: f"{t[0]}({t[1]})") | st.just("COUNT(*)") | _exprs().map(lambda x: f"PERCENTILE({x}, 90)") | _exprs().map(
+    lambda x: f'TOP({x}, 2, "asc")')
+
+
+def _commands():
+    return st.lists(
+        st.one_of(
+            _exprs().map(lambda x: f"WHERE {x}"),
+            _exprs().map(lambda x: f"EVAL e = {x}"),
+            st.tuples(_AGG, _exprs()).map(lambda t: f"STATS s = {t[0]} BY g = {t[1]}"),
+            _exprs().map(lambda x: f"SORT {x} DESC NULLS LAST"),
+            st.integers(0, 5).map(lambda n: f"LIMIT {n}"),
+            st.just("KEEP a, b*"),
+            st.just("DROP c"),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(_commands(), st.lists(st.fixed_dictionaries({}, optional={"@fields.a": values, "@fields.b": values, "@fields.c": values,
+                                                               "@timestamp": values}), max_size=8))
+def test_any_valid_pipeline_runs_or_fails_with_a_query_error(commands, rows):
+    """Generated pipelines over hostile values: no crash but a QueryError naming a construct."""
+    from seclake.errors import QueryError
+
+    text = "| " + " | ".join(commands)
+    try:
+        pipeline = parse(text)
+    except (QueryError, LimitExceeded):
+        return
+    result = execute(pipeline, rows, now=0)
+    for row in result.values:
+        assert len(row) == len(result.columns)
+
+
+def test_names_resolve_per_dataset():
+    behaviors = [{"timestamp": 86_400_000 * 2 + 5, "riskScore": 7, "key": "k1"}, {"timestamp": "1970-01-03T10:00:00Z", "riskScore": "3", "key": "k2"}]
+    p = parse("| STATS n = COUNT(*), risk = SUM(riskScore) BY day = BUCKET(timestamp, 1 day)", "behavior")
+    assert p.fields == {"timestamp", "riskScore"}
+    assert execute(p, behaviors).values == [[2, 10, "1970-01-03T00:00:00.000Z"]]
+    flows = [{"@timestamp": 1, "@fields.bytes": 10}, {"@timestamp": 2, "@fields.bytes": "5"}]
+    assert execute(parse("| STATS SUM(@metaflow.flow.bytes)", "flow"), flows).values == [[15]]
+    from seclake.errors import QueryError
+
+    with pytest.raises(QueryError, match="unknown dataset"):
+        parse("| LIMIT 1", "nope")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from seclake.analytics import QueryError, parse
+from seclake.analytics import QueryError, execute, parse
 from seclake.analytics import tree as t
 from seclake.errors import LimitExceeded
 
@@ -90,3 +92,27 @@ def test_hostile_text_never_crashes_the_parser():
                  "| EVAL = 1", "| WHERE ``", "| WHERE 99999999999999999999 > 1", "| WHERE 1e999 > 1", "| STATS COUNT(*) BY"]:
         with pytest.raises(QueryError):
             parse(text)
+
+
+_TOKENS = ["|", " ", "WHERE", "EVAL", "STATS", "SORT", "LIMIT", "KEEP", "DROP", "RENAME", "BY", "AS", "ASC", "DESC",
+           "NULLS", "FIRST", "LAST", "AND", "OR", "NOT", "IS", "NULL", "IN", "LIKE", "RLIKE", "true", "false", "(", ")",
+           ",", "=", "==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "a", "b.c", "@timestamp", "`x y`",
+           '"s"', '"a*"', '"(a|b)"', "1", "0", "-1", "2.5", "1 hour", "7 days", "COUNT", "SUM", "AVG", "MIN", "MAX",
+           "MEDIAN", "PERCENTILE", "VALUES", "TOP", "COUNT_DISTINCT", "TO_LOWER", "CONCAT", "SUBSTRING", "CASE",
+           "ROUND", "CIDR_MATCH", "DATE_TRUNC", "BUCKET", "NOW", "COALESCE", "TO_LONG", '"10.0.0.0/8"', '"\\', "`"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=30), st.text(max_size=5))
+def test_any_text_parses_or_fails_with_a_query_error(tokens, noise):
+    """Hostile input: only QueryError/LimitExceeded escape, and what parses runs."""
+    text = "| " + " ".join(tokens) + noise
+    try:
+        pipeline = parse(text)
+    except (QueryError, LimitExceeded):
+        return
+    records = [{"@timestamp": 1, "@fields.a": 1, "@fields.b.c": "x"}, {"@fields.a": [1, "2"], "@fields.b.c": None}, {}]
+    try:
+        execute(pipeline, records, now=0)
+    except (QueryError, LimitExceeded):
+        pass

@@ -44,6 +44,8 @@ USER = {"username": "fuzz-target", "password": "fuzz-password-1", "email": "f@ex
 EXAMPLES: dict[str, dict[str, Any]] = {
     "auth/login": {"username": "fuzz-target", "password": "not-the-password"},
     "auth/userList": {},
+    "auth/ssoProviders": {},
+    "auth/ssoSession": {"code": "fuzz-one-time-code"},
     "ds/collector_list": {},
     "ds/field_catalog": {"dataType": "event", "options": {"searchStr": "a:1", "range_from": 0, "range_to": 1, "sources": 5}},
     "auth/logout": {},

@@ -66,6 +66,7 @@ def test_what_the_server_answers_fits_the_reply_models(srv):
     task_id = srv.call("ds/query_async", {"query": "| STATS n = COUNT(*)"}, srv.token)["id"]
     requests: list[tuple[str, Any]] = [
         ("auth/userList", {}),
+        ("auth/ssoProviders", {}),
         ("auth/userAdd", {"user": user}),
         ("auth/getUser", {"username": "schema-user"}),
         ("auth/userUpdate", {"user": {"username": "schema-user", "firstName": "S"}}),

@@ -1,0 +1,444 @@
+"""Sign-in with an organisation's identity provider (OpenID Connect).
+
+The authorization code flow with PKCE, per provider of the settings
+(``oidc_providers``; docs/sso.md):
+
+1. ``start``: a fresh ``state``, ``nonce`` and PKCE verifier are kept here,
+   server-side, for ``PENDING_SECONDS``; the browser is sent to the
+   provider's authorization endpoint (read from its discovery document) and
+   also gets the state in a cookie (api/sso.py), which binds the flow to the
+   browser that started it (a callback URL sent to someone else is refused:
+   login CSRF).
+2. ``finish``: the callback's ``state`` is taken (single use) and must match
+   the cookie's; the code is exchanged for tokens (with the verifier and the
+   client's secret), and the ID token is validated: signature by a key of the
+   provider's JWKS (refetched when a token names a key id not yet known: key
+   rotation; at most once per ``JWKS_REFETCH_SECONDS``), issuer, audience (and
+   ``azp`` when there are several), expiry and issue time within the
+   provider's leeway, the nonce of this flow. The user is found or created,
+   its roles and data policies set from the groups claim, and seclake's own
+   session is opened (``Login.open``: the same session a password opens).
+   The browser gets a one-time code, not the session token, in the URL's
+   fragment.
+3. ``session``: the sign-in page trades that code (single use, 60 s) for the
+   session record, through the API (auth/ssoSession).
+
+Authlib builds the authorization URL (PKCE S256) and makes the token
+request; joserfc (Authlib's JOSE library) verifies the ID token. What is ours
+is the policy: which claims name the user, how groups map to roles and data
+policies, who may be created, and what is refused.
+
+Pending flows and one-time codes live in this process's memory (bounded):
+behind several API nodes, the start and the callback of a sign-in must reach
+the same node (a sticky load balancer; docs/sso.md).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import requests
+from authlib.integrations.requests_client import OAuth2Session
+from cachetools import TTLCache
+from joserfc import errors as jose_errors
+from joserfc import jwt
+from joserfc.jwk import KeySet
+from joserfc.jws import extract_compact
+
+from seclake.db.models import User
+from seclake.errors import SeclakeError
+from seclake.service.audit import Audit
+from seclake.service.login import Login, SignIn
+from seclake.service.metrics import Metrics
+from seclake.service.users import USERNAME, Users
+from seclake.settings import OidcProvider, Settings
+
+log = logging.getLogger("seclake.oidc")
+
+# A sign-in started and not finished within this is refused (the user starts again).
+PENDING_SECONDS = 600
+# The one-time code the sign-in page trades for the session.
+HANDOFF_SECONDS = 60
+# Flows in progress kept at once; past it the oldest go first (a flood of
+# starts cannot grow memory; a real user caught by it starts again).
+MAX_PENDING = 10_000
+# The discovery document is read again after this.
+METADATA_SECONDS = 3600
+# A token naming an unknown key id refetches the JWKS at most this often per
+# provider, so forged tokens cannot make seclake hammer the provider.
+JWKS_REFETCH_SECONDS = 10
+# Keys kept of a JWKS, and the largest discovery or JWKS document read.
+MAX_KEYS = 100
+MAX_DOCUMENT_BYTES = 1024 * 1024
+HTTP_SECONDS = 10.0
+# Asymmetric signatures only: never "none", and not HS256 (the client secret
+# as a signing key would let anyone who holds it mint ID tokens).
+ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"]
+MAX_GROUPS = 1000
+MAX_NEXT = 2000
+
+
+class SignInFailed(SeclakeError):
+    """A sign-in refused; ``reason`` is the short label counted in /metrics."""
+
+    code = "unauthorized"
+
+    def __init__(self, reason: str, message: str, status: int = 401):
+        super().__init__(message)
+        self.reason = reason
+        self.status = status
+
+
+@dataclass
+class Pending:
+    provider: str
+    nonce: str
+    verifier: str
+    redirect_uri: str
+    next: str
+
+
+@dataclass
+class Handoff:
+    signed_in: SignIn
+
+
+@dataclass
+class ProviderState:
+    """What is read from one provider: its discovery document and keys."""
+
+    config: OidcProvider
+    metadata: dict[str, Any] | None = None
+    metadata_at: float = 0.0
+    keys: KeySet | None = None
+    keys_at: float = -1e9
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Oidc:
+    def __init__(self, settings: Settings, users: Users, login: Login, audit: Audit, metrics: Metrics):
+        self.settings = settings
+        self.users = users
+        self.login = login
+        self.audit = audit
+        self.metrics = metrics
+        self._providers = {p.name: ProviderState(p) for p in settings.oidc_providers}
+        self._pending: TTLCache[str, Pending] = TTLCache(MAX_PENDING, PENDING_SECONDS)
+        self._handoffs: TTLCache[str, Handoff] = TTLCache(MAX_PENDING, HANDOFF_SECONDS)
+        self._lock = threading.Lock()
+
+    # -- what the sign-in page shows -----------------------------------------
+
+    def providers(self) -> list[OidcProvider]:
+        return [state.config for state in self._providers.values()]
+
+    # -- the flow ------------------------------------------------------------
+
+    def start(self, name: str, redirect_uri: str, next_path: str, client: str) -> tuple[str, str]:
+        """The provider's authorization URL and the state (for the browser's cookie)."""
+        try:
+            state = self._provider(name)
+            metadata = self._metadata(state)
+        except SignInFailed as failure:
+            self._failed(name, "", client, failure)
+        verifier = secrets.token_urlsafe(48)  # 64 characters, RFC 7636's 43-128
+        flow = secrets.token_urlsafe(32)
+        nonce = secrets.token_urlsafe(32)
+        with self._oauth(state.config, redirect_uri) as oauth:
+            url, _ = oauth.create_authorization_url(
+                metadata["authorization_endpoint"], state=flow, nonce=nonce, code_verifier=verifier,
+            )
+        with self._lock:
+            self._pending[flow] = Pending(name, nonce, verifier, redirect_uri, _local_path(next_path))
+        return url, flow
+
+    def finish(self, name: str, params: dict[str, str], cookie_state: str | None, client: str) -> tuple[str, str]:
+        """Check the callback, open the session; a one-time code for it and the path to go to."""
+        username = ""
+        try:
+            provider = self._provider(name)
+            flow = params.get("state") or ""
+            with self._lock:
+                pending = self._pending.pop(flow, None) if flow else None
+            if pending is None or pending.provider != name:
+                raise SignInFailed("state", "this sign-in is unknown, expired or already used (state); start again")
+            if not cookie_state or not hmac.compare_digest(cookie_state, flow):
+                raise SignInFailed("state", "this sign-in was not started in this browser (state); start again")
+            if params.get("error"):
+                what = (params.get("error_description") or params["error"])[:300]
+                raise SignInFailed("provider_error", f"{provider.config.label} refused the sign-in: {what}")
+            code = params.get("code")
+            if not code:
+                raise SignInFailed("no_code", f"{provider.config.label} sent no authorization code")
+            claims = self._exchange(provider, code, pending)
+            username = _claimed_username(provider.config, claims)
+            user = self._user(provider.config, username, claims)
+            signed_in = self.login.open(
+                user, client, call=f"auth/oidc/{name}"[:200],
+                detail=f"signed in with {provider.config.label} (sub {str(claims.get('sub'))[:100]!r})",
+            )
+        except SignInFailed as failure:
+            self._failed(name, username, client, failure)
+        handoff = secrets.token_urlsafe(32)
+        with self._lock:
+            self._handoffs[handoff] = Handoff(signed_in)
+        self.metrics.oidc_signins.labels(name, "ok").inc()
+        log.info("oidc: %r signed in with %s from %s", username, name, client or "an unknown address")
+        return handoff, pending.next
+
+    def session(self, code: str) -> SignIn:
+        """The session a sign-in just opened, for its one-time code (single use)."""
+        with self._lock:
+            handoff = self._handoffs.pop(code, None)
+        if handoff is None:
+            raise SignInFailed("handoff", "this sign-in code is unknown, expired or already used; sign in again")
+        return handoff.signed_in
+
+    # -- talking to the provider ---------------------------------------------
+
+    def _provider(self, name: str) -> ProviderState:
+        state = self._providers.get(name)
+        if state is None:
+            raise SignInFailed("unknown_provider", f"no identity provider named {name[:40]!r} on this server", 404)
+        return state
+
+    def _oauth(self, config: OidcProvider, redirect_uri: str) -> OAuth2Session:
+        secret = config.client_secret.get_secret_value() if config.client_secret else None
+        return OAuth2Session(
+            client_id=config.client_id, client_secret=secret, scope=" ".join(config.scopes),
+            redirect_uri=redirect_uri, code_challenge_method="S256",
+            token_endpoint_auth_method="client_secret_basic" if secret else "none",
+        )
+
+    def _get_json(self, config: OidcProvider, url: str, what: str) -> dict[str, Any]:
+        try:
+            with httpx.Client(timeout=HTTP_SECONDS, follow_redirects=False) as client:
+                with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
+                    body = b""
+                    for chunk in response.iter_bytes():
+                        body += chunk
+                        if len(body) > MAX_DOCUMENT_BYTES:
+                            raise SignInFailed("unreachable", f"{config.label}'s {what} is larger than {MAX_DOCUMENT_BYTES} bytes", 502)
+            if response.status_code != 200:
+                raise SignInFailed("unreachable", f"{config.label}'s {what} answered HTTP {response.status_code} ({url})", 502)
+            document = httpx.Response(200, content=body).json()
+        except httpx.HTTPError as e:
+            raise SignInFailed("unreachable", f"identity provider {config.label} is unreachable ({url}): {type(e).__name__}", 502) from e
+        except ValueError as e:
+            raise SignInFailed("unreachable", f"{config.label}'s {what} is not JSON ({url})", 502) from e
+        if not isinstance(document, dict):
+            raise SignInFailed("unreachable", f"{config.label}'s {what} is not a JSON object ({url})", 502)
+        return document
+
+    def _metadata(self, state: ProviderState) -> dict[str, Any]:
+        with state.lock:
+            if state.metadata is not None and time.monotonic() - state.metadata_at < METADATA_SECONDS:
+                return state.metadata
+        config = state.config
+        url = config.issuer.rstrip("/") + "/.well-known/openid-configuration"
+        metadata = self._get_json(config, url, "discovery document")
+        # OpenID Connect Discovery 1.0, 4.3: the document must name the issuer configured.
+        if metadata.get("issuer") != config.issuer:
+            raise SignInFailed("discovery", f"{config.label}'s discovery document names issuer "
+                               f"{str(metadata.get('issuer'))[:200]!r}, not {config.issuer!r} (setting issuer)", 502)
+        for key in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
+            if not isinstance(metadata.get(key), str) or not metadata[key].startswith(("https://", "http://")):
+                raise SignInFailed("discovery", f"{config.label}'s discovery document has no {key}", 502)
+        with state.lock:
+            state.metadata, state.metadata_at = metadata, time.monotonic()
+        return metadata
+
+    def _keys(self, state: ProviderState, kid: str | None) -> KeySet:
+        """The provider's keys, refetched when ``kid`` is not among them (rotation)."""
+        with state.lock:
+            keys, fetched_at = state.keys, state.keys_at
+        if keys is not None and (kid is None or _has_kid(keys, kid)):
+            return keys
+        if time.monotonic() - fetched_at < JWKS_REFETCH_SECONDS and keys is not None:
+            return keys  # fetched moments ago: the kid is simply unknown
+        document = self._get_json(state.config, self._metadata(state)["jwks_uri"], "JWKS")
+        listed = document.get("keys")
+        if not isinstance(listed, list):
+            raise SignInFailed("discovery", f"{state.config.label}'s JWKS has no keys", 502)
+        usable = []
+        for jwk in listed[:MAX_KEYS]:
+            if isinstance(jwk, dict) and jwk.get("use", "sig") == "sig" and jwk.get("kty") in ("RSA", "EC", "OKP"):
+                try:
+                    usable.append(KeySet.import_key_set({"keys": [jwk]}).keys[0])
+                except Exception:  # a key seclake cannot read is skipped, the others kept
+                    log.warning("oidc: %s: a JWKS key could not be read (kid %r)", state.config.name, jwk.get("kid"))
+        keys = KeySet(usable)
+        with state.lock:
+            state.keys, state.keys_at = keys, time.monotonic()
+        if kid is not None and not _has_kid(keys, kid):
+            log.info("oidc: %s: JWKS refetched, key id %r still unknown", state.config.name, kid[:100])
+        return keys
+
+    def _exchange(self, state: ProviderState, code: str, pending: Pending) -> dict[str, Any]:
+        config = state.config
+        metadata = self._metadata(state)
+        try:
+            with self._oauth(config, pending.redirect_uri) as oauth:
+                token = oauth.fetch_token(
+                    metadata["token_endpoint"], grant_type="authorization_code", code=code[:2000],
+                    code_verifier=pending.verifier, redirect_uri=pending.redirect_uri, timeout=HTTP_SECONDS,
+                )
+        except requests.RequestException as e:
+            raise SignInFailed("unreachable", f"identity provider {config.label} is unreachable (token endpoint): {type(e).__name__}", 502) from e
+        except Exception as e:  # Authlib's OAuthError and friends: the provider refused the code
+            raise SignInFailed("token", f"{config.label} refused the authorization code: {str(e)[:300]}") from e
+        id_token = token.get("id_token")
+        if not isinstance(id_token, str):
+            raise SignInFailed("token", f"{config.label} sent no ID token (is the openid scope allowed?)")
+        return self._validate(state, id_token, pending.nonce)
+
+    def _validate(self, state: ProviderState, id_token: str, nonce: str) -> dict[str, Any]:
+        config = state.config
+        try:
+            header = extract_compact(id_token.encode()).protected
+        except Exception as e:
+            raise SignInFailed("id_token", f"{config.label}'s ID token is not a signed JWT") from e
+        kid = header.get("kid") if isinstance(header.get("kid"), str) else None
+        if header.get("alg") not in ALGORITHMS:
+            raise SignInFailed("id_token", f"{config.label}'s ID token is signed with {str(header.get('alg'))[:20]!r}, "
+                               f"not one of {', '.join(ALGORITHMS)}")
+        keys = self._keys(state, kid)
+        if kid is not None and not _has_kid(keys, kid):
+            raise SignInFailed("signature", f"{config.label}'s ID token is signed by a key it does not publish (kid {kid[:100]!r})")
+        try:
+            token = jwt.decode(id_token, keys, algorithms=ALGORITHMS)
+        except jose_errors.JoseError as e:
+            raise SignInFailed("signature", f"{config.label}'s ID token signature does not verify ({e.error})") from e
+        claims = token.claims
+        registry = jwt.JWTClaimsRegistry(
+            leeway=config.leeway_seconds,
+            iss={"essential": True, "value": config.issuer},
+            aud={"essential": True, "value": config.client_id},
+            sub={"essential": True},
+            exp={"essential": True},
+            iat={"essential": True},
+            nonce={"essential": True, "value": nonce},
+        )
+        try:
+            registry.validate(claims)
+        except jose_errors.ExpiredTokenError as e:
+            raise SignInFailed("expired", f"{config.label}'s ID token has expired (exp {claims.get('exp')}, "
+                               f"leeway {config.leeway_seconds} s): is a clock wrong?") from e
+        except jose_errors.ClaimError as e:
+            raise SignInFailed("claims", f"{config.label}'s ID token: {e.description}") from e
+        # OpenID Connect Core 3.1.3.7: several audiences need azp naming this client.
+        audience = claims.get("aud")
+        if isinstance(audience, list) and len(audience) > 1 and claims.get("azp") != config.client_id:
+            raise SignInFailed("claims", f"{config.label}'s ID token is meant for several clients and azp is not this one")
+        return claims
+
+    # -- the seclake user ----------------------------------------------------
+
+    def _user(self, config: OidcProvider, username: str, claims: dict[str, Any]) -> User:
+        groups = _groups(claims.get(config.groups_claim))
+        roles = sorted({r for g in groups for r in config.roles.get(g, ())})
+        if not roles and config.roles:
+            roles = list(config.default_roles)
+        policies: list[str] | None = None
+        if config.data_policies:
+            matched = [g for g in groups if g in config.data_policies]
+            if not matched:
+                # No group names a policy: all data would be open (no policy is no
+                # restriction), so the user is refused instead.
+                raise SignInFailed("no_policy", f"none of {username!r}'s groups has a data policy for "
+                                   f"{config.label} (setting data_policies); ask an administrator", 403)
+            policies = sorted({p for g in matched for p in config.data_policies[g]}) or None
+        try:
+            user = self.users.get(username)
+        except SeclakeError:
+            user = None
+        managed: dict[str, Any] = {}
+        if config.roles:
+            if not roles:
+                raise SignInFailed("no_role", f"none of {username!r}'s groups has a role for {config.label} "
+                                   f"(settings roles, default_roles); ask an administrator", 403)
+            managed["roles"] = roles
+        if config.data_policies:
+            managed["dataPolicies"] = policies
+        names = _names(claims)
+        if user is None:
+            if not config.create_users:
+                raise SignInFailed("not_provisioned", f"{username!r} has no seclake account and {config.label} users are "
+                                   "not created at sign-in (create_users = false); ask an administrator to add it", 403)
+            try:
+                return self.users.add({
+                    "username": username, "oauthProvider": config.name, "oauthFlag": True,
+                    "roles": managed.get("roles") or list(config.default_roles or ["analyst"]),
+                    **({"dataPolicies": policies} if config.data_policies else {}), **names,
+                }, where=f"oidc_providers.{config.name}")
+            except SeclakeError as e:
+                raise SignInFailed("user", f"{username!r} could not be created: {e}", 403) from e
+        if user.oauth_provider.lower() not in (config.name.lower(), config.label.lower()):
+            # A local account (or another provider's) of the same name is never
+            # taken over by whoever the provider calls by that name.
+            raise SignInFailed("not_linked", f"the seclake user {username!r} does not sign in with {config.label} "
+                               f"(its oauthProvider is {user.oauth_provider!r}); ask an administrator", 403)
+        if user.disabled:
+            raise SignInFailed("disabled", f"the seclake user {username!r} is disabled", 403)
+        changes = {k: v for k, v in managed.items() if v != getattr(user, {"roles": "roles", "dataPolicies": "data_policies"}[k])}
+        if changes:
+            try:
+                user = self.users.update({"username": username, **changes}, where=f"oidc_providers.{config.name}")
+            except SeclakeError as e:
+                raise SignInFailed("user", f"{username!r}'s roles could not be set: {e}", 403) from e
+        return user
+
+    def _failed(self, name: str, username: str, client: str, failure: SignInFailed) -> Any:
+        label = name if name in self._providers else "unknown"
+        self.metrics.oidc_signins.labels(label, failure.reason).inc()
+        self.audit.login(username or "", client, False, f"{failure.reason}: {failure}", call=f"auth/oidc/{name[:40]}")
+        log.warning("oidc: sign-in with %s refused (%s) from %s: %s", name[:40], failure.reason,
+                    client or "an unknown address", failure)
+        raise failure
+
+
+def _has_kid(keys: KeySet, kid: str) -> bool:
+    return any(k.kid == kid for k in keys.keys)
+
+
+def _claimed_username(config: OidcProvider, claims: dict[str, Any]) -> str:
+    value = claims.get(config.username_claim)
+    if config.username_claim == "email" and claims.get("email_verified") is False:
+        raise SignInFailed("claims", f"{config.label} says this e-mail address is not verified", 403)
+    if not isinstance(value, str) or not USERNAME.fullmatch(value):
+        raise SignInFailed("claims", f"{config.label}'s ID token has no usable {config.username_claim!r} claim "
+                           "(1-128 letters, digits and . _ @ + -; setting username_claim)", 403)
+    return value
+
+
+def _groups(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return []
+    return [g for g in value[:MAX_GROUPS] if isinstance(g, str)]
+
+
+def _names(claims: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for claim, key, size in (("given_name", "firstName", 100), ("family_name", "lastName", 100), ("email", "email", 254)):
+        value = claims.get(claim)
+        if isinstance(value, str) and value.isprintable():
+            out[key] = value[:size]
+    return out
+
+
+def _local_path(path: str) -> str:
+    """Where to land after sign-in: a path of this site only, never elsewhere."""
+    if not path or not path.startswith("/") or path.startswith("//") or "\\" in path or len(path) > MAX_NEXT:
+        return "/search"
+    if path.startswith("/login") or path.startswith("/auth/"):
+        return "/search"
+    return path

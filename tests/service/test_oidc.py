@@ -1,0 +1,389 @@
+"""Sign-in with an identity provider (service/oidc.py, api/sso.py), against a
+real OpenID provider: the certified ``oidc-provider`` npm package, run by
+tests/service/oidc/provider.mjs (its login and consent interaction signs in
+a configured account without a form). The HTTP tests follow the redirects
+with httpx, as a browser would; one test drives Chromium through the sign-in
+page (tests/service/oidc/browser.mjs, playwright-core of tests/web).
+
+Needs node and ``npm ci`` in tests/service/oidc (``make web-test-tools``);
+without them the tests are skipped with the reason, under ``CI=true`` they
+fail. The browser test also needs Chromium and tests/web's node modules.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import parse_qsl, urljoin, urlsplit
+
+import httpx
+import pytest
+
+from seclake.service import oidc as oidc_module
+from seclake.service.login import PASSWORDS_OFF
+from seclake.service.secret import SESSION_PREFIX
+from tests.conftest import ADMIN_PASSWORD, error_of
+
+HERE = Path(__file__).resolve().parent / "oidc"
+WEB = Path(__file__).resolve().parents[1] / "web"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+SECRET = "test-client-secret-0123456789"
+ACCOUNTS = {
+    "alice": {"email": "alice@example.com", "email_verified": True, "given_name": "Alice", "groups": ["secops-admins"]},
+    "bob": {"email": "bob@example.com", "groups": ["analysts", "staff"]},
+    "carol": {"email": "carol@example.com", "groups": ["staff"]},
+}
+ROLES = {"secops-admins": ["admin"], "analysts": ["analyst"]}
+
+
+def _missing(browser: bool = False) -> str | None:
+    if shutil.which("node") is None:
+        return "node is missing (apt-get install nodejs npm)"
+    if not (HERE / "node_modules" / "oidc-provider").is_dir():
+        return "tests/service/oidc/node_modules is missing (`make web-test-tools`, or `npm ci` there)"
+    if browser and not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is missing (apt-get install chromium)"
+    if browser and not (WEB / "node_modules" / "playwright-core").is_dir():
+        return "tests/web/node_modules is missing (`make web-test-tools`)"
+    return None
+
+
+def _need(browser: bool = False) -> None:
+    missing = _missing(browser)
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"OIDC tests must run in CI: {missing}")
+        pytest.skip(missing)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Idp:
+    """A real OpenID provider in a node process, on a port chosen before
+    seclake starts (seclake's settings name its issuer; it names seclake's
+    callback)."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.port = _free_port()
+        self.issuer = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[str] | None = None
+
+    def provider(self, **settings: Any) -> dict[str, Any]:
+        """seclake's settings of this provider."""
+        return {"name": "test", "display_name": "Test IdP", "issuer": self.issuer, "client_id": "seclake",
+                "client_secret": SECRET, "scopes": ["openid", "email", "profile", "groups"], **settings}
+
+    def start(self, seclake_url: str, kid: str = "key-1", login: str = "alice", **config: Any) -> None:
+        path = self.workdir / f"idp-{kid}.json"
+        path.write_text(json.dumps({
+            "port": self.port, "clientId": "seclake", "clientSecret": SECRET,
+            "redirectUris": [f"{seclake_url}/auth/oidc/test/callback"],
+            "accounts": ACCOUNTS, "login": login, "kid": kid, **config,
+        }))
+        errors = self.workdir / f"idp-{kid}.stderr"
+        with errors.open("w") as stderr:
+            self.process = subprocess.Popen(
+                ["node", str(HERE / "provider.mjs"), str(path)], cwd=HERE, stdout=subprocess.PIPE,
+                stderr=stderr, text=True,
+            )
+        # Printed once it listens; a provider that never does fails the test, it does not hang it.
+        ready, _, _ = select.select([self.process.stdout], [], [], 60)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            pid = self.process.pid
+            state = Path(f"/proc/{pid}/wchan").read_text() if Path(f"/proc/{pid}/wchan").exists() else "exited"
+            with socket.socket() as probe:
+                listening = probe.connect_ex(("127.0.0.1", self.port)) == 0
+            pytest.fail(f"the OpenID provider did not start on port {self.port} (process {state}, "
+                        f"port answering: {listening}):\n{errors.read_text()}")
+        assert json.loads(line)["issuer"] == self.issuer, line
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(10)
+            self.process = None
+
+    def login_as(self, account: str) -> None:
+        httpx.get(f"{self.issuer}/test/login-as/{account}", timeout=10).raise_for_status()
+
+
+@pytest.fixture
+def idp(tmp_path: Path) -> Any:
+    _need()
+    provider = Idp(tmp_path)
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture
+def seclake(start_server: Callable[..., Any], idp: Idp) -> Callable[..., Any]:
+    """A seclake server with the test provider (settings overridable), and the provider started for it."""
+
+    def start(provider: dict[str, Any] | None = None, idp_config: dict[str, Any] | None = None, **settings: Any) -> Any:
+        server = start_server(oidc_providers=[idp.provider(**(provider or {}))], **settings)
+        idp.start(server.url, **(idp_config or {}))
+        return server
+
+    return start
+
+
+def sign_in(server: Any, next_path: str = "/search",
+            tamper: Callable[[str], str] | None = None, browser: httpx.Client | None = None) -> httpx.Response:
+    """Follow the flow as a browser would, from seclake's start to seclake's
+    last answer: the 303 to /login#sso=... or the refusal page."""
+    own = browser is None
+    browser = browser or httpx.Client(timeout=20)
+    try:
+        r = browser.get(f"{server.url}/auth/oidc/test/start", params={"next": next_path})
+        for _ in range(20):
+            if r.status_code not in (302, 303):
+                return r
+            location = urljoin(str(r.url), r.headers["location"])
+            if location.startswith(f"{server.url}/login"):
+                return r
+            if tamper and location.startswith(f"{server.url}/auth/oidc/test/callback"):
+                location = tamper(location)
+            r = browser.get(location)
+        raise AssertionError("too many redirects")
+    finally:
+        if own:
+            browser.close()
+
+
+def callback_url(server: Any, browser: httpx.Client) -> str:
+    """Run the flow up to the provider's redirect back to seclake, not following it."""
+    locations: list[str] = []
+
+    def keep(location: str) -> str:
+        locations.append(location)
+        return f"{server.url}/login"  # stop there: seclake's page, not the callback
+
+    sign_in(server, tamper=keep, browser=browser)
+    return locations[0]
+
+
+def handoff_code(r: httpx.Response) -> str:
+    assert r.status_code == 303, (r.status_code, r.text[:500])
+    fragment = dict(parse_qsl(urlsplit(r.headers["location"]).fragment))
+    return fragment["sso"]
+
+
+def refusal(r: httpx.Response, status: int, reason: str) -> str:
+    """The refusal page's message, checked to be a page with the reason."""
+    assert r.status_code == status, (r.status_code, r.text[:500])
+    assert r.headers["content-type"].startswith("text/html")
+    assert f'data-reason="{reason}"' in r.text, r.text
+    return html.unescape(r.text)
+
+
+def audit_logins(server: Any, admin: str) -> list[dict[str, Any]]:
+    server.services.audit.flush()
+    return [e for e in server.services.audit.recent(200) if e["call"].startswith("auth/oidc/")]
+
+
+def metric(server: Any, outcome: str) -> float:
+    value = server.services.metrics.registry.get_sample_value(
+        "seclake_oidc_signins_total", {"provider": "test", "outcome": outcome})
+    return value or 0.0
+
+
+# -- the flow ---------------------------------------------------------------
+
+
+def test_signing_in_with_the_provider_opens_seclakes_own_session_with_roles_from_groups(seclake, idp) -> None:
+    server = seclake(provider={"roles": ROLES, "default_roles": []})
+    r = sign_in(server, next_path="/timeline?x=1")
+    assert urlsplit(r.headers["location"]).path == "/login"
+    assert dict(parse_qsl(urlsplit(r.headers["location"]).query)) == {"next": "/timeline?x=1"}
+    record = server.call("auth/ssoSession", {"code": handoff_code(r)})
+    assert record["userName"] == "alice" and record["roles"] == ["admin"] and record["sessionToken"].startswith(SESSION_PREFIX)
+    # The session works like a password's: alice's group made her an admin.
+    users = {u["username"]: u for u in server.call("auth/userList", {}, record["sessionToken"])["users"]}
+    assert users["alice"]["oauthProvider"] == "test" and users["alice"]["oauthFlag"] is True
+    assert users["alice"]["email"] == "alice@example.com" and users["alice"]["passwordSet"] is False
+    # bob's groups map to analyst: signed in, but not an admin.
+    idp.login_as("bob")
+    bob = server.call("auth/ssoSession", {"code": handoff_code(sign_in(server))})
+    assert bob["roles"] == ["analyst"]
+    server.fail("auth/userList", {}, bob["sessionToken"], status=403)
+    # The one-time code is spent.
+    assert "already used" in server.fail("auth/ssoSession", {"code": handoff_code(r)}, status=401)
+    assert metric(server, "ok") == 2
+    entries = audit_logins(server, record["sessionToken"])
+    assert {(e["username"], e["outcome"]) for e in entries} >= {("alice", "OK"), ("bob", "OK")}
+
+
+def test_a_group_change_at_the_provider_changes_the_roles_at_the_next_sign_in(seclake, idp) -> None:
+    server = seclake(provider={"roles": ROLES, "default_roles": []})
+    admin = server.login()
+    idp.login_as("bob")
+    assert server.call("auth/ssoSession", {"code": handoff_code(sign_in(server))})["roles"] == ["analyst"]
+    # An admin made bob an admin in seclake; the provider's groups say analyst, and win at sign-in.
+    server.call("auth/userUpdate", {"user": {"username": "bob", "roles": ["admin"]}}, admin)
+    assert server.call("auth/ssoSession", {"code": handoff_code(sign_in(server))})["roles"] == ["analyst"]
+    # carol's groups map to no role and there is no default: refused.
+    idp.login_as("carol")
+    assert "none of 'carol'" in refusal(sign_in(server), 403, "no_role")
+
+
+def test_groups_map_to_data_policies_and_no_policy_is_refused_not_opened(seclake, idp) -> None:
+    server = seclake(provider={"roles": ROLES, "data_policies": {"analysts": ["acme-only"], "secops-admins": []}})
+    admin = server.login()
+    server.call("auth/dataPolicyAdd", {"policy": {"name": "acme-only", "filters": {"event": "@customer:acme"}}}, admin)
+    idp.login_as("bob")
+    server.call("auth/ssoSession", {"code": handoff_code(sign_in(server))})
+    assert server.call("auth/getUser", {"username": "bob"}, admin)["user"]["dataPolicies"] == ["acme-only"]
+    idp.login_as("carol")  # staff only: no policy named, so no data would be restricted
+    refusal(sign_in(server), 403, "no_policy")
+
+
+# -- refusals ---------------------------------------------------------------
+
+
+def test_a_wrong_state_a_replayed_callback_and_another_browser_are_refused(seclake, idp) -> None:
+    server = seclake()
+
+    def wrong(location: str) -> str:
+        return location.replace("state=", "state=x", 1)
+
+    assert "state" in refusal(sign_in(server, tamper=wrong), 401, "state")
+    # The callback replayed: its state was used once.
+    browser = httpx.Client(timeout=20)
+    callback = callback_url(server, browser)
+    handoff_code(browser.get(callback))
+    refusal(browser.get(callback), 401, "state")
+    # A callback URL opened in another browser (login CSRF): no state cookie there.
+    callback = callback_url(server, browser)
+    assert "not started in this browser" in refusal(httpx.get(callback, timeout=20), 401, "state")
+    assert metric(server, "state") == 3
+    assert sum(e["outcome"] == "ERROR" for e in audit_logins(server, "")) == 3
+
+
+def test_an_expired_id_token_is_refused(seclake) -> None:
+    # The provider signs its ID tokens as if an hour ago (its clock behind): exp is 55 minutes past.
+    server = seclake(idp_config={"idTokenAgeSeconds": 3600, "idTokenTtl": 300})
+    page = refusal(sign_in(server), 401, "expired")
+    assert "has expired" in page
+    assert metric(server, "expired") == 1
+
+
+def test_a_key_rotation_at_the_provider_is_followed(seclake, idp, monkeypatch) -> None:
+    # The refetch bound (one per 10 s) would hold this test's quick rotation.
+    monkeypatch.setattr(oidc_module, "JWKS_REFETCH_SECONDS", 0.2)
+    server = seclake()
+    handoff_code(sign_in(server))
+    # The provider restarts with a new signing key: tokens name a kid seclake has not seen.
+    idp.stop()
+    idp.start(server.url, kid="key-2")
+    time.sleep(0.3)
+    record = server.call("auth/ssoSession", {"code": handoff_code(sign_in(server))})
+    assert record["userName"] == "alice"
+    state = server.services.oidc._providers["test"]
+    assert [k.kid for k in state.keys.keys] == ["key-2"]
+
+
+def test_a_token_signed_by_a_key_the_provider_does_not_publish_is_refused(seclake, idp) -> None:
+    from joserfc import jwt
+    from joserfc.jwk import RSAKey
+
+    server = seclake()
+    handoff_code(sign_in(server))  # keys and discovery read
+    state = server.services.oidc._providers["test"]
+    forged = RSAKey.generate_key(2048, parameters={"kid": "key-1"})  # the provider's kid, another key
+    now = int(time.time())
+    token = jwt.encode({"alg": "RS256", "kid": "key-1"}, {
+        "iss": idp.issuer, "aud": "seclake", "sub": "alice", "iat": now, "exp": now + 60, "nonce": "n"}, forged)
+    with pytest.raises(oidc_module.SignInFailed) as failed:
+        server.services.oidc._validate(state, token, "n")
+    assert failed.value.reason == "signature"
+    unknown = RSAKey.generate_key(2048, parameters={"kid": "key-9"})
+    token = jwt.encode({"alg": "RS256", "kid": "key-9"}, {
+        "iss": idp.issuer, "aud": "seclake", "sub": "alice", "iat": now, "exp": now + 60, "nonce": "n"}, unknown)
+    with pytest.raises(oidc_module.SignInFailed) as failed:
+        server.services.oidc._validate(state, token, "n")
+    assert "does not publish" in str(failed.value)
+
+
+def test_pre_provisioned_only_refuses_an_unknown_user_and_admits_one_added(seclake, idp) -> None:
+    server = seclake(provider={"create_users": False})
+    admin = server.login()
+    assert "no seclake account" in refusal(sign_in(server), 403, "not_provisioned")
+    server.fail("auth/getUser", {"username": "alice"}, admin, status=404)
+    server.call("auth/userAdd", {"user": {"username": "alice", "roles": ["analyst"], "oauthProvider": "test",
+                                          "oauthFlag": True}}, admin)
+    assert server.call("auth/ssoSession", {"code": handoff_code(sign_in(server))})["userName"] == "alice"
+    assert metric(server, "not_provisioned") == 1
+
+
+def test_a_local_account_of_the_same_name_is_not_taken_over(seclake, idp) -> None:
+    server = seclake()
+    admin = server.login()
+    server.add_user(admin, "alice", ["analyst"])  # a password account, not the provider's
+    assert "does not sign in with Test IdP" in refusal(sign_in(server), 403, "not_linked")
+
+
+def test_local_passwords_off_leaves_only_the_break_glass_admin(seclake, idp) -> None:
+    server = seclake(local_passwords=False)
+    admin = server.login()  # the break-glass admin still signs in with a password
+    server.call("auth/userAdd", {"user": {"username": "dave", "password": "dave-password-1x", "roles": ["analyst"]}},
+                admin)
+    assert PASSWORDS_OFF in server.fail("auth/login", {"username": "dave", "password": "dave-password-1x"}, status=401)
+    assert server.call("auth/ssoProviders", {}) == {
+        "providers": [{"name": "test", "displayName": "Test IdP", "signInUrl": "/auth/oidc/test/start"}],
+        "localPasswords": False,
+    }
+    assert server.call("auth/ssoSession", {"code": handoff_code(sign_in(server))})["userName"] == "alice"
+
+
+def test_an_unknown_provider_and_an_unreachable_one_get_clear_pages(start_server, tmp_path) -> None:
+    closed = _free_port()  # nothing listens there
+    server = start_server(oidc_providers=[{"name": "test", "display_name": "Down IdP",
+                                           "issuer": f"http://127.0.0.1:{closed}", "client_id": "seclake"}])
+    with httpx.Client(timeout=20) as browser:
+        page = refusal(browser.get(f"{server.url}/auth/oidc/nope/start"), 404, "unknown_provider")
+        assert "no identity provider named 'nope'" in page
+        page = refusal(browser.get(f"{server.url}/auth/oidc/test/start"), 502, "unreachable")
+        assert "Down IdP is unreachable" in page
+        # A callback no start preceded.
+        refusal(browser.get(f"{server.url}/auth/oidc/test/callback?code=a&state=b"), 401, "state")
+    assert metric(server, "unreachable") == 1
+
+
+def test_the_next_path_stays_on_this_site() -> None:
+    assert oidc_module._local_path("//evil.example/x") == "/search"
+    assert oidc_module._local_path("https://evil.example/") == "/search"
+    assert oidc_module._local_path("/\\evil.example") == "/search"
+    assert oidc_module._local_path("/login?next=/x") == "/search"
+    assert oidc_module._local_path("/rules?q=1") == "/rules?q=1"
+
+
+# -- the browser ------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_sign_in_page_signs_in_with_the_provider_in_chromium(seclake, idp, tmp_path) -> None:
+    _need(browser=True)
+    server = seclake(provider={"roles": ROLES})
+    run = subprocess.run(
+        ["node", str(HERE / "browser.mjs"), server.url, str(tmp_path)], cwd=HERE,
+        capture_output=True, text=True, timeout=300, env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
+    )
+    report = run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")
+    assert run.returncode == 0, report
+    assert "ok - signed in as alice" in run.stdout, report
+    entries = audit_logins(server, "")
+    assert any(e["username"] == "alice" and e["outcome"] == "OK" for e in entries)
