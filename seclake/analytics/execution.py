@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,8 @@ class AnalyticsLimits:
     max_rows: int = 10_000
     default_rows: int = 1_000
     max_groups: int = 100_000
+    # Groups one row may join: multi-valued BY fields multiply (3 fields of 100 values: 10^6).
+    max_row_groups: int = 1_000
     # Values aggregations hold at once: distinct values, values for
     # percentiles, VALUES and TOP entries (about 100 bytes each).
     max_held_values: int = 5_000_000
@@ -555,6 +558,7 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
     group_fns = [fn for _, fn, _ in groups]
     n_groups = len(groups)
     max_groups = limits.max_groups
+    max_row_groups = limits.max_row_groups
 
     count_only = all(isinstance(a, ag.CountRows) for a in aggregates)
 
@@ -565,11 +569,15 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
         for row in rows:
             if single is not None:
                 v = single(row)
-                combos = [(k,) for k in _group_keys(v)] if type(v) is list else ((group_key(v),),)
+                combos = [(k,) for k in _group_keys(v, max_row_groups)] if type(v) is list else ((group_key(v),),)
             elif n_groups:
                 values = [fn(row) for fn in group_fns]
                 if list in map(type, values):  # multi-valued: the row joins each combination
-                    combos = itertools.product(*(_group_keys(v) if type(v) is list else (group_key(v),) for v in values))
+                    parts = [_group_keys(v, max_row_groups) if type(v) is list else (group_key(v),) for v in values]
+                    if math.prod(map(len, parts)) > max_row_groups:
+                        raise LimitExceeded("groups one row joins (the product of its multi-valued BY values)",
+                                            math.prod(map(len, parts)), max_row_groups)
+                    combos = itertools.product(*parts)
                 else:
                     combos = (tuple(map(group_key, values)),)
             else:
@@ -603,10 +611,12 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
     return stats
 
 
-def _group_keys(v) -> list:
+def _group_keys(v, most: int) -> list:
     """A value's group keys: a multi-valued field puts the row in the group of each of its values."""
     if type(v) is list:
         keys = list(dict.fromkeys(s.key(x) for x in v))
+        if len(keys) > most:
+            raise LimitExceeded("groups one row joins (the product of its multi-valued BY values)", len(keys), most)
         return keys or [None]
     return [s.key(v)]
 

@@ -25,12 +25,14 @@ from typing import Any, Protocol
 
 from seclake.analytics import scalars as s
 from seclake.analytics import tree as t
-from seclake.errors import QueryError
+from seclake.errors import LimitExceeded, QueryError
 from seclake.query import ast as lucene_ast
 from seclake.query.pattern import full_matcher, translate
 from seclake.record.value import as_ip, ip_in_network
 
 Fn = Callable[[dict], Any]
+
+MAX_STRING = 1 << 20  # characters of a string an expression makes
 
 AGGREGATES = frozenset(
     {"COUNT", "COUNT_DISTINCT", "SUM", "AVG", "MIN", "MAX", "MEDIAN", "PERCENTILE", "VALUES", "TOP"}
@@ -426,7 +428,11 @@ def _concat(c, node):
             if v is None or type(v) is list:
                 return None
             out.append(s.text(v, k == "date"))
-        return "".join(out)
+        joined = "".join(out)
+        if len(joined) > MAX_STRING:
+            # EVAL a = CONCAT(a, a) repeated doubles a string per step: bounded here, not by memory.
+            raise LimitExceeded("characters of a string CONCAT makes", len(joined), MAX_STRING)
+        return joined
 
     return concat, "keyword"
 

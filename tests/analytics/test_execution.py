@@ -307,3 +307,18 @@ def test_names_resolve_per_dataset():
 
     with pytest.raises(QueryError, match="unknown dataset"):
         parse("| LIMIT 1", "nope")
+
+
+def test_strings_made_by_concat_are_bounded():
+    query = "| EVAL a = \"xxxxxxxx\"" + "".join(" | EVAL a = CONCAT(a, a)" for _ in range(40)) + " | KEEP a"
+    with pytest.raises(LimitExceeded, match="CONCAT"):
+        execute(parse(query), [{"@timestamp": 1}])
+
+
+def test_multi_valued_by_fields_cannot_multiply_without_bound():
+    row = {"@fields.a": list(range(100)), "@fields.b": list(range(100)), "@fields.c": list(range(100))}
+    started = time.perf_counter()
+    with pytest.raises(LimitExceeded, match="groups one row joins"):
+        execute(parse("| STATS COUNT(*) BY a, b, c"), [row] * 1000)
+    assert time.perf_counter() - started < 2
+    assert len(execute(parse("| STATS COUNT(*) BY a, b"), [{"@fields.a": [1, 2], "@fields.b": [3, 4, 4]}]).values) == 4
