@@ -67,6 +67,8 @@ SYSMON_TITLES = {
     23: "File Delete archived", 24: "Clipboard changed", 25: "Process Tampering", 26: "File Delete logged",
 }
 _OWN = ("Message", "displayMessage")  # NXLog's rendered text, Okta's
+_PARTS: dict[str, tuple[str, ...]] = {}  # a common name's parts, split once (the names are this module's)
+_MISSING = object()
 
 
 def add(fields: dict[str, Any]) -> None:
@@ -94,16 +96,22 @@ def readable(fields: dict[str, Any]) -> str | None:
 def get(fields: dict[str, Any], path: str) -> Any:
     """The value at a dotted common name, nested (``user: {name}``) or kept beside a plain value
     of the line as a dotted key (``"user.name"``: ``ecs.merge``); None when absent."""
-    parts = path.split(".")
+    parts = _PARTS.get(path)
+    if parts is None:
+        parts = _PARTS[path] = tuple(path.split("."))
     node: Any = fields
-    i = 0
-    while i < len(parts):
-        if not isinstance(node, dict):
+    i, n = 0, len(parts)
+    while i < n:
+        if node.__class__ is not dict:
             return None
-        for j in range(len(parts), i, -1):  # the longest dotted key first
-            key = ".".join(parts[i:j])
-            if key in node:
-                node, i = node[key], j
+        value = node.get(parts[i], _MISSING)
+        if value is not _MISSING and (i == n - 1 or value.__class__ is dict):
+            node, i = value, i + 1
+            continue
+        for j in range(n, i + 1, -1):  # not an object here: a dotted key, the longest first
+            value = node.get(".".join(parts[i:j]), _MISSING)
+            if value is not _MISSING:
+                node, i = value, j
                 break
         else:
             return None

@@ -232,6 +232,8 @@ def _syslog(
         elif more:
             when = _add_common(fields, kind, header.msg)
             ts = when if when is not None else ts
+            if kind == "json" and dataset == "event":
+                message.add(fields)  # JSON in syslog (NXLog's to_json() over syslog) reads no better raw
     return new_record(
         line,
         fields,

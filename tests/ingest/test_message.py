@@ -104,3 +104,10 @@ def test_a_summary_is_one_bounded_line_of_hostile_values() -> None:
 def test_any_record_gives_text_or_nothing(fields: dict) -> None:
     message = readable(fields)
     assert message is None or isinstance(message, str)
+
+
+def test_json_in_syslog_gets_its_message_too() -> None:
+    body = json.dumps({"EventID": 4625, "Channel": "Security", "TargetUserName": "jdoe",
+                       "Message": "An account failed to log on."})
+    record = _record(f"<14>May  1 11:58:13 DC01 nxlog: {body}")
+    assert record["@fields"]["message"] == "An account failed to log on." and record["@message"].startswith("<14>")
