@@ -23,7 +23,8 @@ from seclake.bench.data import DataSet
 from seclake.bench.engines import CALLS, kargs_of, requests_of
 
 
-def _pct(sorted_values: list[float], p: float) -> float | None:
+def percentile(sorted_values: list[float], p: float) -> float | None:
+    """The nearest-rank percentile ``p`` of values sorted already."""
     if not sorted_values:
         return None
     i = min(len(sorted_values) - 1, max(0, int(round(p / 100 * len(sorted_values) + 0.5)) - 1))
@@ -58,7 +59,7 @@ async def _clients(url: str, token: str, clients: int, seconds: float, seed: int
     latencies.sort()
     return {"requests": len(latencies), "elapsed_seconds": elapsed,
             "throughput_per_second": len(latencies) / elapsed if elapsed else None,
-            "p50_seconds": _pct(latencies, 50), "p99_seconds": _pct(latencies, 99),
+            "p50_seconds": percentile(latencies, 50), "p99_seconds": percentile(latencies, 99),
             "max_seconds": latencies[-1] if latencies else None,
             "errors": len(errors), "error_samples": errors[:10]}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from seclake.bench.arrivals import IMPORTERS
 from seclake.bench.cpu import BUILD, CLIENT, MERGE, PARSE, SERVER
 from seclake.bench.ingest import CORE_TURNS, TURNS
 from seclake.bench.parsing import STAGE as PARSE_STAGE
@@ -338,6 +339,8 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
         add(f"Mix: every class's requests ({', '.join(ld['mix'])}), drawn uniformly with a fixed seed.")
     add("")
 
+    lines += _arrivals(one.get("arrivals"))
+
     from seclake.bench.cluster import section  # issue 8: cluster mode beside embedded
 
     lines += section(r.get("cluster"))
@@ -427,6 +430,45 @@ def _eta(lines: int, one: dict) -> float:
 
 FIXED = ("start server",)
 # Stages a 10x run at a tenth of the default size measured at the default size itself.
+def _arrivals(a: dict | None) -> list[str]:
+    """Issue 45: searches arriving at a fixed rate, idle and during a full-speed import (bench/arrivals.py)."""
+    out = ["## Searches while an import runs: a fixed arrival rate, idle and during a full-speed import", ""]
+    if not a:
+        return out + ["Not run (`--arrival-seconds 0`, or a run made before the stage existed).", ""]
+
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v * 1000:,.0f}"
+
+    def ratio(v: float | None, target: float | None = None) -> str:
+        if v is None:
+            return "-"
+        return f"{v:.2f}x" + ("" if target is None else (" (met)" if v <= target else " (**missed**)"))
+
+    idle, loaded = a["idle"], a["during_import"]
+    alone, during = a["import_alone"], a["import_during_searches"]
+    kept = "-" if a["import_kept"] is None else f"{a['import_kept'] * 100:.0f}%"
+    out += [
+        f"Searches arrive at {a['rate']:g} per second (one every {1000 / a['rate']:.0f} ms, every class's requests "
+        f"drawn with a fixed seed), each timed from its arrival, for {a['seconds']:g} s: on the idle server, then "
+        f"while {IMPORTERS} importers post batches back to back; before those, the import alone for as long.", "",
+        "| phase | searches | p50 ms | p99 ms | max ms | errors | import lines/s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| searches alone | {idle['requests']:,} | {ms(idle['p50_seconds'])} | {ms(idle['p99_seconds'])} | "
+        f"{ms(idle['max_seconds'])} | {idle['errors']} | |",
+        f"| import alone | | | | | {alone['errors']} | {_n(alone['lines_per_second'])} |",
+        f"| searches during the import | {loaded['requests']:,} | {ms(loaded['p50_seconds'])} | "
+        f"{ms(loaded['p99_seconds'])} | {ms(loaded['max_seconds'])} | {loaded['errors'] + during['errors']} | "
+        f"{_n(during['lines_per_second'])} |", "",
+        f"During the import: search p50 {ratio(a['p50_ratio'], 1.5)} its idle value (target at most 1.5x), p99 "
+        f"{ratio(a['p99_ratio'], 2.0)} (target at most 2x). The searches alone took "
+        f"{a['search_cpu_share'] * 100:.1f}% of the machine's CPU; the import kept "
+        f"{kept} "
+        f"of its rate alone (target at least {100 - a['search_cpu_share'] * 100:.0f}%: "
+        f"{'met' if a['targets']['import'] else '**missed**'}).", "",
+    ]
+    return out
+
+
 MEASURED_AT_DEFAULT = ("generate data", "ingest over HTTP", "wait for merges", "open engines", "cold runs")
 
 
@@ -456,6 +498,11 @@ def _estimate(r: dict) -> float:
             total += v - load + 60  # the default load test is 60 s
         elif name.startswith("generate load-test"):
             total += v * 60 / load if load else v
+        elif name.startswith("searches arriving"):  # three phases of arrival_seconds; the default 30 s each
+            total += v - 3 * (r["options"].get("arrival_seconds") or 0) + 90
+        elif name.startswith("generate search-under-ingest"):
+            arrival = r["options"].get("arrival_seconds") or 0
+            total += v * 30 / arrival if arrival else v
         elif measured is not None and name.startswith(MEASURED_AT_DEFAULT):
             total += measured
         else:
@@ -619,6 +666,17 @@ benchmark process with no HTTP at all, so a needle that SQLite answers in half a
 out of reach of any HTTP service: the HTTP / engine layer column says how much of each class is the
 wire. Cold figures keep the OS page cache warm (nothing is dropped on a shared machine): they
 measure opening and first touch.
+
+**Searches while an import runs** (`seclake/bench/arrivals.py`, issue 45). The load test above is
+closed-loop: a client sends its next search when the last is answered, so a slower server is sent
+fewer searches and its figures hide the wait. Here searches arrive on a schedule (`--arrival-rate`,
+4 per second by default, every class's requests drawn with a fixed seed), each timed from its
+scheduled arrival, so time queued counts as it does for an analyst who pressed Enter. Three phases
+of `--arrival-seconds` (30) each, on the server that holds the 1x lake: the searches alone, the
+import alone as fast as it goes (two importers posting the stage's own batches back to back), then
+both at once. The searches' CPU share is the server's process tree's CPU during the first phase
+over the machine's (every core). Targets: during the import, search p50 at most 1.5x and p99 at
+most 2x their idle values; the import's rate at least (1 - that share) of its rate alone.
 
 **Memory.** The server's `VmHWM` (peak resident) is read at three moments: after the ingest
 settled, while serving only (the cold runs restart the server after the ingest, so its peak from

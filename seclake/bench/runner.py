@@ -60,6 +60,10 @@ class BenchOptions:
     reps_scaled: int = 3
     load_seconds: float = 60.0
     clients: int = 16
+    # Searches arriving at a fixed rate, idle and during a full-speed import (bench/arrivals.py): each phase's
+    # length (0: skip) and the arrival rate.
+    arrival_seconds: float = 30.0
+    arrival_rate: float = 4.0
     ingest_clients: int = 3
     out: Path = Path("docs/benchmarks.md")
     results: Path | None = None  # default: bench-results/<name>.json
@@ -378,6 +382,26 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
                     failures.append(f"load test: {sr['load']['errors']} search errors, "
                                     f"{sr['load']['import']['errors']} import errors: "
                                     f"{(sr['load']['error_samples'] + sr['load']['import']['error_samples'])[:3]}")
+            if full and opts.arrival_seconds > 0:
+                from seclake.bench.arrivals import run_arrivals
+
+                rate = sr["ingest_http"]["events_per_second"] or 5000
+                lines = int(min(max(rate * opts.arrival_seconds * 1.5, 20_000), opts.events))
+                with log.stage(f"{scale}x: generate search-under-ingest import data"):
+                    arrival_data = bench_data.write_batches(sdir / "arrival-batches", events=lines, days=opts.days,
+                                                            seed=bench_data.SEED + 2)
+                with log.stage(f"{scale}x: searches arriving at {opts.arrival_rate:g}/s, idle then during an import "
+                               f"({opts.arrival_seconds:g}s a phase)"):
+                    assert server.proc is not None
+                    sr["arrivals"] = run_arrivals(server.url, server.token or "", server.proc.pid, arrival_data,
+                                                  rate=opts.arrival_rate, seconds=opts.arrival_seconds)
+                peak_rss.append(server.peak_rss_kb() or 0)
+                a = sr["arrivals"]
+                bad = a["idle"]["errors"] + a["during_import"]["errors"] + a["import_alone"]["errors"] + \
+                    a["import_during_searches"]["errors"]
+                if bad:
+                    failures.append(f"search-under-ingest test: {bad} errors: "
+                                    f"{(a['idle']['error_samples'] + a['during_import']['error_samples'])[:3]}")
             sr["server_peak_rss_kb"] = max(peak_rss)
             for e in engines.values():
                 e.close()
@@ -386,6 +410,7 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
         if not opts.keep_data:
             shutil.rmtree(sdir / "batches", ignore_errors=True)
             shutil.rmtree(sdir / "load-batches", ignore_errors=True)
+            shutil.rmtree(sdir / "arrival-batches", ignore_errors=True)
 
     if tree is not None and not opts.keep_data:
         shutil.rmtree(tree.path, ignore_errors=True)

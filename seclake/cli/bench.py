@@ -16,6 +16,8 @@ def bench(
     reps_scaled: Annotated[int, typer.Option(min=1, help="Timed warm rounds at 10x.")] = 3,
     load_seconds: Annotated[float, typer.Option(min=0, help="Length of the load test; 0 skips it.")] = 60.0,
     clients: Annotated[int, typer.Option(min=1, help="Concurrent clients of the load test.")] = 16,
+    arrival_seconds: Annotated[float, typer.Option(min=0, help="Length of each phase of the search-under-ingest test (searches arriving at a fixed rate: idle, then during a full-speed import); 0 skips it.")] = 30.0,
+    arrival_rate: Annotated[float, typer.Option(min=0.1, max=100, help="Searches per second arriving in the search-under-ingest test.")] = 4.0,
     out: Annotated[Path, typer.Option(help="Markdown report.")] = Path("docs/benchmarks.md"),
     results: Annotated[Path | None, typer.Option(help="JSON of raw figures [default: bench-results/<name>.json].", show_default=False)] = None,
     data_dir: Annotated[Path, typer.Option("--data-dir", help="Where the lakes, peer databases and logs go (git-ignored).")] = Path("bench-data"),
@@ -68,7 +70,8 @@ def bench(
             typer.echo(f"error: --cluster: {why}", err=True)
             raise typer.Exit(2)
     opts = BenchOptions(events=events, days=days, scales=scales, reps=reps, reps_scaled=reps_scaled,
-                        load_seconds=load_seconds, clients=clients, out=out, results=results, data_dir=data_dir,
+                        load_seconds=load_seconds, clients=clients, arrival_seconds=arrival_seconds,
+                        arrival_rate=arrival_rate, out=out, results=results, data_dir=data_dir,
                         name=name, cli_ingest=cli_ingest, cli_events=cli_events or None, peers=peers, keep_data=keep_data, classes=chosen,
                         cluster=cluster, parse_lines=parse_lines,
                         baseline=None if baseline == "none" else baseline,

@@ -112,6 +112,7 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path, monkeypatch
     # Days quiet for 3 s get their last merge (30 s by default: the run waited for it).
     monkeypatch.setenv("SECLAKE_MERGE_QUIET_SECONDS", "3")
     opts = BenchOptions(events=20_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
+                        arrival_seconds=2, arrival_rate=5,
                         data_dir=tmp_path / "data", cli_ingest=False, parse_lines=200, baseline="HEAD",
                         scaling_events=3_000,
                         # SigmaHQ's rules beside the starter pack: tests/bench/test_sigma.py runs that stage.
@@ -141,6 +142,12 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path, monkeypatch
     # Serving alone (a restarted server) must not be charged with the ingest's peak.
     assert 0 < one["server_peak_rss_kb_serving"] <= one["server_peak_rss_kb"]
     assert one["load"]["errors"] == 0 and one["load"]["requests"] > 0
+    # Searches on a schedule, timed from their arrival: idle, then during an import posted as fast as it goes.
+    arrivals = one["arrivals"]
+    assert arrivals["idle"]["requests"] == arrivals["during_import"]["requests"] == 10
+    assert arrivals["idle"]["errors"] == arrivals["during_import"]["errors"] == 0
+    assert arrivals["import_alone"]["lines"] > 0 and arrivals["import_during_searches"]["lines"] > 0
+    assert 0 < arrivals["search_cpu_share"] < 1 and arrivals["p50_ratio"] > 0 and arrivals["import_kept"] > 0
     for qc in CLASSES:
         for engine in qc.engines:
             t = one["queries"][qc.name][engine]
@@ -149,6 +156,7 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path, monkeypatch
     text = out.read_text()
     assert "This run: 20,000 events" in text and "| Q4 |" in text and "all engines agree" in text
     assert "HTTP / raw" in text and "## Load" in text and "memory while serving" in text
+    assert "## Searches while an import runs" in text and "Searches arrive at 5 per second" in text
     # The HTTP layer's cost per request over the engine layer, judged against its target on
     # back-to-back pairs; the difference of the rounds' medians beside it.
     q2 = next(line for line in text.splitlines() if line.startswith("| Q2 |"))

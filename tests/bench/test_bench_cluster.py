@@ -37,7 +37,7 @@ def test_cluster_stage_reports_cluster_mode_beside_embedded_with_agreeing_answer
     out, results = tmp_path / "benchmarks.md", tmp_path / "tiny.json"
     # Only the cluster stage is looked at: no ingest scaling, no baseline, a short wait for the last merges.
     monkeypatch.setenv("SECLAKE_MERGE_QUIET_SECONDS", "3")
-    opts = BenchOptions(events=10_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
+    opts = BenchOptions(events=10_000, days=30, reps=5, load_seconds=2, clients=4, arrival_seconds=0, out=out, results=results,
                         data_dir=tmp_path / "data", cli_ingest=False, peers=False, cluster=True,
                         parse_lines=0, scaling_events=None, baseline=None, sigma=None)
     try:
