@@ -50,7 +50,19 @@ class Delivery(Base):
         return {"id": self.id, "rule": self.rule, "destination": self.destination, "subject": self.subject,
                 "ref": self.ref, "status": self.status, "attempts": self.attempts, "folded": self.folded,
                 "createdOn": self.created_ms, "nextAttempt": self.next_ms, "sentOn": self.sent_ms,
-                "lastError": self.last_error, "title": str(self.event.get("title", ""))}
+                "lastError": self.last_error, "title": about(self.event)}
+
+
+def about(event: dict[str, Any]) -> str:
+    """What a delivery is about, in a few words (the page's and the CLI's list)."""
+    b, s = event.get("behavior"), event.get("summary")
+    if isinstance(b, dict):
+        return f"{b.get('behavior')} on {b.get('keyType')} {b.get('key')}"[:300]
+    if isinstance(s, dict):
+        what = {"summary": s.get("scoreLevel"), "status": s.get("status"), "resolve": "resolved"}.get(
+            str(event.get("kind")), "")
+        return f"{s.get('keyType')} {s.get('key')} {s.get('dayIndex')}: {what}"[:300]
+    return str(event.get("kind") or "")
 
 
 def add(session: Session, *, rule: str, destination: str, subject: str, ref: str, event: dict[str, Any],

@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException
 
 WEB_DIR = Path(__file__).resolve().parent
 # First path segments the interface routes on the client.
-UI_ROUTES = ("login", "search", "timeline", "summaries", "rules", "sources", "fields", "admin", "reference")
+UI_ROUTES = ("login", "search", "timeline", "summaries", "rules", "sources", "fields", "admin", "reference", "alerts")
 ASSET = re.compile(r"[a-z0-9][a-z0-9-]*\.(js|css|json)")
 MEDIA_TYPES = {
     "js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8", "json": "application/json",

@@ -14,6 +14,7 @@ import { adminPage } from './page-admin.js';
 import { referencePage } from './page-reference.js';
 import { sourcesPage } from './page-sources.js';
 import { fieldsPage } from './page-fields.js';
+import { alertsPage } from './page-alerts.js';
 
 const app = document.getElementById('app');
 const NAV = [
@@ -23,6 +24,7 @@ const NAV = [
   { path: '/rules', label: 'Rules' },
   { path: '/fields', label: 'Fields' },
   { path: '/sources', label: 'Sources' },
+  { path: '/alerts', label: 'Alerts', admin: true },
   { path: '/admin', label: 'Admin', admin: true },
   { path: '/reference', label: 'API' },
 ];
@@ -43,6 +45,7 @@ function routeOf(pathname) {
     case 'reference': return { key: 'reference', mount: referencePage };
     case 'sources': return { key: 'sources', mount: sourcesPage };
     case 'fields': return { key: 'fields', mount: fieldsPage };
+    case 'alerts': return { key: 'alerts', mount: alertsPage };
     default: return { key: 'missing' };
   }
 }

@@ -1,0 +1,100 @@
+// The alerts page (seclake/web/page-alerts.js) in headless Chromium, driven by
+// playwright-core:
+//
+//   node tests/web/alerts.mjs <base-url> <admin-password> <artifact-dir>
+//
+// The server holds what tests/web/test_alerts.py set up: a webhook destination
+// "hook" whose receiver refused the first delivery (failed, HTTP 403) and takes
+// the next, "dead" whose receiver is down, and the rule "logons" sending to
+// "hook". Each step prints "ok - ..." or "not ok - ..."; the last line is
+// "alerts: N passed, N failed".
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const [base, password, artifacts] = process.argv.slice(2);
+mkdirSync(artifacts, { recursive: true });
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+let passed = 0;
+let failed = 0;
+const pageErrors = [];
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+async function step(name, fn) {
+  const started = Date.now();
+  try {
+    await fn();
+    passed++;
+    console.log(`ok - ${name} (${Date.now() - started} ms)`);
+  } catch (err) {
+    failed++;
+    console.log(`not ok - ${name}\n  ${String((err && err.stack) || err).split('\n').slice(0, 4).join('\n  ')}`);
+    await page.screenshot({ path: join(artifacts, `failed-${name.replace(/\W+/g, '-')}.png`) }).catch(() => {});
+  }
+}
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: 'UTC' });
+const page = await context.newPage();
+page.setDefaultTimeout(15000);
+page.on('pageerror', (err) => pageErrors.push(String(err)));
+page.on('console', (msg) => {
+  if (msg.type() === 'error' && !/status of 4\d\d/.test(msg.text())) pageErrors.push(`console: ${msg.text()}`);
+});
+
+await step('sign in', async () => {
+  await page.goto(`${base}/login`);
+  await page.fill('#username', 'admin');
+  await page.fill('#password', password);
+  await page.click('#sign-in');
+  await page.waitForURL(/\/search/);
+});
+
+await step('the Alerts link leads to destinations, rules and deliveries', async () => {
+  await page.click('nav.main-nav a[href="/alerts"]');
+  await page.waitForSelector('#destinations-table tbody tr');
+  const names = await page.locator('#destinations-table tbody tr td:first-child').allInnerTexts();
+  check(names.join(',') === 'dead,hook', `destinations ${names}`);
+  const secrets = await page.locator('#destinations-table tr[data-name="hook"] td:nth-child(4)').innerText();
+  check(secrets === 'secret', `secrets column ${secrets}`);
+  check(!(await page.content()).includes('whsec-page-secret'), 'a secret is on the page');
+  await page.waitForSelector('#alert-rules-table tr[data-name="logons"]');
+  const when = await page.locator('#alert-rules-table tr[data-name="logons"] td:nth-child(2)').innerText();
+  check(when.includes('behavior made') && when.includes('ATT&CK T1110'), `when ${when}`);
+  await page.waitForSelector('#deliveries-table tr[data-status="failed"]');
+  await page.screenshot({ path: join(artifacts, 'alerts.png'), fullPage: true });
+});
+
+await step('send a test: one destination answers, the other says why not', async () => {
+  await page.click('#destinations-table tr[data-name="hook"] button.send-test');
+  await page.waitForSelector('#destinations-table tr[data-name="hook"] .test-outcome .ok');
+  await page.click('#destinations-table tr[data-name="dead"] button.send-test');
+  await page.waitForSelector('#destinations-table tr[data-name="dead"] .test-outcome .error');
+  const why = await page.locator('#destinations-table tr[data-name="dead"] .test-outcome').innerText();
+  check(/Failed: .*Connect/.test(why), `outcome ${why}`);
+});
+
+await step('failed deliveries: shown with their error, resent from the page', async () => {
+  await page.selectOption('#delivery-status', 'failed');
+  await page.waitForSelector('#deliveries-table tr[data-status="failed"]');
+  const error = await page.locator('#deliveries-table tr[data-status="failed"] td:nth-child(9)').first().innerText();
+  check(error.includes('HTTP 403'), `last error ${error}`);
+  await page.click('#deliveries-table tr[data-status="failed"] button.resend');
+  await page.selectOption('#delivery-status', '');
+  await page.waitForFunction(() => document.querySelector('#delivery-counts')?.textContent.includes('0 failed'));
+});
+
+await step('no script errors', async () => {
+  check(pageErrors.length === 0, pageErrors.join('\n'));
+});
+
+await browser.close();
+console.log(`alerts: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
