@@ -82,6 +82,7 @@ class Scope:
     fields: set[str] = field(default_factory=set)  # record paths read
     keep_patterns: list[Callable[[str], bool]] | None = None  # a KEEP over records with wildcards
     drop_tests: list[Callable[[str], bool]] = field(default_factory=list)  # a DROP over records with wildcards
+    patterns: int = 0  # LIKE/RLIKE patterns compiled (expressions.MAX_PATTERNS)
 
     def path(self, name: str) -> str:
         return self.dataset.resolve(name) if self.dataset is not None else name

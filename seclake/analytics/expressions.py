@@ -33,6 +33,7 @@ from seclake.record.value import as_ip, ip_in_network
 Fn = Callable[[dict], Any]
 
 MAX_STRING = 1 << 20  # characters of a string an expression makes
+MAX_PATTERNS = 128  # LIKE/RLIKE patterns in one query
 
 AGGREGATES = frozenset(
     {"COUNT", "COUNT_DISTINCT", "SUM", "AVG", "MIN", "MAX", "MEDIAN", "PERCENTILE", "VALUES", "TOP"}
@@ -41,6 +42,7 @@ AGGREGATES = frozenset(
 
 class Scope(Protocol):
     now: int
+    patterns: int  # LIKE/RLIKE patterns compiled so far
 
     def resolve(self, name: str, pos: int) -> tuple[str, str | None]:
         """The row key a name reads and its kind; QueryError for an unknown column."""
@@ -235,6 +237,10 @@ class _Compiler:
         return in_, "boolean"
 
     def _Like(self, node: t.Like):
+        # Each pattern is an RE2 program with its own bounded memory: their number is bounded too.
+        self.scope.patterns += 1
+        if self.scope.patterns > MAX_PATTERNS:
+            raise LimitExceeded("LIKE and RLIKE patterns in a query", self.scope.patterns, MAX_PATTERNS)
         fn, _ = self.expr(node.operand)
         if node.regex:
             test = full_matcher(translate(node.pattern, node.pattern_pos), node.pattern_pos, cased=True)

@@ -84,6 +84,8 @@ def test_limits_are_checked_at_parse():
         parse("| WHERE " + " + ".join(["a"] * 200))
     with pytest.raises(LimitExceeded):
         parse("| WHERE a > 1" * 3000)
+    with pytest.raises(LimitExceeded, match="patterns"):
+        parse("".join(["| WHERE a LIKE \"x*\" "] * 200))
 
 
 def test_hostile_text_never_crashes_the_parser():
