@@ -52,6 +52,17 @@ def _delivery(srv) -> int:
         return row.id
 
 
+def _sso_code(srv) -> str:
+    """A one-time code as an identity provider's callback leaves it (the flow itself, against a real
+    provider: tests/service/test_oidc.py), for a session opened as the callback opens one."""
+    from seclake.service.oidc import Handoff
+    from tests.conftest import ADMIN_PASSWORD
+
+    code = "schema-sso-code"
+    srv.services.oidc._handoffs[code] = Handoff(srv.services.login.login("admin", ADMIN_PASSWORD))
+    return code
+
+
 def test_what_the_server_answers_fits_the_reply_models(srv):
     now = int(time.time() * 1000)
     options = {"searchStr": "", "range_from": now - 2 * 86_400_000, "range_to": now + 60_000, "fetchLimit": 5,
@@ -67,6 +78,7 @@ def test_what_the_server_answers_fits_the_reply_models(srv):
     requests: list[tuple[str, Any]] = [
         ("auth/userList", {}),
         ("auth/ssoProviders", {}),
+        ("auth/ssoSession", {"code": _sso_code(srv)}),
         ("auth/userAdd", {"user": user}),
         ("auth/getUser", {"username": "schema-user"}),
         ("auth/userUpdate", {"user": {"username": "schema-user", "firstName": "S"}}),
