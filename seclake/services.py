@@ -128,7 +128,7 @@ class Services:
         self.alerting = Alerting(self.db, settings, self.summaries, self.metrics, send=settings.ingest and not one_shot)
         # Behavior rules, run on every record as it arrives: in the database, shared by
         # every node; <data dir>/rules holds the files of before, imported once.
-        self.rules = RuleBook(self.db, legacy_directory=settings.data_dir / "rules")
+        self.rules = RuleBook(self.db, legacy_directory=settings.data_dir / "rules", cache_directory=settings.data_dir)
         self.detector = Detector(
             self.rules, self.db, bands=settings.score_bands, summaries=self.summaries, ids=lambda: self.record_ids,
             made=self.metrics.behaviors,

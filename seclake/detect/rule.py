@@ -611,8 +611,10 @@ def _at(where: str, name: str) -> str:
     return f"{where}.{name}" if where else name
 
 
-def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None = None) -> Rule:
-    """A validated Rule from its wire / YAML shape; errors name the field under ``where``."""
+def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None = None,
+                   sigma_trees: Callable[[str], ast.Node] | None = None) -> Rule:
+    """A validated Rule from its wire / YAML shape; errors name the field under ``where``. ``sigma_trees``:
+    how a Sigma rule's text becomes its tree, if not by converting it (the rule book's ``TreeCache``)."""
     if not isinstance(d, Mapping):
         raise ValidationFailed(where or "rule", f"must be an object, not {_kind(d)}")
     for k in d:  # YAML may hold keys of other types
@@ -635,7 +637,7 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
     must_not = tuple((f.field, tuple(f.terms) if isinstance(f.terms, list) else f.terms)
                      for f in sent.mustNotFilters or [])
     try:
-        node = _sigma_selector(sent.sigma, where) if sent.sigma is not None else \
+        node = _sigma_selector(sent.sigma, where, sigma_trees) if sent.sigma is not None else \
             parse(query, dataset, default_operator="AND", limits=limits)
     except (QueryError, LimitExceeded) as e:
         raise _named(e, _at(where, "query")) from None
@@ -678,12 +680,12 @@ def rule_from_dict(d: Any, where: str = "bucket", *, limits: QueryLimits | None 
     )
 
 
-def _sigma_selector(text: str, where: str) -> ast.Node:
+def _sigma_selector(text: str, where: str, trees: Callable[[str], ast.Node] | None = None) -> ast.Node:
     from seclake.sigma.conversion import selector  # pySigma is loaded only where Sigma rules are
     from seclake.sigma.unsupported import Unsupported
 
     try:
-        return selector(text)
+        return (trees or selector)(text)
     except Unsupported as e:
         raise ValidationFailed(_at(where, "sigma"), f"cannot run as Sigma means it: {e}") from None
 

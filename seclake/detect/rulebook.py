@@ -122,10 +122,17 @@ class Imported(NamedTuple):
 
 
 class RuleBook:
-    def __init__(self, db: Database, legacy_directory: Path | None = None):
+    def __init__(self, db: Database, legacy_directory: Path | None = None, cache_directory: Path | None = None):
         self.db = db
         # Where rules were files before they moved to the database (read once, by ``seed``).
         self.legacy_directory = Path(legacy_directory) if legacy_directory is not None else None
+        # Sigma rules' trees converted by earlier starts (sigma/treecache.py): a start with SigmaHQ's rules
+        # converted each again (~20 s).
+        self.trees = None
+        if cache_directory is not None:
+            from seclake.sigma.treecache import TreeCache
+
+            self.trees = TreeCache(Path(cache_directory))
         self._lock = threading.RLock()
         self._rules: dict[str, Rule] = {}
         # The counter the rules in memory were read at; -1: never read.
@@ -182,15 +189,20 @@ class RuleBook:
                 # more, while a counter newer than the rows would hide a change.
                 value = s.scalar(select(RuleGeneration.value).where(RuleGeneration.id == 1)) or 0
                 rows = s.execute(select(StoredRule.name, StoredRule.document).order_by(StoredRule.name)).all()
+            trees = self.trees
+            if trees is not None:
+                trees.begin()
             for name, document in rows:
                 try:
-                    rule = rule_from_dict(document, "")
+                    rule = self._stored(document)
                     if rule.name != name:
                         raise ValidationFailed("name", f"{rule.name!r} differs from the row's name")
                 except (ValidationFailed, QueryError, LimitExceeded) as e:
                     errors.append(f"stored rule {name!r}: {e.message}")
                     continue
                 loaded[name] = rule
+            if trees is not None:
+                trees.save()
             self._rules = loaded
             self.version = value
         return errors
@@ -274,7 +286,7 @@ class RuleBook:
             with self.db.session(write=True) as s:
                 generation, row = self._existing(s, name)
                 # The stored rule, not the one in memory: another node may have changed it.
-                rule = rule_from_dict(row.document, "")
+                rule = self._stored(row.document)
                 if rule.enabled == enabled:
                     return rule
                 changed = rule.with_enabled(enabled)
@@ -301,7 +313,7 @@ class RuleBook:
                 changes: dict[str, Rule | None] = {}
                 now = datetime.now(UTC)
                 for name in dict.fromkeys(names):
-                    rule = rule_from_dict(rows[name].document, "")
+                    rule = self._stored(rows[name].document)
                     if rule.enabled != enabled:
                         changed = rule.with_enabled(enabled)
                         rows[name].document, rows[name].updated_on = changed.to_dict(), now
@@ -319,7 +331,7 @@ class RuleBook:
                 generation, row = self._existing(s, name)
                 # A stored rule this version finds invalid cannot be deleted by name;
                 # `update` or `seclake rules import --replace` replaces it.
-                rule = rule_from_dict(row.document, "")
+                rule = self._stored(row.document)
                 _check_referrers(s, {name})
                 s.delete(row)
                 value = self._bump(generation)
@@ -377,6 +389,10 @@ class RuleBook:
             _write_atomically(path, rule_yaml(rule).encode("utf-8"))
             written.append(path)
         return written
+
+    def _stored(self, document) -> Rule:
+        """A stored rule, its Sigma tree from the cache when a start converted it before."""
+        return rule_from_dict(document, "", sigma_trees=self.trees.selector if self.trees is not None else None)
 
     # -- the counter ------------------------------------------------------
 
