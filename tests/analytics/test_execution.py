@@ -322,3 +322,9 @@ def test_multi_valued_by_fields_cannot_multiply_without_bound():
         execute(parse("| STATS COUNT(*) BY a, b, c"), [row] * 1000)
     assert time.perf_counter() - started < 2
     assert len(execute(parse("| STATS COUNT(*) BY a, b"), [{"@fields.a": [1, 2], "@fields.b": [3, 4, 4]}]).values) == 4
+
+
+def test_now_is_the_time_given():
+    rows = [{"@timestamp": t * 3_600_000} for t in range(10)]
+    r = execute(parse("| WHERE @timestamp > NOW() - 2 hours | STATS n = COUNT(*), at = MAX(NOW())"), rows, now=9 * 3_600_000)
+    assert r.values == [[2, "1970-01-01T09:00:00.000Z"]]
