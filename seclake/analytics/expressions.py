@@ -82,7 +82,9 @@ class _Compiler:
         v = node.value
         if isinstance(v, t.Duration):
             return (lambda row: v), "span"
-        return (lambda row: v), None
+        # A literal's type is what it is written as: "443" is a keyword (in a column).
+        kind = {str: "keyword", bool: "boolean", int: "long", float: "double"}.get(type(v))
+        return (lambda row: v), kind
 
     def _Field(self, node: t.Field):
         key, kind = self.scope.resolve(node.name, node.pos)
