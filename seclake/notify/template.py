@@ -4,11 +4,20 @@ A rule may bring its own body template (``AlertRule.template``); a record's
 fields reach every message. Jinja2's ``ImmutableSandboxedEnvironment``
 refuses attribute tricks and changing what it is given; the output is cut at
 ``MAX_OUTPUT`` characters (the template is a stream, so a huge loop stops
-there). The HTML part of an email is rendered with autoescaping.
+there). What the sandbox leaves open is time: ``range`` here gives at most
+``MAX_RANGE`` numbers and stops a render past ``MAX_SECONDS`` (nested loops
+that write nothing), and ``*`` and ``**`` refuse results past the output's
+size, so no template holds the sender thread. The HTML part of an email is
+rendered with autoescaping.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import re
+import threading
+import time
 from itertools import islice
 from typing import Any
 
@@ -18,6 +27,9 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from seclake.errors import ValidationFailed
 
 MAX_OUTPUT = 20_000
+MAX_RANGE = 10_000
+MAX_SECONDS = 2.0
+_deadline = threading.local()
 
 TITLE = {
     "behavior": "seclake: {{ behavior.behavior }} on {{ behavior.keyType }} {{ behavior.key }} "
@@ -53,9 +65,72 @@ ATT&amp;CK: {{ summary.risks | join(", ") or "-" }}<br>Status: {{ summary.status
 {% if folded %}<p>And {{ folded }} more like it, held back by the throttle ({{ rule }}).</p>{% endif %}
 {% if link %}<p><a href="{{ link }}">Open in seclake</a></p>{% endif %}"""
 
+WIDE = re.compile(r"%[-+ #0]*(\*|\d{5,}|\d*\.(\*|\d{5,}))")
+
+
+def _bounded_filter(f):
+    @functools.wraps(f)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        _check_time()
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, int) and not isinstance(a, bool) and abs(a) > MAX_OUTPUT:
+                raise SecurityError(f"a filter given a number past {MAX_OUTPUT}")
+        return f(*args, **kwargs)
+
+    return bounded
+
+
+class TimeLimitExceeded(SecurityError):
+    pass
+
+
+def _check_time() -> None:
+    if time.monotonic() > getattr(_deadline, "at", float("inf")):
+        raise TimeLimitExceeded(f"the template ran past {MAX_SECONDS} s")
+
+
+def _range(*args: int):
+    numbers = range(*args)
+    if len(numbers) > MAX_RANGE:
+        raise SecurityError(f"range() of more than {MAX_RANGE} numbers")
+    for i, n in enumerate(numbers):
+        if i % 256 == 0:
+            _check_time()
+        yield n
+
+
+class Sandbox(ImmutableSandboxedEnvironment):
+    """Jinja2's sandbox, bounded in time and size as well."""
+
+    intercepted_binops = frozenset({"*", "**", "%"})
+
+    def __init__(self, **options: Any):
+        super().__init__(**options)
+        self.globals["range"] = _range
+        # A filter given a huge number (center(10000000000), indent, wordwrap...) would build a huge string.
+        self.filters = {name: _bounded_filter(f) for name, f in self.filters.items()}
+
+    def call_binop(self, context, operator: str, left: Any, right: Any) -> Any:
+        _check_time()
+        if operator == "**" and isinstance(right, (int, float)) and (abs(right) > 64 or (
+                isinstance(left, (int, float)) and abs(left) > 1 and right * math.log10(abs(left)) > 9)):
+            raise SecurityError("** past 10**9")
+        if operator == "%" and isinstance(left, str) and WIDE.search(left):
+            raise SecurityError("a % format wider than the output")
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_OUTPUT:
+                    raise SecurityError(f"* making more than {MAX_OUTPUT} items")
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context, __obj, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja2's signature
+        _check_time()
+        return super().call(__context, __obj, *args, **kwargs)
+
+
 # A missing field renders empty: a record without it must not fail a delivery.
-_plain = ImmutableSandboxedEnvironment(undefined=ChainableUndefined, autoescape=False)
-_html = ImmutableSandboxedEnvironment(undefined=ChainableUndefined, autoescape=True)
+_plain = Sandbox(undefined=ChainableUndefined, autoescape=False)
+_html = Sandbox(undefined=ChainableUndefined, autoescape=True)
 
 
 def check(text: str, field: str = "template") -> str:
@@ -69,6 +144,7 @@ def check(text: str, field: str = "template") -> str:
 
 def render(text: str, context: dict[str, Any], *, html: bool = False) -> str:
     env = _html if html else _plain
+    _deadline.at = time.monotonic() + MAX_SECONDS
     try:
         parts = env.from_string(text).generate(**context)
         out = "".join(islice(_bounded(parts), MAX_OUTPUT))
@@ -76,6 +152,8 @@ def render(text: str, context: dict[str, Any], *, html: bool = False) -> str:
         return f"(template refused by the sandbox: {e})"
     except Exception as e:  # noqa: BLE001 - a template error must not lose the notification
         return f"(template failed: {type(e).__name__}: {e})"[:1000]
+    finally:
+        _deadline.at = float("inf")
     return out
 
 
