@@ -122,7 +122,7 @@ named: NAME "=" expr -> assigned
 STAR: "*"
 NAME: /[A-Za-z_@][A-Za-z0-9_@.]*/
 NAME_PATTERN.2: /[A-Za-z0-9_@.]*\*[A-Za-z0-9_@.*]*/
-QUOTED_NAME: /`(?:[^`]|``)+`/
+QUOTED_NAME: /`(?:[^`\x00]|``)+`/
 STRING: /"(?:[^"\\\n]|\\.)*"/
 DECIMAL.2: /[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+/
 INT: /[0-9]+/
@@ -470,6 +470,9 @@ def _syntax_error(exc: UnexpectedInput, text: str, offset: int) -> QueryError:
         if what == '"':
             return QueryError("unclosed string", offset + pos, 'a closing \'"\'')
         if what == "`":
+            close = text.find("`", pos + 1)
+            if "\x00" in text[pos : close if close > 0 else len(text)]:
+                return QueryError("a name may not hold the NUL character", offset + pos, None)
             return QueryError("unclosed `quoted name`", offset + pos, "a closing '`'")
         return QueryError(f"unexpected '{what}'", offset + pos, _one_of(expected))
     return QueryError(str(exc), offset, None)
