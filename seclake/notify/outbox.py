@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Index, Integer, String, func, select, update
+from sqlalchemy import JSON, BigInteger, Index, Integer, String, delete, func, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from seclake.db.base import Base
@@ -21,6 +21,9 @@ from seclake.errors import NotFound
 PENDING, SENT, FAILED = "pending", "sent", "failed"
 STATUSES = (PENDING, SENT, FAILED)
 MAX_ERROR = 1000
+# Sent deliveries are kept this long (the page's and the API's history), then deleted;
+# failed ones stay until resent or deleted with them once that old, pending ones always.
+KEEP_DAYS = 30
 
 
 class Delivery(Base):
@@ -126,3 +129,10 @@ def counts(db: Database) -> dict[str, int]:
     with db.session() as s:
         found = dict(s.execute(select(Delivery.status, func.count()).group_by(Delivery.status)).all())
     return {st: found.get(st, 0) for st in STATUSES}
+
+
+def prune(db: Database, now_ms: int, keep_days: int = KEEP_DAYS) -> int:
+    """Delete sent and failed deliveries made more than ``keep_days`` ago; how many."""
+    with db.session(write=True) as s:
+        return s.execute(delete(Delivery).where(Delivery.status.in_((SENT, FAILED)),
+                                                Delivery.created_ms < now_ms - keep_days * 86_400_000)).rowcount

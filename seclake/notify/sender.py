@@ -40,7 +40,7 @@ from sqlalchemy import update
 
 from seclake import __version__
 from seclake.db.database import Database
-from seclake.notify import chat, mail, outbox, pagerduty, syslogcef, template, webhook
+from seclake.notify import chat, mail, outbox, pagerduty, syslogcef, template, throttle, webhook
 from seclake.notify.destination import Target
 from seclake.notify.webhook import DeliveryError
 
@@ -49,6 +49,7 @@ log = logging.getLogger("seclake.notify")
 BATCH = 100
 FIRST_BACKOFF = 2.0
 IDLE_POLL = 1.0
+PRUNE_EVERY = 3600.0
 
 
 class NotifyMetrics:
@@ -119,6 +120,7 @@ class Sender:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._pruned = 0.0
 
     # -- the thread ------------------------------------------------------
 
@@ -142,6 +144,9 @@ class Sender:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
+                if time.monotonic() - self._pruned >= PRUNE_EVERY:
+                    self._pruned = time.monotonic()
+                    self.prune()
                 worked = self.round()
             except Exception:  # noqa: BLE001 - logged; the next round is the retry
                 log.exception("a round of notification deliveries failed; will retry")
@@ -149,6 +154,14 @@ class Sender:
             if not worked:
                 self._wake.wait(IDLE_POLL)
                 self._wake.clear()
+
+    def prune(self) -> None:
+        """The outbox's old history and the throttle's dead windows (hourly)."""
+        now_ms = int(self.clock() * 1000)
+        deliveries, windows = outbox.prune(self.db, now_ms), throttle.prune(self.db, now_ms)
+        if deliveries or windows:
+            log.info("deleted %d deliveries older than %d days and %d old throttle windows",
+                     deliveries, outbox.KEEP_DAYS, windows)
 
     # -- one round -------------------------------------------------------
 

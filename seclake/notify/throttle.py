@@ -14,10 +14,12 @@ page and the API show the row's count then).
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Integer, String, update
+from sqlalchemy import BigInteger, Integer, String, delete, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from seclake.db.base import Base
+from seclake.db.database import Database
+from seclake.notify.alertrule import MAX_THROTTLE
 from seclake.notify.outbox import PENDING, Delivery
 
 
@@ -89,3 +91,10 @@ class Throttle:
         for key in list(self._folds):
             row = self._rows[key]
             row.folded += self._flush_folds(key, row)
+
+
+def prune(db: Database, now_ms: int) -> int:
+    """Delete windows older than the longest throttle with nothing folded to tell: they equal no window."""
+    with db.session(write=True) as s:
+        return s.execute(delete(ThrottleWindow).where(ThrottleWindow.window_start < now_ms - MAX_THROTTLE * 1000,
+                                                      ThrottleWindow.folded == 0)).rowcount
