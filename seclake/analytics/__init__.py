@@ -11,7 +11,7 @@ ES|QL's commands after seclake's Lucene query::
 """
 
 from seclake.analytics.execution import AnalyticsLimits, Result
-from seclake.analytics.pipeline import Pipeline, execute, parse
+from seclake.analytics.language import Pipeline, execute, parse
 from seclake.errors import LimitExceeded, QueryError
 
 __all__ = ["AnalyticsLimits", "LimitExceeded", "Pipeline", "QueryError", "Result", "execute", "parse"]
