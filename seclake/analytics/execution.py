@@ -21,7 +21,7 @@ from typing import Any
 from seclake.analytics import aggregates as ag
 from seclake.analytics import scalars as s
 from seclake.analytics import tree as t
-from seclake.analytics.expressions import AGGREGATES, compile_expr, is_aggregate
+from seclake.analytics.expressions import compile_expr, is_aggregate
 from seclake.errors import LimitExceeded, QueryError
 from seclake.query.ast import Wildcard
 from seclake.query.datemath import now_ms

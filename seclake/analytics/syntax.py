@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import threading
 
-from lark import Lark, Token, v_args
+from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.visitors import Transformer
 
