@@ -279,6 +279,15 @@ await step('highlights: only what the query matched; JSON events read as a messa
     `marks inside words: ${JSON.stringify(pieces.slice(0, 3))}`);
 });
 
+await step("README's example: failed logins of sshd, Windows and Okta side by side, no blocked traffic", async () => {
+  // A connection a firewall blocked is no failure (ECS): event.outcome:failure is failed logins only (issue 42).
+  await page.goto(`${base}/search?q=${encodeURIComponent('event.outcome:failure')}&from=now-7d&to=now`);
+  await searched();
+  const sources = await page.locator('.facet[data-field="@source"] .facet-key').allInnerTexts();
+  check(['sshd', 'windows', 'okta'].every((s) => sources.includes(s)) && !sources.includes('fortigate'),
+    `sources of event.outcome:failure: ${sources}`);
+});
+
 await step('time range presets and the absolute range', async () => {
   await page.click('#time-button');
   await page.waitForSelector('.time-panel:not([hidden])');
