@@ -56,7 +56,7 @@ def parse(text: str, dataset: Dataset | str = EVENTS, limits: AnalyticsLimits | 
     pipe = first_pipe(text)
     if pipe is None:
         return Pipeline(text, text, (), dataset, None, False)
-    head = text[:pipe].strip()
+    head = text[:pipe].rstrip()  # not lstrip: the search's error positions stay the query's
     commands = tuple(parse_commands(text[pipe:], pipe))
     planned = execution.plan(list(commands), dataset, 0, limits)
     fields = None if planned.reads_all else frozenset(planned.scope_fields | ({planned.time_path} if planned.newest_first else set()))

@@ -58,3 +58,8 @@ def test_the_scan_is_linear_on_long_hostile_heads():
     started = time.perf_counter()
     first_pipe(text)
     assert time.perf_counter() - started < 1.0
+
+
+def test_the_head_keeps_its_offsets():
+    # A search error's position in the head is its position in the whole query.
+    assert parse("  user:x | LIMIT 1").head == "  user:x"
