@@ -53,11 +53,11 @@ from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
 
 from seclake.db.models import User
-from seclake.errors import SeclakeError
+from seclake.errors import Conflict, SeclakeError
 from seclake.service.audit import Audit
 from seclake.service.login import Login, SignIn
 from seclake.service.metrics import Metrics
-from seclake.service.users import USERNAME, Users
+from seclake.service.users import EMAIL, USERNAME, Users
 from seclake.settings import OidcProvider, Settings
 
 log = logging.getLogger("seclake.oidc")
@@ -156,7 +156,12 @@ class Oidc:
                 metadata["authorization_endpoint"], state=flow, nonce=nonce, code_verifier=verifier,
             )
         with self._lock:
+            full = len(self._pending) >= MAX_PENDING
             self._pending[flow] = Pending(name, nonce, verifier, redirect_uri, _local_path(next_path))
+        if full:
+            # The oldest flow in progress was dropped to make room: a flood of starts, or a limit too low.
+            self.metrics.oidc_signins.labels(name, "dropped").inc()
+            log.warning("oidc: %d sign-ins in progress: the oldest was dropped (its user must start again)", MAX_PENDING)
         return url, flow
 
     def finish(self, name: str, params: dict[str, str], cookie_state: str | None, client: str) -> tuple[str, str]:
@@ -372,12 +377,17 @@ class Oidc:
             if not config.create_users:
                 raise SignInFailed("not_provisioned", f"{username!r} has no seclake account and {config.label} users are "
                                    "not created at sign-in (create_users = false); ask an administrator to add it", 403)
+            initial = managed.get("roles") or list(config.default_roles)
+            if not initial:
+                raise SignInFailed("no_role", f"{username!r} would have no role with {config.label} "
+                                   "(settings roles, default_roles); ask an administrator", 403)
             try:
                 return self.users.add({
-                    "username": username, "oauthProvider": config.name, "oauthFlag": True,
-                    "roles": managed.get("roles") or list(config.default_roles or ["analyst"]),
+                    "username": username, "oauthProvider": config.name, "oauthFlag": True, "roles": initial,
                     **({"dataPolicies": policies} if config.data_policies else {}), **names,
                 }, where=f"oidc_providers.{config.name}")
+            except Conflict:
+                user = self.users.get(username)  # made by a sign-in of the same user at the same moment
             except SeclakeError as e:
                 raise SignInFailed("user", f"{username!r} could not be created: {e}", 403) from e
         if user.oauth_provider.lower() not in (config.name.lower(), config.label.lower()):
@@ -430,8 +440,9 @@ def _names(claims: dict[str, Any]) -> dict[str, str]:
     out = {}
     for claim, key, size in (("given_name", "firstName", 100), ("family_name", "lastName", 100), ("email", "email", 254)):
         value = claims.get(claim)
-        if isinstance(value, str) and value.isprintable():
-            out[key] = value[:size]
+        # What a record would refuse (a long or odd e-mail) is left out, not a reason to refuse the user.
+        if isinstance(value, str) and value.isprintable() and len(value) <= size and (key != "email" or EMAIL.fullmatch(value)):
+            out[key] = value
     return out
 
 

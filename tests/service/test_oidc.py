@@ -363,6 +363,22 @@ def test_an_unknown_provider_and_an_unreachable_one_get_clear_pages(start_server
     assert metric(server, "unreachable") == 1
 
 
+def test_a_provider_gone_between_the_redirect_and_the_callback_gets_a_clear_page(seclake, idp) -> None:
+    server = seclake()
+
+    def provider_down(location: str) -> str:
+        idp.stop()  # the user is sent back, and the provider then stops answering the code exchange
+        return location
+
+    assert "Test IdP is unreachable (token endpoint)" in refusal(sign_in(server, tamper=provider_down), 502, "unreachable")
+    assert metric(server, "unreachable") == 1
+
+
+def test_without_a_role_mapping_or_default_roles_a_new_user_is_refused(seclake, idp) -> None:
+    server = seclake(provider={"default_roles": []})
+    assert "would have no role" in refusal(sign_in(server), 403, "no_role")
+
+
 def test_the_next_path_stays_on_this_site() -> None:
     assert oidc_module._local_path("//evil.example/x") == "/search"
     assert oidc_module._local_path("https://evil.example/") == "/search"
@@ -387,3 +403,20 @@ def test_the_sign_in_page_signs_in_with_the_provider_in_chromium(seclake, idp, t
     assert "ok - signed in as alice" in run.stdout, report
     entries = audit_logins(server, "")
     assert any(e["username"] == "alice" and e["outcome"] == "OK" for e in entries)
+
+
+# -- settings ---------------------------------------------------------------
+
+
+def test_a_providers_client_secret_is_masked_and_names_must_differ(tmp_path) -> None:
+    from pydantic import ValidationError
+
+    from seclake.settings import Settings
+
+    provider = {"name": "okta", "issuer": "https://example.okta.com", "client_id": "c", "client_secret": "hush-hush"}
+    shown = Settings(data_dir=tmp_path, oidc_providers=[provider]).masked()["oidc_providers"]
+    assert shown[0]["client_secret"] != "hush-hush" and "hush-hush" not in json.dumps(shown)
+    with pytest.raises(ValidationError, match="provider names must differ"):
+        Settings(data_dir=tmp_path, oidc_providers=[provider, provider])
+    with pytest.raises(ValidationError, match="name"):
+        Settings(data_dir=tmp_path, oidc_providers=[{**provider, "name": "../x"}])
