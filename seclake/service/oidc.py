@@ -357,7 +357,7 @@ class Oidc:
             if not matched:
                 # No group names a policy: all data would be open (no policy is no
                 # restriction), so the user is refused instead.
-                raise SignInFailed("no_policy", f"none of {username!r}'s groups has a data policy for "
+                raise SignInFailed("no_policy", f"no group of {username!r} has a data policy for "
                                    f"{config.label} (setting data_policies); ask an administrator", 403)
             policies = sorted({p for g in matched for p in config.data_policies[g]}) or None
         try:
@@ -367,7 +367,7 @@ class Oidc:
         managed: dict[str, Any] = {}
         if config.roles:
             if not roles:
-                raise SignInFailed("no_role", f"none of {username!r}'s groups has a role for {config.label} "
+                raise SignInFailed("no_role", f"no group of {username!r} has a role for {config.label} "
                                    f"(settings roles, default_roles); ask an administrator", 403)
             managed["roles"] = roles
         if config.data_policies:

@@ -237,7 +237,7 @@ def test_a_group_change_at_the_provider_changes_the_roles_at_the_next_sign_in(se
     assert server.call("auth/ssoSession", {"code": handoff_code(sign_in(server))})["roles"] == ["analyst"]
     # carol's groups map to no role and there is no default: refused.
     idp.login_as("carol")
-    assert "none of 'carol'" in refusal(sign_in(server), 403, "no_role")
+    assert "no group of 'carol'" in refusal(sign_in(server), 403, "no_role")
 
 
 def test_groups_map_to_data_policies_and_no_policy_is_refused_not_opened(seclake, idp) -> None:
@@ -393,14 +393,15 @@ def test_the_next_path_stays_on_this_site() -> None:
 @pytest.mark.slow
 def test_the_sign_in_page_signs_in_with_the_provider_in_chromium(seclake, idp, tmp_path) -> None:
     _need(browser=True)
-    server = seclake(provider={"roles": ROLES})
+    server = seclake(provider={"roles": ROLES, "default_roles": []})
     run = subprocess.run(
-        ["node", str(HERE / "browser.mjs"), server.url, str(tmp_path)], cwd=HERE,
+        ["node", str(HERE / "browser.mjs"), server.url, str(tmp_path), idp.issuer], cwd=HERE,
         capture_output=True, text=True, timeout=300, env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
     )
     report = run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")
     assert run.returncode == 0, report
     assert "ok - signed in as alice" in run.stdout, report
+    assert "ok - a user whose groups map to no role sees why" in run.stdout, report
     entries = audit_logins(server, "")
     assert any(e["username"] == "alice" and e["outcome"] == "OK" for e in entries)
 

@@ -3,14 +3,17 @@
 // signs the configured account in, and the browser lands signed in on the
 // page it asked for.
 //
-//   node tests/service/oidc/browser.mjs <seclake-url> <artifact-dir>
+//   node tests/service/oidc/browser.mjs <seclake-url> <artifact-dir> <issuer>
+//
+// Then, in a new browser context, the provider signs in carol, whose groups
+// map to no role: the browser shows seclake's refusal page, with the way back.
 //
 // Prints "ok - ..." per step; exits 0 only when every step passed.
 
 import { join } from 'node:path';
 import { chromium } from '../../web/node_modules/playwright-core/index.mjs';
 
-const [base, artifacts] = process.argv.slice(2);
+const [base, artifacts, issuer] = process.argv.slice(2);
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -46,6 +49,22 @@ try {
 
   check(errors.length === 0, `page errors: ${errors.join('; ')}`);
   console.log('ok - no page errors');
+
+  // carol: no role for her groups. A new context: the provider's session for alice is not there.
+  await fetch(`${issuer}/test/login-as/carol`);
+  const other = await browser.newContext();
+  const second = await other.newPage();
+  await second.goto(`${base}/login`);
+  await second.locator('a.sso-provider').click();
+  const refusal = second.locator('#sso-error');
+  await refusal.waitFor({ timeout: 30000 });
+  const text = await refusal.textContent();
+  check(/no group of 'carol'/.test(text), `refusal says: ${text}`);
+  check(await second.evaluate(() => sessionStorage.getItem('seclake.session')) === null, 'carol got a session');
+  await second.screenshot({ path: join(artifacts, 'sso-refused.png') });
+  await second.locator('a[href="/login"]').click();
+  await second.locator('a.sso-provider').waitFor();
+  console.log('ok - a user whose groups map to no role sees why, and the way back to sign-in');
 } catch (err) {
   console.log(`not ok - ${String(err && err.stack || err).split('\n').slice(0, 4).join('\n  ')}`);
   await page.screenshot({ path: join(artifacts, 'sso-failed.png') }).catch(() => {});
