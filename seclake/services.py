@@ -36,6 +36,7 @@ from seclake.service.parsepool import ParsePool
 from seclake.service.querytasks import QueryTasks
 from seclake.service.password import PasswordHasher
 from seclake.service.policies import Policies
+from seclake.service.priority import Priority
 from seclake.service.readiness import Readiness
 from seclake.service.retention import RetentionSchedule
 from seclake.service.sessions import Sessions
@@ -84,6 +85,9 @@ class Services:
         self.auth = Authentication(self.sessions, self.tokens, self.access)
         # What operators see: GET /metrics, /healthz, /readyz (api/health.py).
         self.metrics = Metrics()
+        # Searches first: bulk imports wait at checkpoints while searches run (service/priority.py).
+        self.priority = Priority(settings.ingest_yield_seconds)
+        self.metrics.watch(self.priority)
         self.login = Login(self.db, self.hasher, self.sessions, self.audit, settings, clock, self.metrics)
         # Sign-in with the identity providers of the settings (OpenID Connect): docs/sso.md.
         self.oidc = Oidc(settings, self.users, self.login, self.audit, self.metrics)
@@ -155,7 +159,7 @@ class Services:
             return
         # Imports' idempotency keys, decided here where the lake is written.
         self.idempotency = Idempotency(self.db, self.lake, settings.idempotency_key_hours)
-        self.ingestion = Ingestion(self.lake, self.detector, self.idempotency, self.parsers)
+        self.ingestion = Ingestion(self.lake, self.detector, self.idempotency, self.parsers, self.priority)
         # Order matters: the detector catches up with the log the lake opened,
         # and the keys the log holds are recorded before any import arrives.
         self.components.append(self.lake)

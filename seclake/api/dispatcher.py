@@ -87,7 +87,11 @@ async def guarded(request: Request, name: str, permission: str | None, work: Wor
             raise NotFound(f"unknown call {name[:100]!r}")
         if request.method != "POST":
             raise MethodNotAllowed(f"use POST, not {request.method}")
-        response: Response = ok(await work(ctx, authorize))
+        if permission == "search":  # a search: bulk imports wait for it (service/priority.py)
+            with services.priority.interactive():
+                response: Response = ok(await work(ctx, authorize))
+        else:
+            response = ok(await work(ctx, authorize))
         response.headers.update(ctx.response_headers)
         outcome, detail = "OK", ctx.audit_detail
     except SeclakeError as e:

@@ -214,7 +214,8 @@ def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | 
             kept.append(entry.record)
     first = None
     if items:
-        first, _last = services.ingestion.append_records(items, prepared.taken(kept) if prepared is not None else None)
+        first, _last = services.ingestion.append_records(items, prepared.taken(kept) if prepared is not None else None,
+                                                         bulk=True)
     ids = services.record_ids
     out = []
     for action, index, doc_id, position, error in answers:

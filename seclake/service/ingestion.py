@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import orjson
 
@@ -29,7 +29,10 @@ from seclake.detect.behavior import MAX_CUSTOMER
 from seclake.errors import Conflict, Forbidden, PayloadTooLarge, Unavailable, ValidationFailed
 from seclake.service.idempotency import Idempotency, RequestDigest, Stored, attempt
 from seclake.service.parsepool import BodyReader, Parsed, ParsePool, Prepared
+from seclake.service.priority import Priority
 from seclake.storage.lake import Lake
+
+T = TypeVar("T")
 
 log = logging.getLogger("seclake.ingest")
 
@@ -106,8 +109,10 @@ class Admission:
 
 class Ingestion:
     def __init__(self, lake: Lake, detector=None, idempotency: Idempotency | None = None,
-                 parsers: ParsePool | None = None):
+                 parsers: ParsePool | None = None, priority: Priority | None = None):
         self.lake = lake
+        # Searches first: bulk imports wait at checkpoints while searches run (service/priority.py).
+        self.priority = priority
         # Worker processes that parse large bodies (None: every body in the request thread).
         self.parsers = parsers
         # Behavior rules run on records before they are logged (detect/detector.py).
@@ -168,8 +173,10 @@ class Ingestion:
             reader = BodyReader(body, compressed=compressed, max_bytes=max_bytes, target=target,
                                 received_ms=received_ms, keyed=key is not None)
             counts, digest, prepared = reader.counts, reader.digest, None
-            numbered = reader.numbered if admit is None else admit.check(reader.numbered)
+            numbered = self._paced(reader.numbered)
+            numbered = numbered if admit is None else admit.check(numbered)
             items = [(dataset, r) for _, r in numbered]
+        self.yield_to_searches()
         if key is None:
             first, last = self._append(items, prepared=prepared)
             return self._report(counts, first, last)
@@ -223,7 +230,8 @@ class Ingestion:
             if progress:
                 progress(len(batch))
 
-        for record in self._records(lines, vendor=vendor, dataset=dataset, fmt=fmt, customer=customer, counts=counts):
+        for record in self._paced(self._records(lines, vendor=vendor, dataset=dataset, fmt=fmt, customer=customer,
+                                                counts=counts)):
             batch.append((dataset, record))
             if len(batch) >= BATCH:
                 store()
@@ -300,9 +308,21 @@ class Ingestion:
         return [(dataset, loads(b) if i in found else None) for i, b in enumerate(prepared.bodies)]
 
     def append_records(self, items: list[tuple[str, dict[str, Any]]],
-                       prepared: Prepared | None = None) -> tuple[int | None, int | None]:
-        """Log records (and their behaviors); ``prepared``: what a parse worker made of them."""
+                       prepared: Prepared | None = None, bulk: bool = False) -> tuple[int | None, int | None]:
+        """Log records (and their behaviors); ``prepared``: what a parse worker made of them.
+        ``bulk``: a bulk import, which waits for running searches first (a listener's datagrams do not:
+        a socket's buffer would overflow meanwhile)."""
+        if bulk:
+            self.yield_to_searches()
         return self._append(items, prepared=prepared)
+
+    def yield_to_searches(self) -> None:
+        """A bulk import's checkpoint: wait while searches run, boundedly (service/priority.py)."""
+        if self.priority is not None:
+            self.priority.yield_to_interactive()
+
+    def _paced(self, items: Iterable[T]) -> Iterable[T]:
+        return items if self.priority is None else self.priority.paced(items)
 
     def append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any]) -> Stored:
         """Store records under an idempotency key (``idempotency.attempt``) unless they are stored already."""

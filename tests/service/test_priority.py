@@ -1,0 +1,80 @@
+"""Searches first: a bulk import waits at its checkpoints while a search runs, boundedly, and loses nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+
+from seclake.service.priority import Priority
+
+
+def test_a_checkpoint_waits_while_a_search_runs_and_goes_on_when_it_ends():
+    priority = Priority(max_wait_seconds=5)
+    started = time.monotonic()
+    priority.yield_to_interactive()  # nothing running: at once
+    assert time.monotonic() - started < 0.05 and priority.yields == 0
+    held = threading.Event()
+
+    def search() -> None:
+        with priority.interactive():
+            held.set()
+            time.sleep(0.3)
+
+    thread = threading.Thread(target=search)
+    thread.start()
+    held.wait(5)
+    started = time.monotonic()
+    priority.yield_to_interactive()
+    waited = time.monotonic() - started
+    thread.join()
+    assert 0.2 < waited < 2  # until the search ended, not the 5 s bound
+    assert priority.yields == 1 and priority.yield_seconds >= 0.2
+
+
+def test_the_wait_is_bounded_and_paced_items_all_come():
+    priority = Priority(max_wait_seconds=0.1)
+    with priority.interactive():  # a search that outlasts every checkpoint
+        started = time.monotonic()
+        items = list(priority.paced(range(1000), every=256))
+        waited = time.monotonic() - started
+    assert items == list(range(1000))
+    assert priority.yields == 4 and 0.35 < waited < 2  # checkpoints at 0, 256, 512, 768
+    assert priority._active == 0
+
+
+def test_an_import_waits_for_a_running_search_stores_everything_and_is_counted(start_server):
+    srv = start_server(ingest_yield_seconds=1.0)
+    token = srv.login()
+    lines = "\n".join(f'{{"@timestamp": {1_700_000_000_000 + i}, "user": "u{i}", "n": {i}}}' for i in range(600))
+    replies: list[tuple[float, dict]] = []
+
+    def send() -> None:
+        t = time.monotonic()
+        r = httpx.post(f"{srv.url}/api/import/app", content=lines.encode(), headers={"Servicetoken": token},
+                       timeout=30)
+        replies.append((time.monotonic() - t, r.json()))
+
+    with srv.services.priority.interactive():  # a search in flight for the whole import
+        thread = threading.Thread(target=send)
+        thread.start()
+        thread.join(30)
+    (seconds, reply), = replies
+    assert reply["response"]["stored"] == 600, reply
+    # Three checkpoints while parsing (lines 0, 256, 512) and one before the log: each waited its bound.
+    assert seconds >= 3
+    metrics = httpx.get(f"{srv.url}/metrics").text
+    waited = next(float(line.split()[-1]) for line in metrics.splitlines()
+                  if line.startswith("seclake_ingest_yield_seconds_total"))
+    assert waited >= 3
+    # With no search running the same import does not wait.
+    t = time.monotonic()
+    assert httpx.post(f"{srv.url}/api/import/app", content=lines.encode(), headers={"Servicetoken": token},
+                      timeout=30).json()["response"]["stored"] == 600
+    assert time.monotonic() - t < 3
+    srv.services.lake.flush()
+    found = srv.call("ds/get_index_zoom_histogram_lv3", {"partition": "default", "options": {
+        "dateFacetField": "@timestamp", "searchStr": "n:599", "fetchLimit": 5, "range_from": 0,
+        "range_to": 2_000_000_000_000}}, token=token)
+    assert found["hits"]["total"] == 2
