@@ -409,8 +409,9 @@ class Oidc:
         label = name if name in self._providers else "unknown"
         self.metrics.oidc_signins.labels(label, failure.reason).inc()
         self.audit.login(username or "", client, False, f"{failure.reason}: {failure}", call=f"auth/oidc/{name[:40]}")
-        log.warning("oidc: sign-in with %s refused (%s) from %s: %s", name[:40], failure.reason,
-                    client or "an unknown address", failure)
+        # %r: the name comes from the URL and the message may quote the provider's words (no line breaks in the log).
+        log.warning("oidc: sign-in with %r refused (%s) from %s: %r", name[:40], failure.reason,
+                    client or "an unknown address", str(failure))
         raise failure
 
 

@@ -22,7 +22,7 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import parse_qsl, urljoin, urlsplit
+from urllib.parse import parse_qsl, quote, urljoin, urlsplit
 
 import httpx
 import pytest
@@ -377,6 +377,31 @@ def test_a_provider_gone_between_the_redirect_and_the_callback_gets_a_clear_page
 def test_without_a_role_mapping_or_default_roles_a_new_user_is_refused(seclake, idp) -> None:
     server = seclake(provider={"default_roles": []})
     assert "would have no role" in refusal(sign_in(server), 403, "no_role")
+
+
+HOSTILE = ["", "x" * 5000, "\x00", "a\nb", "\u202e\u0301", "../../etc/passwd", "<script>alert(1)</script>",
+           "%00", "//evil.example/", "https://evil.example/", "\r\nSet-Cookie: a=b", "é" * 3000]
+
+
+def test_hostile_values_in_every_parameter_of_the_browser_routes_get_a_page_never_a_5xx(seclake, idp) -> None:
+    server = seclake()
+    with httpx.Client(timeout=20) as browser:
+        for value in HOSTILE:
+            for path, params in (
+                ("/auth/oidc/test/start", {"next": value}),
+                ("/auth/oidc/test/callback", {"state": value, "code": value}),
+                ("/auth/oidc/test/callback", {"state": value, "error": value, "error_description": value}),
+            ):
+                r = browser.get(server.url + path, params=params)
+                assert r.status_code < 500, (path, value, r.status_code)
+                assert "<script>" not in r.text and "Set-Cookie: a" not in str(r.headers)
+            r = browser.get(f"{server.url}/auth/oidc/{quote(value, safe='')}/start")
+            assert r.status_code in (404, 307), (value, r.status_code)  # 307: Starlette's slash redirect for ""
+        # A started flow whose callback carries the provider's error: refused, the error quoted as text.
+        r = sign_in(server, tamper=lambda loc: loc.split("?")[0] + "?" + "&".join(
+            p for p in urlsplit(loc).query.split("&") if p.startswith("state=")) + "&error=access_denied"
+            "&error_description=%3Cb%3Eno%3C%2Fb%3E")
+        assert "refused the sign-in: &lt;b&gt;no&lt;/b&gt;" in r.text and r.status_code == 401
 
 
 def test_the_next_path_stays_on_this_site() -> None:
