@@ -40,6 +40,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,9 @@ HANDOFF_SECONDS = 60
 # Flows in progress kept at once; past it the oldest go first (a flood of
 # starts cannot grow memory; a real user caught by it starts again).
 MAX_PENDING = 10_000
+# Flows in progress one client address may hold: a flood from one address
+# cannot push everyone else's out of the bound above.
+MAX_PENDING_PER_CLIENT = 100
 # The discovery document is read again after this.
 METADATA_SECONDS = 3600
 # A token naming an unknown key id refetches the JWKS at most this often per
@@ -103,6 +107,7 @@ class Pending:
     verifier: str
     redirect_uri: str
     next: str
+    client: str = ""
 
 
 @dataclass
@@ -132,6 +137,7 @@ class Oidc:
         self._providers = {p.name: ProviderState(p) for p in settings.oidc_providers}
         self._pending: TTLCache[str, Pending] = TTLCache(MAX_PENDING, PENDING_SECONDS)
         self._handoffs: TTLCache[str, Handoff] = TTLCache(MAX_PENDING, HANDOFF_SECONDS)
+        self._by_client: dict[str, deque[tuple[float, str]]] = {}
         self._lock = threading.Lock()
 
     # -- what the sign-in page shows -----------------------------------------
@@ -156,8 +162,15 @@ class Oidc:
                 metadata["authorization_endpoint"], state=flow, nonce=nonce, code_verifier=verifier,
             )
         with self._lock:
-            full = len(self._pending) >= MAX_PENDING
-            self._pending[flow] = Pending(name, nonce, verifier, redirect_uri, _local_path(next_path))
+            mine = self._in_progress(client)
+            if mine < MAX_PENDING_PER_CLIENT:
+                full = len(self._pending) >= MAX_PENDING
+                self._pending[flow] = Pending(name, nonce, verifier, redirect_uri, _local_path(next_path), client)
+                self._by_client.setdefault(client, deque()).append((time.monotonic() + PENDING_SECONDS, flow))
+        if mine >= MAX_PENDING_PER_CLIENT:
+            self._failed(name, "", client, SignInFailed(
+                "too_many", f"{MAX_PENDING_PER_CLIENT} sign-ins are in progress from this address; "
+                f"finish one or try again in {PENDING_SECONDS // 60} minutes", 429))
         if full:
             # The oldest flow in progress was dropped to make room: a flood of starts, or a limit too low.
             self.metrics.oidc_signins.labels(name, "dropped").inc()
@@ -172,6 +185,10 @@ class Oidc:
             flow = params.get("state") or ""
             with self._lock:
                 pending = self._pending.pop(flow, None) if flow else None
+                if pending is not None and pending.client in self._by_client:
+                    # No longer in progress: it stops counting toward its address's bound at once.
+                    self._by_client[pending.client] = deque(e for e in self._by_client[pending.client] if e[1] != flow)
+                    self._prune(pending.client)
             if pending is None or pending.provider != name:
                 raise SignInFailed("state", "this sign-in is unknown, expired or already used (state); start again")
             if not cookie_state or not hmac.compare_digest(cookie_state, flow):
@@ -197,6 +214,28 @@ class Oidc:
         self.metrics.oidc_signins.labels(name, "ok").inc()
         log.info("oidc: %r signed in with %s from %s", username, name, client or "an unknown address")
         return handoff, pending.next
+
+    def _in_progress(self, client: str) -> int:
+        """Flows ``client`` has in progress (under ``self._lock``). Each address
+        keeps its flows in start order; those finished, expired or pushed out
+        leave from the front, and the whole map is swept when it holds twice as
+        many addresses as flows may be in progress (so addresses gone for good
+        do not pile up; a sweep leaves at most half, so sweeps stay rare)."""
+        if len(self._by_client) >= 2 * MAX_PENDING:
+            for address in list(self._by_client):
+                self._prune(address)
+        return self._prune(client)
+
+    def _prune(self, client: str) -> int:
+        flows = self._by_client.get(client)
+        if flows is None:
+            return 0
+        now = time.monotonic()
+        while flows and (flows[0][0] < now or flows[0][1] not in self._pending):
+            flows.popleft()
+        if not flows:
+            del self._by_client[client]
+        return len(flows)
 
     def session(self, code: str) -> SignIn:
         """The session a sign-in just opened, for its one-time code (single use)."""

@@ -446,3 +446,21 @@ def test_a_providers_client_secret_is_masked_and_names_must_differ(tmp_path) -> 
         Settings(data_dir=tmp_path, oidc_providers=[provider, provider])
     with pytest.raises(ValidationError, match="name"):
         Settings(data_dir=tmp_path, oidc_providers=[{**provider, "name": "../x"}])
+
+
+def test_one_address_cannot_hold_more_than_its_share_of_sign_ins_in_progress(seclake, idp, monkeypatch) -> None:
+    monkeypatch.setattr(oidc_module, "MAX_PENDING_PER_CLIENT", 3)
+    server = seclake()
+    with httpx.Client(timeout=20) as browser:
+        for _ in range(3):
+            assert browser.get(f"{server.url}/auth/oidc/test/start").status_code == 302
+        page = refusal(browser.get(f"{server.url}/auth/oidc/test/start"), 429, "too_many")
+        assert "3 sign-ins are in progress from this address" in page
+    # A finished flow stops counting: with two of the three gone, two sign-ins pass.
+    oidc = server.services.oidc
+    for flow in list(oidc._pending)[:2]:
+        with httpx.Client(timeout=20) as other:
+            refusal(other.get(f"{server.url}/auth/oidc/test/callback", params={"state": flow, "code": "x"}), 401, "state")
+    handoff_code(sign_in(server))
+    handoff_code(sign_in(server))
+    assert metric(server, "too_many") == 1
