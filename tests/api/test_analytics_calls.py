@@ -207,3 +207,25 @@ def test_queries_and_the_records_they_read_are_counted_in_metrics(srv):
     ask(srv, "host.name:web-1 | STATS n = COUNT(*)")
     web1 = sum(1 for d in DOCUMENTS if d["@fields"].get("host", {}).get("name") == "web-1")
     assert counted() == (done + 2, read + len(RECORDS) + web1)
+
+
+@pytest.mark.parametrize("data_type", ["flow", "behavior", "summary"])
+def test_every_dataset_is_read(srv, data_type):
+    got = srv.call("ds/query", {"query": "| STATS n = COUNT(*)", "dataType": data_type}, srv.token)
+    assert got["values"] == [[0]]  # this server holds events only
+
+
+def test_summaries_are_read_within_the_callers_policy(start_server):
+    from tests.detect.test_summaries import apply
+    from tests.detect.test_summary import T0 as DAY0, behavior
+
+    srv = start_server()
+    token = srv.login()
+    apply(srv.services.summaries, [behavior(f"rule-{i % 2}", 100, ts=DAY0 + i, key=f"host-{i}", customer=c)
+                                   for i, c in enumerate(["acme", "globex", "acme", "acme"])])
+    srv.call("auth/dataPolicyAdd", {"policy": {"name": "acme", "filters": {"summary": "customer:acme"}}}, token)
+    srv.call("auth/userAdd", {"user": {"username": "acme-analyst", "password": PASSWORD, "roles": ["analyst"],
+                                       "dataPolicies": ["acme"]}}, token)
+    query = {"query": "| STATS n = COUNT(*) BY customer | SORT customer", "dataType": "summary"}
+    assert srv.call("ds/query", query, token)["values"] == [[3, "acme"], [1, "globex"]]
+    assert srv.call("ds/query", query, srv.login("acme-analyst", PASSWORD))["values"] == [[3, "acme"]]
