@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -68,11 +69,22 @@ def seqs(rows) -> list[int]:
     return sorted(r["@fields.seq"] for r in rows)
 
 
-@pytest.fixture(params=["open splits", "leaf protocol"])
+@pytest.fixture(params=["open splits", "leaf protocol", "cluster searchers"])
 def path(request, lake_services, monkeypatch):
     monkeypatch.setattr(analytics, "PAGE", 7)  # many pages per split
     if request.param == "leaf protocol":
         monkeypatch.setattr(lake_services.search, "leaves", Elsewhere(lake_services.search.leaves))
+    elif request.param == "cluster searchers":
+        # Cluster mode's executor (RayLeaves: tasks, results and records through pickle)
+        # over searcher objects, Ray's one call replaced by a thread pool (tests/cluster/test_searcher.py).
+        from seclake.cluster.searcher import Searcher
+        from tests.cluster.test_searcher import ThreadLeaves
+
+        splits = str(lake_services.lake.layout.splits)
+        searchers = {f"searcher-{n}": Searcher(splits) for n in "ab"}
+        pool = ThreadPoolExecutor(2)
+        request.addfinalizer(pool.shutdown)
+        monkeypatch.setattr(lake_services.search, "leaves", ThreadLeaves(searchers, pool))
     return lake_services
 
 
@@ -85,6 +97,8 @@ def test_every_matching_record_is_read_exactly_once_across_pages_and_splits(path
     assert progress.total == progress.read == len(want)
     if isinstance(path.search.leaves, Elsewhere):
         assert path.search.leaves.fetches >= len(want) // 7
+    if hasattr(path.search.leaves, "calls"):  # cluster searchers: records fetched a page at a time
+        assert sum(1 for method, _ in path.search.leaves.calls if method == "fetch") >= len(want) // 7
 
 
 def test_the_range_bounds_what_is_read(path):
