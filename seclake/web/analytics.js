@@ -17,12 +17,12 @@ export function isPiped(q) {
 }
 
 const NUMERIC = new Set(['long', 'double']);
-// Most series and bars a chart draws (the table has every row).
+// Most series and bars drawn.
 const MAX_SERIES = 12;
 const MAX_BARS = 40;
 const COLORS = ['#1f5fbf', '#d9480f', '#2b8a3e', '#862e9c', '#c92a2a', '#0b7285', '#e67700', '#495057'];
 
-/** The search page's mount, showing the analytics view while the query is piped; options {path, title, dataType}. */
+// The search page's mount, or the analytics view while the query is piped.
 export function withAnalytics(searchMount, options) {
   return function mount(root) {
     let view = null;
@@ -72,7 +72,7 @@ function analyticsView(root, options) {
   function drawControls() {
     bar = queryBar({ value: state.q, placeholder: 'query | STATS n = COUNT(*) BY field', onSubmit: (q) => set({ q }) });
     const picker = timePicker({ from: state.from, to: state.to, onChange: (from, to) => set({ from, to }) });
-    replace(header, h('h1', { class: 'page-title' }, options.title), bar.form, picker.element);
+    replace(header, h('h1', { class: 'page-title' }, options.title), options.toolbar(state, set), bar.form, picker.element);
     header.appendChild(bar.errorBox);
   }
 
@@ -177,7 +177,7 @@ function compare(a, b) {
   return String(a) < String(b) ? -1 : 1;
 }
 
-/** A date value as epoch ms: the server sends ISO 8601 (ES|QL's), or a number. */
+// A date as epoch ms (ISO 8601 sent).
 function ms(value) {
   if (typeof value === 'number') return value;
   const t = typeof value === 'string' ? Date.parse(value) : NaN;

@@ -186,4 +186,4 @@ export const eventsPage = withAnalytics(searchPage({
     const range = resolveRange(state.from, state.to);
     return fieldsOf(dataType(state), range.from, range.to);
   },
-}), { path: '/search', title: 'Search', dataType });
+}), { path: '/search', title: 'Search', dataType, toolbar: typeSwitch });

@@ -117,6 +117,16 @@ await step('an error shows under the query bar at its position', async () => {
   check(await page.locator('.query-caret').count() === 1, 'no caret under the position');
 });
 
+await step('events or flows: the switch stays, the URL keeps the choice', async () => {
+  await page.goto(search(COUNTS));
+  await shown();
+  await page.click('.segments button[data-type="flow"]');
+  await page.waitForURL(/type=flow/);
+  await page.waitForSelector('.results .empty-results');
+  check(new URL(page.url()).searchParams.get('q') === COUNTS, 'the query was lost');
+  check(await page.locator('.segments button[data-type="flow"][aria-checked="true"]').count() === 1, 'flows not checked');
+});
+
 await step('a query without a pipe is a search again', async () => {
   await page.goto(search('user.name:bob'));
   await page.waitForSelector('table.hits tbody tr.hit');
