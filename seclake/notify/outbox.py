@@ -4,7 +4,8 @@ A row of ``notify_deliveries`` is written in the detector's save (or a
 triage) transaction, so a crash loses none and makes none twice; the sender
 (``sender.py``) reads the due ones and marks each sent right after its
 destination accepted it. Statuses: ``pending`` (to send at ``next_ms``),
-``sent``, ``failed`` (retries ran out: kept, shown, resendable).
+``sent``, ``failed`` (retries ran out: kept, shown, resendable). While an
+attempt runs the row is ``sending`` (shown as pending).
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from seclake.errors import NotFound
 
 PENDING, SENT, FAILED = "pending", "sent", "failed"
 STATUSES = (PENDING, SENT, FAILED)
+# Taken by the sender for one attempt (``claim``): the notifier folds no more into it, since
+# the message may already be on its way. Shown as pending; back to pending at a start.
+SENDING = "sending"
+# What callers name "pending".
+WAITING = (PENDING, SENDING)
 MAX_ERROR = 1000
 # Sent deliveries are kept this long (the page's and the API's history), then deleted;
 # failed ones stay until resent or deleted with them once that old, pending ones always.
@@ -51,7 +57,7 @@ class Delivery(Base):
     def record(self) -> dict[str, Any]:
         """As the API and the page show it."""
         return {"id": self.id, "rule": self.rule, "destination": self.destination, "subject": self.subject,
-                "ref": self.ref, "status": self.status, "attempts": self.attempts, "folded": self.folded,
+                "ref": self.ref, "status": PENDING if self.status == SENDING else self.status, "attempts": self.attempts, "folded": self.folded,
                 "createdOn": self.created_ms, "nextAttempt": self.next_ms, "sentOn": self.sent_ms,
                 "lastError": self.last_error, "title": about(self.event)}
 
@@ -89,9 +95,28 @@ def next_due(db: Database) -> int | None:
         return s.scalar(select(func.min(Delivery.next_ms)).where(Delivery.status == PENDING))
 
 
+def claim(db: Database, delivery_id: int) -> Delivery | None:
+    """Take a pending delivery for one attempt, as it is now (its folded count final); None if it is not
+    pending any more. In a write transaction: the notifier's fold into it commits before or not at all."""
+    with db.session(write=True) as s:
+        row = s.get(Delivery, delivery_id, with_for_update=True)
+        if row is None or row.status != PENDING:
+            return None
+        row.status = SENDING
+        s.flush()
+        s.expunge(row)
+        return row
+
+
+def release(db: Database) -> int:
+    """At a start: attempts a stop or crash cut short are pending again (sent again: at least once)."""
+    with db.session(write=True) as s:
+        return s.execute(update(Delivery).where(Delivery.status == SENDING).values(status=PENDING)).rowcount
+
+
 def settle(db: Database, delivery_id: int, *, status: str, attempts: int, now_ms: int,
            next_ms: int | None = None, error: str | None = None) -> None:
-    """Record one attempt's outcome (only on a row still pending: a resend or delete meanwhile wins)."""
+    """Record one attempt's outcome (only on the row claimed: a resend or delete meanwhile wins)."""
     values: dict[str, Any] = {"status": status, "attempts": attempts,
                               "last_error": error[:MAX_ERROR] if error else None}
     if status == SENT:
@@ -99,7 +124,7 @@ def settle(db: Database, delivery_id: int, *, status: str, attempts: int, now_ms
     if next_ms is not None:
         values["next_ms"] = next_ms
     with db.session(write=True) as s:
-        s.execute(update(Delivery).where(Delivery.id == delivery_id, Delivery.status == PENDING).values(**values))
+        s.execute(update(Delivery).where(Delivery.id == delivery_id, Delivery.status == SENDING).values(**values))
 
 
 def resend(db: Database, delivery_id: int, now_ms: int) -> dict[str, Any]:
@@ -117,17 +142,17 @@ def listing(db: Database, status: str | None, limit: int, before: int | None = N
     with db.session() as s:
         query = select(Delivery).order_by(Delivery.id.desc()).limit(limit)
         if status is not None:
-            query = query.where(Delivery.status == status)
+            query = query.where(Delivery.status.in_(WAITING if status == PENDING else (status,)))
         if before is not None:
             query = query.where(Delivery.id < before)
         rows = [r.record() for r in s.scalars(query)]
-        counts = dict(s.execute(select(Delivery.status, func.count()).group_by(Delivery.status)).all())
-    return rows, {st: counts.get(st, 0) for st in STATUSES}
+    return rows, counts(db)
 
 
 def counts(db: Database) -> dict[str, int]:
     with db.session() as s:
         found = dict(s.execute(select(Delivery.status, func.count()).group_by(Delivery.status)).all())
+    found[PENDING] = found.get(PENDING, 0) + found.pop(SENDING, 0)
     return {st: found.get(st, 0) for st in STATUSES}
 
 

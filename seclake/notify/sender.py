@@ -1,7 +1,9 @@
 """The sender: a thread outside the detection path that delivers the outbox.
 
-Each round takes the due pending deliveries (oldest first), renders each
-with its destination's settings and sends it. A 2xx (or an SMTP server's
+Each round takes the due pending deliveries (oldest first), claims each
+(``outbox.claim``: from then on the notifier folds nothing more into it, as
+the message may already be on its way), renders it with its destination's
+settings and sends it. A 2xx (or an SMTP server's
 acceptance, a written syslog line) is marked sent at once in its own
 transaction; a failure is tried again after an exponential backoff with
 jitter (``backoff``: 2 s doubling up to ``notify_backoff_max_seconds``,
@@ -126,6 +128,9 @@ class Sender:
 
     def start(self) -> None:
         if self._thread is None:
+            released = outbox.release(self.db)
+            if released:
+                log.warning("%d deliveries were being sent when seclake stopped: sending them again", released)
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name="seclake-notify", daemon=True)
             self._thread.start()
@@ -152,8 +157,18 @@ class Sender:
                 log.exception("a round of notification deliveries failed; will retry")
                 worked = 0
             if not worked:
-                self._wake.wait(IDLE_POLL)
+                self._wake.wait(self._idle())
                 self._wake.clear()
+
+    def _idle(self) -> float:
+        """Seconds until the next delivery is due (a retry on time), at most ``IDLE_POLL``."""
+        try:
+            due = outbox.next_due(self.db)
+        except Exception:  # noqa: BLE001 - the next round says what is wrong
+            return IDLE_POLL
+        if due is None:
+            return IDLE_POLL
+        return min(IDLE_POLL, max(0.01, due / 1000 - self.clock()))
 
     def prune(self) -> None:
         """The outbox's old history and the throttle's dead windows (hourly)."""
@@ -180,8 +195,11 @@ class Sender:
             if row.destination in held:
                 self._hold(row, held[row.destination])
                 continue
+            claimed = outbox.claim(self.db, row.id)
+            if claimed is None:
+                continue  # resent, or no longer pending
             tried += 1
-            later = self.deliver(row, targets.get(row.destination))
+            later = self.deliver(claimed, targets.get(row.destination))
             if later is not None:
                 held[row.destination] = later
         return tried
