@@ -12,6 +12,7 @@ update that leaves a secret out keeps the stored one.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -31,6 +32,10 @@ SECRET_URL_KINDS = ("slack", "teams")
 PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 MAX_URL = 2048
 MAX_HEADERS = 20
+HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
+RESERVED_HEADERS = frozenset({"content-type", "content-length", "host", "seclake-signature", "seclake-delivery",
+                              "transfer-encoding", "connection"})
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 Address = Annotated[Text, Field(min_length=3, max_length=320, pattern=r"^[^@\s<>,;\"]+@[^@\s<>,;\"]+$")]
 Short = Annotated[Text, Field(max_length=256)]
 
@@ -69,8 +74,12 @@ class DestinationInput(Closed):
     @model_validator(mode="after")
     def _complete(self) -> DestinationInput:
         kind = self.kind
-        if kind in ("webhook", "slack", "teams", "syslog") and self.url is None and kind != "slack":
+        if kind in ("webhook", "teams", "syslog") and self.url is None:
             raise PydanticCustomError("url", "a {kind} destination needs url", {"kind": kind})
+        for name, value in (self.headers or {}).items():
+            if not HEADER_NAME.fullmatch(name) or name.lower() in RESERVED_HEADERS or CONTROL.search(value):
+                raise PydanticCustomError("header", "header {name!r}: a name of letters, digits and -, not one "
+                                          "seclake sets, and a value without control characters", {"name": name[:64]})
         if self.url is not None:
             _check_url(kind, self.url)
         if kind == "email" and not self.to:

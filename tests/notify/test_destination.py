@@ -19,6 +19,9 @@ from seclake.notify.destination import DestinationInput, split
     ({"name": "d", "kind": "email", "to": ["a@b.c"], "smtpUrl": "ftp://x"}, "smtpUrl"),
     ({"name": "d", "kind": "webhook", "url": "http://h/", "secret": "short"}, "secret"),
     ({"name": "d", "kind": "sms"}, "kind"),
+    ({"name": "d", "kind": "webhook", "url": "http://h/", "headers": {"X-A": "a\r\nInjected: 1"}}, "control"),
+    ({"name": "d", "kind": "webhook", "url": "http://h/", "headers": {"Bad Name": "v"}}, "letters, digits"),
+    ({"name": "d", "kind": "webhook", "url": "http://h/", "headers": {"Seclake-Signature": "forged"}}, "not one"),
     ({"name": "d", "kind": "webhook", "url": "http://h/", "headers": {f"h{i}": "v" for i in range(21)}}, "headers"),
 ])
 def test_a_bad_destination_says_what(doc, problem) -> None:
