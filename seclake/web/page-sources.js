@@ -20,14 +20,16 @@ function ago(ms, now) {
   return `${Math.floor(d / (24 * 60 * MINUTE))} d ago`;
 }
 
-const RECEIVED = { listener: 'listener', import: 'import / _bulk' };
+// How records came: a listener's records carry the sender's address (syslog for events, NetFlow/IPFIX
+// for flows); an import and a _bulk request leave no trace telling them apart.
+const received = (r) => (r.receivedBy === 'listener' ? (r.dataType === 'flow' ? 'NetFlow/IPFIX listener' : 'syslog listener') : 'import / _bulk');
 
 function inventoryTable(rows, minutes) {
   const now = Date.now();
   return table('inventory-table', ['Source', 'Type', 'Describes itself as', 'Last event', `Events/min (last ${minutes} min)`, 'Records', 'Parse errors'],
     rows.map((r) => h('tr', { dataset: { source: r.source, type: r.dataType } },
       h('td', null, link(`/search?q=${encodeURIComponent(`@source:"${r.source}"`)}&from=now-7d${r.dataType === 'flow' ? '&type=flow' : ''}`, null, r.source)),
-      h('td', null, `${r.dataType === 'flow' ? 'flows' : 'events'} · ${RECEIVED[r.receivedBy] || r.receivedBy}`),
+      h('td', null, `${r.dataType === 'flow' ? 'flows' : 'events'} · ${received(r)}`),
       h('td', null, r.describes.length ? r.describes.join(' · ') : '—'),
       h('td', { class: 'cell-time' }, r.lastSeen ? [formatTime(r.lastSeen), h('span', { class: 'muted' }, ` (${ago(r.lastSeen, now)})`)] : '—'),
       h('td', { class: 'num' }, r.eventsPerMinute.toFixed(r.eventsPerMinute < 10 ? 2 : 0)),

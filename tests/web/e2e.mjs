@@ -953,7 +953,7 @@ await step('sources: the listener and its sender with what it sent', async () =>
     check(bySource[source], `${source} not listed: ${rows.map((r) => r.source)}`);
   }
   check(bySource.netflow.type === 'flow' && bySource.netflow.cells[1].startsWith('flows'), `netflow: ${bySource.netflow.cells}`);
-  check(bySource.edgefw.cells[1].includes('listener') && bySource.fortigate.cells[1].includes('import'), 'how sources came');
+  check(bySource.edgefw.cells[1] === 'events · syslog listener' && bySource.fortigate.cells[1] === 'events · import / _bulk', `how sources came: ${bySource.edgefw.cells[1]}, ${bySource.fortigate.cells[1]}`);
   check(bySource.fortigate.cells[2].includes('FortiGate'), `fortigate describes: ${bySource.fortigate.cells[2]}`);
   for (const r of rows) {
     check(/^\d{4}-\d\d-\d\d/.test(r.cells[3]) && /ago|just now/.test(r.cells[3]), `${r.source} last event: ${r.cells[3]}`);
