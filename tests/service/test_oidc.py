@@ -318,6 +318,47 @@ def test_a_token_signed_by_a_key_the_provider_does_not_publish_is_refused(seclak
     assert "does not publish" in str(failed.value)
 
 
+def test_each_claim_of_the_id_token_is_checked(seclake, idp) -> None:
+    """Past the signature, the claims: each token here is signed by a key the
+    provider state holds (swapped in for the test), and differs from a good
+    one in one claim or header."""
+    from joserfc import jwt
+    from joserfc.jwk import KeySet, OctKey, RSAKey
+
+    server = seclake(provider={"leeway_seconds": 5})
+    handoff_code(sign_in(server))  # discovery and keys read
+    state = server.services.oidc._providers["test"]
+    key = RSAKey.generate_key(2048, parameters={"kid": "test-key"})
+    state.keys, state.keys_at = KeySet([key]), time.monotonic()
+    now = int(time.time())
+    good = {"iss": idp.issuer, "aud": "seclake", "sub": "alice", "iat": now, "exp": now + 60, "nonce": "n"}
+
+    def check(claims: dict[str, Any], header: dict[str, Any] | None = None, signer: Any = key) -> str:
+        token = jwt.encode(header or {"alg": "RS256", "kid": "test-key"}, claims, signer)
+        with pytest.raises(oidc_module.SignInFailed) as failed:
+            server.services.oidc._validate(state, token, "n")
+        return f"{failed.value.reason}: {failed.value}"
+
+    assert server.services.oidc._validate(state, jwt.encode({"alg": "RS256", "kid": "test-key"}, good, key), "n")
+    assert "claims" in check({**good, "iss": "https://evil.example"}) and "'iss'" in check({**good, "iss": "x"})
+    assert "'aud'" in check({**good, "aud": "another-client"})
+    assert "azp" in check({**good, "aud": ["seclake", "another-client"]})
+    assert not isinstance(server.services.oidc._validate(state, jwt.encode(
+        {"alg": "RS256", "kid": "test-key"}, {**good, "aud": ["seclake", "x"], "azp": "seclake"}, key), "n"), str)
+    assert "'nonce'" in check({**good, "nonce": "another-sign-in"})
+    assert "'nonce'" in check({k: v for k, v in good.items() if k != "nonce"})
+    assert "'sub'" in check({k: v for k, v in good.items() if k != "sub"})
+    assert check({**good, "exp": now - 10}).startswith("expired")
+    assert server.services.oidc._validate(state, jwt.encode(  # within the leeway
+        {"alg": "RS256", "kid": "test-key"}, {**good, "exp": now - 2}, key), "n")
+    assert "issued in the future" in check({**good, "iat": now + 60})
+    secret = OctKey.import_key(SECRET.encode())  # the client secret as an HMAC key: refused, whatever it signs
+    assert "HS256" in check(good, {"alg": "HS256", "kid": "test-key"}, secret)
+    unsigned = jwt.encode({"alg": "RS256", "kid": "test-key"}, good, key).rsplit(".", 1)[0] + "."
+    with pytest.raises(oidc_module.SignInFailed):
+        server.services.oidc._validate(state, unsigned, "n")
+
+
 def test_pre_provisioned_only_refuses_an_unknown_user_and_admits_one_added(seclake, idp) -> None:
     server = seclake(provider={"create_users": False})
     admin = server.login()
