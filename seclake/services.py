@@ -123,7 +123,7 @@ class Services:
         self.query_tasks = QueryTasks(
             workers=settings.analytics_task_workers, max_tasks=settings.analytics_max_tasks,
             max_per_user=settings.analytics_max_tasks_per_user, keep_seconds=settings.analytics_task_keep_seconds,
-            timeout_seconds=settings.analytics_task_timeout_seconds,
+            timeout_seconds=settings.analytics_task_timeout_seconds, max_calls=settings.analytics_max_running_calls,
         )
         # Behavior summaries (daily per key): folded by the detector, triaged and searched by calls.
         self.summaries = SummaryStore(self.db, settings.score_bands)

@@ -14,6 +14,8 @@ or done) and ``analytics_max_tasks_per_user`` of one user; each runs at most
 at every submit and poll: nothing runs to sweep). Cancelling sets the
 query's stop flag, which its reader looks at between pages of records, so
 the work stops within a page (~10 ms), and a queued task never starts.
+Queries answered at once (``ds/query``) take one of
+``analytics_max_running_calls`` slots (``call``), or are refused at once.
 Results are kept in memory: they are bounded by the pipeline's own limits
 on rows and groups, and a restart forgets them (a client submits again).
 """
@@ -24,12 +26,13 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from seclake.errors import LimitExceeded, NotFound, SeclakeError
+from seclake.errors import LimitExceeded, NotFound, SeclakeError, TooManyAttempts
 from seclake.service.analytics import Cancelled, Progress
 
 log = logging.getLogger(__name__)
@@ -75,8 +78,12 @@ class Task:
 
 class QueryTasks:
     def __init__(self, *, workers: int, max_tasks: int, max_per_user: int, keep_seconds: float,
-                 timeout_seconds: float, clock: Callable[[], float] = time.monotonic):
+                 timeout_seconds: float, max_calls: int = 2, clock: Callable[[], float] = time.monotonic):
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seclake-query")
+        # Queries answered at once (ds/query): each holds one of the threads every call
+        # shares, and its Python work the interpreter, for up to its timeout.
+        self.max_calls = max_calls
+        self.calls = threading.BoundedSemaphore(max_calls)
         self.max_tasks = max_tasks
         self.max_per_user = max_per_user
         self.keep_seconds = keep_seconds
@@ -131,6 +138,17 @@ class QueryTasks:
         log.info("query task %s of %s %s after %d ms, %d of %s records read%s", task.id, task.owner, state,
                  int((task.finished_at - task.started) * 1000), task.progress.read, task.progress.total,
                  f": {error}" if error and state == FAILED else "")
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """A slot for a query answered at once; TooManyAttempts (429) when every slot is taken."""
+        if not self.calls.acquire(blocking=False):
+            raise TooManyAttempts(f"{self.max_calls} analytics queries are running (setting analytics_max_running_calls); "
+                                  "retry in a moment, or submit it as a task (ds/query_async)", retry_after_seconds=1)
+        try:
+            yield
+        finally:
+            self.calls.release()
 
     def get(self, owner: str, task_id: str) -> Task:
         with self.lock:

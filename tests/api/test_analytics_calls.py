@@ -229,3 +229,40 @@ def test_summaries_are_read_within_the_callers_policy(start_server):
     query = {"query": "| STATS n = COUNT(*) BY customer | SORT customer", "dataType": "summary"}
     assert srv.call("ds/query", query, token)["values"] == [[3, "acme"], [1, "globex"]]
     assert srv.call("ds/query", query, srv.login("acme-analyst", PASSWORD))["values"] == [[3, "acme"]]
+
+
+def test_queries_answered_at_once_are_bounded_and_the_rest_refused_saying_what_to_do(start_server, monkeypatch):
+    import threading
+
+    from seclake.service import analytics
+    from tests.conftest import status_of
+
+    srv = start_server(analytics_max_running_calls=1)
+    srv.services.lake.append([("event", d) for d in DOCUMENTS[:20]])
+    srv.services.lake.flush()
+    token = srv.login()
+    release = threading.Event()
+    original = analytics.Progress.check
+
+    def held(self):
+        release.wait(10)  # the first query waits here, holding its slot
+        original(self)
+
+    monkeypatch.setattr(analytics.Progress, "check", held)
+    first: dict = {}
+    thread = threading.Thread(target=lambda: first.update(srv.call("ds/query", {"query": "| STATS n = COUNT(*)"}, token)))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while srv.services.query_tasks.calls._value and time.monotonic() < deadline:  # noqa: SLF001 - the slot taken
+            time.sleep(0.01)
+        r = srv.post("ds/query", {"query": "| STATS n = COUNT(*)"}, token)
+        assert status_of(r) == 429
+        assert "analytics_max_running_calls" in r.json()["error"] and "ds/query_async" in r.json()["error"]
+        # Tasks are not calls: one is accepted meanwhile.
+        assert srv.call("ds/query_async", {"query": "| STATS n = COUNT(*)"}, token)["state"] in ("queued", "running")
+    finally:
+        release.set()
+        thread.join(20)
+    assert first["values"] == [[20]]
+    assert srv.call("ds/query", {"query": "| STATS n = COUNT(*)"}, token)["values"] == [[20]]  # the slot is free again

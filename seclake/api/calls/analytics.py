@@ -66,8 +66,9 @@ def _answer(services: Any, pipeline: Any, selection: Selection, now_ms: int, pro
 def query(ctx: CallContext, args: QueryRequest) -> dict[str, Any]:
     pipeline, selection, now_ms = _prepared(ctx, args)
     timeout = ctx.settings.analytics_timeout_seconds
-    progress = Progress(deadline=time.monotonic() + timeout, timeout=timeout)
-    return say_if_incomplete(ctx, _answer(ctx.services, pipeline, selection, now_ms, progress))
+    with ctx.services.query_tasks.call():
+        progress = Progress(deadline=time.monotonic() + timeout, timeout=timeout)
+        return say_if_incomplete(ctx, _answer(ctx.services, pipeline, selection, now_ms, progress))
 
 
 def _view(ctx: CallContext, task: Task) -> dict[str, Any]:
