@@ -91,6 +91,37 @@ await step('failed deliveries: shown with their error, resent from the page', as
   await page.waitForFunction(() => document.querySelector('#delivery-counts')?.textContent.includes('0 failed'));
 });
 
+await step('add a destination and a rule with the forms, then delete the rule', async () => {
+  await page.selectOption('#delivery-status', '');
+  await page.fill('#dest-name', 'ops-slack');
+  await page.selectOption('#dest-kind', 'slack');
+  await page.fill('#dest-url', 'https://hooks.slack.example/T0/B0/secretpart');
+  await page.fill('#dest-channel', '#soc');
+  await page.click('#destination-form button[type=submit]');
+  await page.waitForSelector('#destinations-table tr[data-name="ops-slack"]');
+  const secrets = await page.locator('#destinations-table tr[data-name="ops-slack"] td:nth-child(4)').innerText();
+  check(secrets === 'url', `secrets ${secrets}`);
+  check(!(await page.content()).includes('secretpart'), 'the Slack URL is shown');
+  await page.fill('#rule-name', 'critical-to-slack');
+  await page.selectOption('#rule-on', 'summary_level');
+  await page.fill('#rule-level', 'critical');
+  await page.check('#rule-destinations input[value="ops-slack"]');
+  await page.click('#rule-form button[type=submit]');
+  await page.waitForSelector('#alert-rules-table tr[data-name="critical-to-slack"]');
+  const when = await page.locator('#alert-rules-table tr[data-name="critical-to-slack"] td:nth-child(2)').innerText();
+  check(when.includes('summary reaches critical'), `when ${when}`);
+  await page.fill('#rule-name', 'critical-to-slack');  // the same name again: said
+  await page.check('#rule-destinations input[value="ops-slack"]');
+  await page.click('#rule-form button[type=submit]');
+  await page.waitForSelector('#rule-form [role=alert], #rule-form .notice, #rule-form .error');
+  const said = await page.locator('#rule-form').innerText();
+  check(said.includes('exists'), `the form says ${said}`);
+  await page.click('#alert-rules-table tr[data-name="critical-to-slack"] button.delete');
+  await page.click('dialog button[value="ok"]');
+  await page.waitForSelector('#alert-rules-table tr[data-name="critical-to-slack"]', { state: 'detached' });
+  await page.screenshot({ path: join(artifacts, 'alerts-forms.png'), fullPage: true });
+});
+
 await step('no script errors', async () => {
   check(pageErrors.length === 0, pageErrors.join('\n'));
 });
