@@ -162,6 +162,21 @@ def test_log_sources_and_keywords_are_looked_up_not_tried():
     assert ruleset.matching("event", trail) == [300 + i for i in range(300) if i != 3]
 
 
+def test_a_keyword_rule_is_filed_under_its_log_source_not_its_text():
+    """SigmaHQ's Linux keyword rules: their log source is a field being there or a keyword (an OR), their
+    body field-less keywords. A record of another source (a firewall's) passes neither, and its whole text is
+    never lowered and searched for them (it was, for every such record, when the text was their gate)."""
+    program, product = F + "program", F + "observer.product"
+    log_source = ast.Or((ast.Exists(program), ast.Term(product, "auditd")))
+    rules = [rule(f"k{i}", ast.And((log_source, ast.Contains(None, f"needle {i} here")))) for i in range(40)]
+    ruleset = RuleSet(rules, 1)
+    index = ruleset._by_dataset["event"][1]
+    firewall = RecordView({"@fields": {"observer": {"product": "FortiGate"}}, "@message": "needle 7 here"}, EVENTS)
+    assert index.candidates(firewall) == [] and None not in firewall._lowered
+    sshd = {"@fields": {"program": "sshd"}, "@message": "x NEEDLE 7 HERE y"}
+    assert index.candidates(RecordView(sshd, EVENTS)) == [7] and ruleset.matching("event", sshd) == [7]
+
+
 def test_what_gives_no_gate_and_what_does():
     code, cmd = F + "event.code", F + "process.command_line"
     assert needs_of(ast.Not(ast.Term(code, "1")), EVENTS) == []
