@@ -250,6 +250,17 @@ class Sender:
         log.info("delivery %d (rule %s) sent to %s (%s)", row.id, row.rule, row.destination, kind)
         return None
 
+    def _workspace(self, target: Target) -> Target:
+        """A Slack endpoint of the Go clients names its integration (``integrationName``), not a URL:
+        the Slack destination of that name lends its webhook URL, the endpoint keeps its channel."""
+        name = target.get("integrationName")
+        if target.kind != "slack" or target.get("url") or not name:
+            return target
+        workspace = self.targets().get(name)
+        if workspace is None or workspace.kind != "slack" or not workspace.get("url"):
+            return target
+        return Target(target.name, target.kind, target.config, {**target.secrets, "url": workspace.get("url")})
+
     def send(self, row: outbox.Delivery, target: Target) -> None:
         event = row.event
         link = link_for(self.settings.public_url, event)
@@ -265,7 +276,7 @@ class Sender:
                     payload[part] = event[part]
             webhook.send(self.client, target, payload, row.id, int(self.clock()))
         elif kind in ("slack", "teams"):
-            chat.send(self.client, target, message, link)
+            chat.send(self.client, self._workspace(target), message, link)
         elif kind == "pagerduty":
             pagerduty.send(self.client, target, {**event, "ref": row.ref}, message, link)
         elif kind == "email":

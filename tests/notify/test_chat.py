@@ -35,6 +35,12 @@ def test_slack_blocks_and_teams_adaptive_card(start_server) -> None:
     listed = srv.call("notify/destination_dao", {"action": "list"}, token)["destinations"]
     assert slack.url not in str(listed) and teams.url not in str(listed)
     assert {d["name"]: d["secretsSet"] for d in listed} == {"slack": ["url"], "teams": ["url"]}
+    # A Go client's Slack endpoint names its integration: the Slack destination of that name lends its URL.
+    srv.call("ds/platform_notification_endpoint_dao", {"action": "add", "args": {"entry": {
+        "name": "ops-endpoint", "integration": "Slack", "action": "notify",
+        "slack": {"channel": "#ops", "integrationName": "slack"}}}}, token)
+    assert srv.call("notify/test", {"name": "ops-endpoint"}, token) == {"sent": True, "error": None}
+    assert slack.wait_for(2)[1]["channel"] == "#ops"
     slack.stop()
     teams.stop()
 
