@@ -6,5 +6,5 @@ throttled per rule and key (``throttle``), in its own transaction; the
 ``sender`` thread reads the outbox and hands each delivery to its
 destination kind (``webhook``, ``chat``, ``pagerduty``, ``mail``,
 ``syslogcef``), rendered by ``template``. Secrets are sealed by ``cipher``.
-``service`` is what the API and the CLI call.
+``alerting`` wires them and is what the API and the CLI call.
 """
