@@ -86,7 +86,7 @@ class Services:
         # What operators see: GET /metrics, /healthz, /readyz (api/health.py).
         self.metrics = Metrics()
         # Searches first: bulk imports wait at checkpoints while searches run (service/priority.py).
-        self.priority = Priority(settings.ingest_yield_seconds)
+        self.priority = Priority(settings.ingest_yield_share)
         self.metrics.watch(self.priority)
         self.login = Login(self.db, self.hasher, self.sessions, self.audit, settings, clock, self.metrics)
         # Sign-in with the identity providers of the settings (OpenID Connect): docs/sso.md.

@@ -130,9 +130,9 @@ class Settings(BaseSettings):
         30.0, gt=0, le=86400,
         description="A day (of a partition) that has received nothing for this long is merged into one split; until then its splits merge in tiers.",
     )
-    ingest_yield_seconds: float = Field(
-        0.25, ge=0, le=10,
-        description="Longest a bulk import waits at each checkpoint while searches run (searches first: docs/operations.md); 0 never waits.",
+    ingest_yield_share: float = Field(
+        0.1, ge=0, le=0.9,
+        description="The largest share of time bulk imports wait for running searches (searches first: docs/operations.md); 0 never waits.",
     )
     customer_partitions: int = Field(
         1,
