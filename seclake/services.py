@@ -111,6 +111,7 @@ class Services:
                 partitions=settings.customer_partitions,
                 merge_after=ONE_SHOT_MERGE_AFTER if one_shot else 0.0,
                 open_splits=not one_shot,
+                build_niceness=settings.build_niceness,
             )
         else:
             from seclake.cluster.catalogview import CatalogView

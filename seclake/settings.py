@@ -130,6 +130,10 @@ class Settings(BaseSettings):
         30.0, gt=0, le=86400,
         description="A day (of a partition) that has received nothing for this long is merged into one split; until then its splits merge in tiers.",
     )
+    build_niceness: int = Field(
+        0, ge=0, le=19,
+        description="CPU priority of the split-building worker processes (nice); higher lets the server's searches and ingest go first (docs/operations.md).",
+    )
     ingest_yield_share: float = Field(
         0.1, ge=0, le=0.9,
         description="The largest share of time bulk imports wait for running searches (searches first: docs/operations.md); 0 never waits.",

@@ -225,13 +225,14 @@ class SplitBuilder:
         indexers: Indexers | None = None,
         merge_workers: int = MERGE_WORKERS,
         merge_niceness: int = MERGE_NICENESS,
+        build_niceness: int = 0,
     ):
         self.use_worker = use_worker
         self.threshold = threshold
         self.indexers = indexers
         self.merge_workers = merge_workers
         # (processes, niceness) of each pool.
-        self._shape = {BUILD: (workers, 0), MERGE: (merge_workers, merge_niceness)}
+        self._shape = {BUILD: (workers, build_niceness), MERGE: (merge_workers, max(merge_niceness, build_niceness))}
         # Splits built by indexers / built here after an indexer failed (for stats and tests).
         self.remote_built = 0
         self.remote_failed = 0

@@ -65,10 +65,12 @@ class Lake:
         partitions: int = partition.OFF,
         merge_after: float = 0.0,
         open_splits: bool = True,
+        build_niceness: int = 0,
     ):
         """``merge_after``: seconds after ``start`` before the first merge
         round; ``open_splits`` False: splits are opened on first use, not as
-        they are published (both for one-shot commands: ``Services``)."""
+        they are published (both for one-shot commands: ``Services``);
+        ``build_niceness``: the split builders' CPU priority (setting build_niceness)."""
         self.layout = Layout(data_dir)
         # Object storage the splits are uploaded to before they are published
         # (setting split_store_url); None: the shared filesystem only.
@@ -77,7 +79,7 @@ class Lake:
         self.commit_interval = commit_interval
         self.merge_after = merge_after
         self.wal = WriteAheadLog(self.layout.wal)
-        self.builder = SplitBuilder()
+        self.builder = SplitBuilder(build_niceness=build_niceness)
         self.shelf = Shelf(warm=open_splits)
         self.janitor = Janitor(self.layout, self.catalog, self.shelf, store)
         # Splits a dataset's day is written in, by customer (setting
