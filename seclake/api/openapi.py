@@ -26,7 +26,9 @@ def openapi_document() -> dict[str, Any]:
         return schema
 
     error = {"type": "object", "required": ["verdict"], "properties": {
-        "verdict": {"enum": ["ERROR", "EXCEPTION"]}, "error": {"type": "string"}, "exception": {"type": "string"}}}
+        "verdict": {"enum": ["ERROR", "EXCEPTION"], "description": "ERROR: the call was refused; EXCEPTION: a fault."},
+        "error": {"type": "string", "description": "What was wrong and where (the field and what to send)."},
+        "exception": {"type": "string", "description": "An unexpected fault's message; the trace is in the server's log."}}}
     status_header = {"X-Seclake-Status": {
         "description": "The HTTP status an error stands for (errors are sent with 200 unless http_error_status).",
         "schema": {"type": "integer"}}}
@@ -53,11 +55,16 @@ def openapi_document() -> dict[str, Any]:
             "summary": route.summary,
             "tags": ["import"],
             "parameters": [
-                {"name": "vendor", "in": "path", "required": True, "schema": {"type": "string"}},
-                {"name": "type", "in": "query", "schema": {"enum": ["event", "flow"]}},
-                {"name": "format", "in": "query", "schema": {"enum": ["auto", "jsonl", "syslog", "cef", "kv"]}},
-                {"name": "customer", "in": "query", "schema": {"type": "string"}},
-                {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}},
+                {"name": "vendor", "in": "path", "required": True, "schema": {"type": "string"},
+                 "description": "The source the records are stored under (@source, @tags), like fortigate."},
+                {"name": "type", "in": "query", "schema": {"enum": ["event", "flow"]},
+                 "description": "The dataset; event when not given."},
+                {"name": "format", "in": "query", "schema": {"enum": ["auto", "jsonl", "syslog", "cef", "kv"]},
+                 "description": "How the lines are parsed; auto tells each line by its shape."},
+                {"name": "customer", "in": "query", "schema": {"type": "string"},
+                 "description": "The customer the records are filed under (@customer), over one a record names."},
+                {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"},
+                 "description": "Stores the import at most once: a retry with the same key gets the first reply."},
             ],
             "requestBody": {"required": True,
                             "description": "lines of text in UTF-8, or in the charset the Content-Type names "

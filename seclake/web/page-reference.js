@@ -49,14 +49,25 @@ function shape(schema, defs) {
   return [h('p', { class: 'muted' }, 'Type: ', ...typeOf(schema)), target && target.properties ? members(target) : null];
 }
 
+/** A raw call (an import): its body and its parameters in the path, query string and headers. */
+function parameters(op) {
+  return [
+    h('p', null, op.requestBody.description ? `The body: ${op.requestBody.description}.` : 'A raw body.'),
+    h('table', { class: 'admin-table reference-fields' },
+      h('thead', null, h('tr', null, ['Parameter', 'In', 'Type', 'Description'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', null, (op.parameters || []).map((p) => h('tr', { dataset: { field: p.name } },
+        h('td', null, h('code', null, p.name), p.required ? h('span', { title: 'required' }, ' *') : ''),
+        h('td', null, p.in), h('td', null, ...typeOf(p.schema)), h('td', null, p.description || '')))))];
+}
+
 function callSection(path, op, defs) {
   const body = op.requestBody.content['application/json'];
   const ok = op.responses['200'].content['application/json'].schema.oneOf[0];
   return h('section', { class: 'reference-call', id: op.operationId, 'aria-labelledby': `${op.operationId}-title` },
     h('h2', { id: `${op.operationId}-title` }, h('code', null, path)),
     h('p', null, op.summary),
-    h('h3', null, 'kargs'),
-    body ? shape(body.schema.properties.kargs, defs) : h('p', { class: 'muted' }, 'A raw body (text or gzip); options in the query string.'),
+    h('h3', null, body ? 'kargs' : 'request'),
+    body ? shape(body.schema.properties.kargs, defs) : parameters(op),
     h('h3', null, 'response'),
     shape(ok.properties.response, defs));
 }

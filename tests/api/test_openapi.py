@@ -186,6 +186,9 @@ def test_every_field_of_every_call_is_described():
             missing += _undescribed(body["schema"]["properties"]["kargs"], schemas, f"{path} kargs", set())
         ok = op["responses"]["200"]["content"]["application/json"]["schema"]["oneOf"][0]
         missing += _undescribed(ok["properties"]["response"], schemas, f"{path} response", set())
+        missing += [f"{path} parameter {p['name']}" for p in op.get("parameters", []) if not p.get("description")]
+        error = op["responses"]["200"]["content"]["application/json"]["schema"]["oneOf"][1]
+        missing += _undescribed(error, schemas, f"{path} error", set())
     assert not missing, f"{len(missing)} fields without a description:\n" + "\n".join(missing)
     # The reference page's titles read as English ("Data policys" was one).
     summaries = [item["post"]["summary"] for item in document["paths"].values()]
