@@ -9,7 +9,7 @@ import threading
 
 import typer
 
-from seclake.cli import access, alerts, bench, cluster, config, lake, query, rules, serve, status, token, user
+from seclake.cli import access, alerts, bench, cluster, config, lake, query, rules, serve, sso, status, token, user
 
 app = typer.Typer(help="seclake: self-hosted security analytics query service.", no_args_is_help=True)
 app.command("serve")(serve.serve)
@@ -25,6 +25,7 @@ app.add_typer(user.app, name="user")
 app.add_typer(token.app, name="token")
 app.add_typer(rules.app, name="rules")
 app.add_typer(alerts.app, name="alerts")
+app.add_typer(sso.app, name="sso")
 app.add_typer(access.policy_app, name="policy")
 app.add_typer(access.role_app, name="role")
 app.command("bench")(bench.bench)

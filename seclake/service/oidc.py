@@ -120,11 +120,77 @@ class ProviderState:
     """What is read from one provider: its discovery document and keys."""
 
     config: OidcProvider
-    metadata: dict[str, Any] | None = None
-    metadata_at: float = 0.0
-    keys: KeySet | None = None
-    keys_at: float = -1e9
+    discovered: dict[str, Any] | None = None
+    discovered_at: float = 0.0
+    keyset: KeySet | None = None
+    keyset_at: float = -1e9
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _get_json(self, url: str, what: str) -> dict[str, Any]:
+        config = self.config
+        try:
+            with httpx.Client(timeout=HTTP_SECONDS, follow_redirects=False) as client:
+                with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
+                    body = b""
+                    for chunk in response.iter_bytes():
+                        body += chunk
+                        if len(body) > MAX_DOCUMENT_BYTES:
+                            raise SignInFailed("unreachable", f"{config.label}'s {what} is larger than {MAX_DOCUMENT_BYTES} bytes", 502)
+            if response.status_code != 200:
+                raise SignInFailed("unreachable", f"{config.label}'s {what} answered HTTP {response.status_code} ({url})", 502)
+            document = httpx.Response(200, content=body).json()
+        except httpx.HTTPError as e:
+            raise SignInFailed("unreachable", f"identity provider {config.label} is unreachable ({url}): {type(e).__name__}", 502) from e
+        except ValueError as e:
+            raise SignInFailed("unreachable", f"{config.label}'s {what} is not JSON ({url})", 502) from e
+        if not isinstance(document, dict):
+            raise SignInFailed("unreachable", f"{config.label}'s {what} is not a JSON object ({url})", 502)
+        return document
+
+    def metadata(self) -> dict[str, Any]:
+        """The discovery document, read again after ``METADATA_SECONDS``."""
+        with self.lock:
+            if self.discovered is not None and time.monotonic() - self.discovered_at < METADATA_SECONDS:
+                return self.discovered
+        config = self.config
+        url = config.issuer.rstrip("/") + "/.well-known/openid-configuration"
+        metadata = self._get_json(url, "discovery document")
+        # OpenID Connect Discovery 1.0, 4.3: the document must name the issuer configured.
+        if metadata.get("issuer") != config.issuer:
+            raise SignInFailed("discovery", f"{config.label}'s discovery document names issuer "
+                               f"{str(metadata.get('issuer'))[:200]!r}, not {config.issuer!r} (setting issuer)", 502)
+        for key in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
+            if not isinstance(metadata.get(key), str) or not metadata[key].startswith(("https://", "http://")):
+                raise SignInFailed("discovery", f"{config.label}'s discovery document has no {key}", 502)
+        with self.lock:
+            self.discovered, self.discovered_at = metadata, time.monotonic()
+        return metadata
+
+    def keys(self, kid: str | None = None) -> KeySet:
+        """The provider's keys, refetched when ``kid`` is not among them (rotation)."""
+        with self.lock:
+            keys, fetched_at = self.keyset, self.keyset_at
+        if keys is not None and (kid is None or _has_kid(keys, kid)):
+            return keys
+        if time.monotonic() - fetched_at < JWKS_REFETCH_SECONDS and keys is not None:
+            return keys  # fetched moments ago: the kid is simply unknown
+        document = self._get_json(self.metadata()["jwks_uri"], "JWKS")
+        listed = document.get("keys")
+        if not isinstance(listed, list):
+            raise SignInFailed("discovery", f"{self.config.label}'s JWKS has no keys", 502)
+        usable = []
+        for jwk in listed[:MAX_KEYS]:
+            if isinstance(jwk, dict) and jwk.get("use", "sig") == "sig" and jwk.get("kty") in ("RSA", "EC", "OKP"):
+                try:
+                    usable.append(KeySet.import_key_set({"keys": [jwk]}).keys[0])
+                except Exception:  # a key seclake cannot read is skipped, the others kept
+                    log.warning("oidc: %s: a JWKS key could not be read (kid %r)", self.config.name, jwk.get("kid"))
+        keys = KeySet(usable)
+        with self.lock:
+            self.keyset, self.keyset_at = keys, time.monotonic()
+        if kid is not None and not _has_kid(keys, kid):
+            log.info("oidc: %s: JWKS refetched, key id %r still unknown", self.config.name, kid[:100])
+        return keys
 
 
 class Oidc:
@@ -151,7 +217,7 @@ class Oidc:
         """The provider's authorization URL and the state (for the browser's cookie)."""
         try:
             state = self._provider(name)
-            metadata = self._metadata(state)
+            metadata = state.metadata()
         except SignInFailed as failure:
             self._failed(name, "", client, failure)
         verifier = secrets.token_urlsafe(48)  # 64 characters, RFC 7636's 43-128
@@ -261,73 +327,9 @@ class Oidc:
             token_endpoint_auth_method="client_secret_basic" if secret else "none",
         )
 
-    def _get_json(self, config: OidcProvider, url: str, what: str) -> dict[str, Any]:
-        try:
-            with httpx.Client(timeout=HTTP_SECONDS, follow_redirects=False) as client:
-                with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
-                    body = b""
-                    for chunk in response.iter_bytes():
-                        body += chunk
-                        if len(body) > MAX_DOCUMENT_BYTES:
-                            raise SignInFailed("unreachable", f"{config.label}'s {what} is larger than {MAX_DOCUMENT_BYTES} bytes", 502)
-            if response.status_code != 200:
-                raise SignInFailed("unreachable", f"{config.label}'s {what} answered HTTP {response.status_code} ({url})", 502)
-            document = httpx.Response(200, content=body).json()
-        except httpx.HTTPError as e:
-            raise SignInFailed("unreachable", f"identity provider {config.label} is unreachable ({url}): {type(e).__name__}", 502) from e
-        except ValueError as e:
-            raise SignInFailed("unreachable", f"{config.label}'s {what} is not JSON ({url})", 502) from e
-        if not isinstance(document, dict):
-            raise SignInFailed("unreachable", f"{config.label}'s {what} is not a JSON object ({url})", 502)
-        return document
-
-    def _metadata(self, state: ProviderState) -> dict[str, Any]:
-        with state.lock:
-            if state.metadata is not None and time.monotonic() - state.metadata_at < METADATA_SECONDS:
-                return state.metadata
-        config = state.config
-        url = config.issuer.rstrip("/") + "/.well-known/openid-configuration"
-        metadata = self._get_json(config, url, "discovery document")
-        # OpenID Connect Discovery 1.0, 4.3: the document must name the issuer configured.
-        if metadata.get("issuer") != config.issuer:
-            raise SignInFailed("discovery", f"{config.label}'s discovery document names issuer "
-                               f"{str(metadata.get('issuer'))[:200]!r}, not {config.issuer!r} (setting issuer)", 502)
-        for key in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
-            if not isinstance(metadata.get(key), str) or not metadata[key].startswith(("https://", "http://")):
-                raise SignInFailed("discovery", f"{config.label}'s discovery document has no {key}", 502)
-        with state.lock:
-            state.metadata, state.metadata_at = metadata, time.monotonic()
-        return metadata
-
-    def _keys(self, state: ProviderState, kid: str | None) -> KeySet:
-        """The provider's keys, refetched when ``kid`` is not among them (rotation)."""
-        with state.lock:
-            keys, fetched_at = state.keys, state.keys_at
-        if keys is not None and (kid is None or _has_kid(keys, kid)):
-            return keys
-        if time.monotonic() - fetched_at < JWKS_REFETCH_SECONDS and keys is not None:
-            return keys  # fetched moments ago: the kid is simply unknown
-        document = self._get_json(state.config, self._metadata(state)["jwks_uri"], "JWKS")
-        listed = document.get("keys")
-        if not isinstance(listed, list):
-            raise SignInFailed("discovery", f"{state.config.label}'s JWKS has no keys", 502)
-        usable = []
-        for jwk in listed[:MAX_KEYS]:
-            if isinstance(jwk, dict) and jwk.get("use", "sig") == "sig" and jwk.get("kty") in ("RSA", "EC", "OKP"):
-                try:
-                    usable.append(KeySet.import_key_set({"keys": [jwk]}).keys[0])
-                except Exception:  # a key seclake cannot read is skipped, the others kept
-                    log.warning("oidc: %s: a JWKS key could not be read (kid %r)", state.config.name, jwk.get("kid"))
-        keys = KeySet(usable)
-        with state.lock:
-            state.keys, state.keys_at = keys, time.monotonic()
-        if kid is not None and not _has_kid(keys, kid):
-            log.info("oidc: %s: JWKS refetched, key id %r still unknown", state.config.name, kid[:100])
-        return keys
-
     def _exchange(self, state: ProviderState, code: str, pending: Pending) -> dict[str, Any]:
         config = state.config
-        metadata = self._metadata(state)
+        metadata = state.metadata()
         try:
             with self._oauth(config, pending.redirect_uri) as oauth:
                 token = oauth.fetch_token(
@@ -353,7 +355,7 @@ class Oidc:
         if header.get("alg") not in ALGORITHMS:
             raise SignInFailed("id_token", f"{config.label}'s ID token is signed with {str(header.get('alg'))[:20]!r}, "
                                f"not one of {', '.join(ALGORITHMS)}")
-        keys = self._keys(state, kid)
+        keys = state.keys(kid)
         if kid is not None and not _has_kid(keys, kid):
             raise SignInFailed("signature", f"{config.label}'s ID token is signed by a key it does not publish (kid {kid[:100]!r})")
         try:

@@ -293,7 +293,7 @@ def test_a_key_rotation_at_the_provider_is_followed(seclake, idp, monkeypatch) -
     record = server.call("auth/ssoSession", {"code": handoff_code(sign_in(server))})
     assert record["userName"] == "alice"
     state = server.services.oidc._providers["test"]
-    assert [k.kid for k in state.keys.keys] == ["key-2"]
+    assert [k.kid for k in state.keyset.keys] == ["key-2"]
 
 
 def test_a_token_signed_by_a_key_the_provider_does_not_publish_is_refused(seclake, idp) -> None:
@@ -329,7 +329,7 @@ def test_each_claim_of_the_id_token_is_checked(seclake, idp) -> None:
     handoff_code(sign_in(server))  # discovery and keys read
     state = server.services.oidc._providers["test"]
     key = RSAKey.generate_key(2048, parameters={"kid": "test-key"})
-    state.keys, state.keys_at = KeySet([key]), time.monotonic()
+    state.keyset, state.keyset_at = KeySet([key]), time.monotonic()
     now = int(time.time())
     good = {"iss": idp.issuer, "aud": "seclake", "sub": "alice", "iat": now, "exp": now + 60, "nonce": "n"}
 
