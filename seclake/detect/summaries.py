@@ -69,10 +69,13 @@ class Triage(Closed):
     status may follow any other; every change is recorded as a comment."""
 
     id: Annotated[Text, Field(min_length=1, max_length=MAX_ID, description="The summary's id.")]
-    status: Literal[STATUSES] | None = None  # type: ignore[valid-type]
-    comment: Annotated[Text, Field(max_length=MAX_COMMENT), AfterValidator(_comment)] | None = None
-    incident: Flag | None = None
-    scoreAdjust: Annotated[Whole, Field(ge=-MAX_SCORE_ADJUST, le=MAX_SCORE_ADJUST)] | None = None
+    status: Literal[STATUSES] | None = Field(  # type: ignore[valid-type]
+        None, description="The summary's new triage status: new, acknowledged or resolved.")
+    comment: Annotated[Text, Field(max_length=MAX_COMMENT), AfterValidator(_comment)] | None = Field(
+        None, description="A comment added to the summary's history, with the caller's name and the time.")
+    incident: Flag | None = Field(None, description="Whether the summary is an incident.")
+    scoreAdjust: Annotated[Whole, Field(ge=-MAX_SCORE_ADJUST, le=MAX_SCORE_ADJUST)] | None = Field(
+        None, description="Added to the risk model's score (docs/rules.md); the summary's level follows.")
 
     @model_validator(mode="after")
     def _something(self) -> Triage:

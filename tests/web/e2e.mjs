@@ -982,10 +982,7 @@ await step('the API reference lists every call from the OpenAPI document', async
   // Every field described, a contents list leading to each call, type names linking to their definitions.
   const empty = await page.locator('#reference table.reference-fields tbody tr').evaluateAll((trs) =>
     trs.filter((tr) => !tr.cells[tr.cells.length - 1].textContent.trim()).map((tr) => `${tr.closest('section').id}.${tr.dataset.field}`));
-  // Triage (detect/summaries.py, the kargs of ds/behavior_incident_update) is not described yet:
-  // tests/api/test_openapi.py's UNDESCRIBED names it too.
-  const undescribed = empty.filter((f) => !f.startsWith('ds_behavior_incident_update.'));
-  check(undescribed.length === 0, `fields without a description: ${undescribed.slice(0, 10)}`);
+  check(empty.length === 0, `fields without a description: ${empty.slice(0, 10)}`);
   check(await page.locator('nav.reference-contents a[href="#auth_login"]').count() === 1, 'no contents entry for auth/login');
   const titles = await page.locator('#reference section.reference-call > p:first-of-type').allTextContents();
   check(titles.includes('Every data policy, as {policies}.') && !titles.some((t) => /icys\b/.test(t)), `titles: ${titles.filter((t) => /polic/i.test(t))}`);
