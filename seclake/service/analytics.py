@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import tantivy
 from tantivy import FieldType, Occur, Query
 
+from seclake.analytics.projection import decoder
 from seclake.errors import LimitExceeded, SearchTimeout, SeclakeError
 from seclake.query import ast
 from seclake.record.dataset import DATASETS, Dataset
@@ -109,7 +109,8 @@ def records(services: Services, selection: Selection, fields: Sequence[str] | No
     if selection.dataset.name == "summary":
         source = _summaries(services, selection, progress, max_records)
     else:
-        source = _lake(services, selection, progress, max_records)
+        # Of a stored record only what lies on the way to the paths read is decoded (projection.py).
+        source = _lake(services, selection, progress, max_records, decoder(fields))
     if fields is None:
         for record in source:
             yield flat(record)
@@ -173,7 +174,8 @@ def _bounded(plan: SearchPlan, dataset: Dataset) -> ast.Node:
     return ast.And(children=(bound, plan.query))
 
 
-def _lake(services: Services, selection: Selection, progress: Progress, max_records: int) -> Iterator[dict]:
+def _lake(services: Services, selection: Selection, progress: Progress, max_records: int,
+          decode: Callable[[bytes], dict]) -> Iterator[dict]:
     root = services.search
     plan, dataset = selection.plan, selection.dataset
     node = _bounded(plan, dataset)
@@ -197,12 +199,12 @@ def _lake(services: Services, selection: Selection, progress: Progress, max_reco
             continue
         split = by_id[sid]
         if isinstance(split, Split) and not isinstance(split, DamagedSplit) and isinstance(root.leaves, InProcessLeaves):
-            yield from _paged(split, replace(count, k=total), progress)
+            yield from _paged(split, replace(count, k=total), progress, decode)
         else:
             yield from _fetched(root.leaves, sid, split, replace(count, k=total), progress, selection)
 
 
-def _paged(split: Split, task: LeafTask, progress: Progress) -> Iterator[dict]:
+def _paged(split: Split, task: LeafTask, progress: Progress, decode: Callable[[bytes], dict]) -> Iterator[dict]:
     """An open split's matching records, a page of docIds at a time (the compiled query
     AND docId past the last page), records from the split's store."""
     query = _compiled(split, task)
@@ -223,32 +225,74 @@ def _paged(split: Split, task: LeafTask, progress: Progress) -> Iterator[dict]:
             body = bodies.get(d)
             if body is not None:
                 progress.read += 1
-                yield orjson.loads(body)
+                yield decode(body)
         if len(docids) < PAGE:
             return
         after = docids[-1] + 1
 
 
+# At most this many matching docIds of a split read through the executor are held at
+# once (a LeafHit each, ~200 bytes): a split holding more is read a time window at a time.
+HELD = 65_536
+
+
 def _fetched(leaves_: Any, sid: str, split: Any, task: LeafTask, progress: Progress,
              selection: Selection) -> Iterator[dict]:
-    """A split elsewhere (catalog entry, cluster searcher): its matching docIds, then the
-    records a page at a time through the executor's fetch."""
-    answered, failed = leaves_.search([split], task)
-    if sid not in answered:
-        selection.failed = sorted(set(selection.failed) | set(failed) | {sid})
+    """A split elsewhere (catalog entry, cluster searcher): its matching docIds, a time
+    window at a time, then their records a page at a time through the executor's fetch."""
+    for window in _windows(leaves_, sid, split, task, selection):
+        answered, failed = leaves_.search([split], window)
+        if sid not in answered:
+            selection.failed = sorted(set(selection.failed) | set(failed) | {sid})
+            return
+        hits = answered[sid].hits
+        for at in range(0, len(hits), PAGE):
+            progress.check()
+            chunk = hits[at:at + PAGE]
+            sources, missed = leaves_.fetch({sid: split}, chunk)
+            if missed:
+                selection.failed = sorted(set(selection.failed) | set(missed))
+            for h in chunk:
+                source = sources.get((h.split_id, h.docid))
+                if source is not None:
+                    progress.read += 1
+                    yield source
+
+
+def _windows(leaves_: Any, sid: str, split: Any, task: LeafTask, selection: Selection) -> Iterator[LeafTask]:
+    """``task`` cut by time (the split's time bounds halved, each half counted) into tasks of at
+    most ``HELD`` matches each; a millisecond holding more is one task. Exact or whole: when the
+    windows' counts do not add up to the split's (a record whose time the range does not
+    see), the split is read in one task."""
+    if task.k <= HELD:
+        yield task
         return
-    hits = answered[sid].hits
-    for at in range(0, len(hits), PAGE):
-        progress.check()
-        chunk = hits[at:at + PAGE]
-        sources, missed = leaves_.fetch({sid: split}, chunk)
-        if missed:
-            selection.failed = sorted(set(selection.failed) | set(missed))
-        for h in chunk:
-            source = sources.get((h.split_id, h.docid))
-            if source is not None:
-                progress.read += 1
-                yield source
+    meta = meta_of(split)
+    path = DATASETS[task.dataset].time_field
+    done: list[LeafTask] = []
+    todo = [(meta.time_min, meta.time_max, task.k)]
+    while todo:
+        lo, hi, n = todo.pop()
+        if n <= HELD or lo >= hi:
+            bound = ast.Range(path=path, lo=lo, hi=hi, include_lo=True, include_hi=True, kind="number")
+            done.append(replace(task, query=ast.And(children=(bound, task.query)), k=n))
+            continue
+        mid = (lo + hi) // 2
+        halves = []
+        for a, b in ((lo, mid), (mid + 1, hi)):
+            bound = ast.Range(path=path, lo=a, hi=b, include_lo=True, include_hi=True, kind="number")
+            answered, _ = leaves_.search([split], replace(task, query=ast.And(children=(bound, task.query)), k=0))
+            if sid not in answered:
+                yield task
+                return
+            halves.append((a, b, answered[sid].total))
+        todo.extend((a, b, c) for a, b, c in reversed(halves) if c)
+    if sum(t.k for t in done) != task.k:
+        log.warning("split %s: its time windows count %d records of %d; read whole", sid,
+                    sum(t.k for t in done), task.k)
+        yield task
+        return
+    yield from done
 
 
 def run(services: Services, pipeline: Any, selection: Selection, progress: Progress, *, now_ms: int,

@@ -5,6 +5,7 @@ and through the leaf executor's protocol (cluster mode's and an API node's path)
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -50,9 +51,12 @@ class Elsewhere:
     def __init__(self, inner: InProcessLeaves):
         self.inner = inner
         self.fetches = 0
+        self.most = 0  # the most docIds one search answered
 
     def search(self, splits, task):
-        return self.inner.search(splits, task)
+        answered, failed = self.inner.search(splits, task)
+        self.most = max([self.most, *(len(r.hits) for r in answered.values())])
+        return answered, failed
 
     def fetch(self, splits, hits):
         self.fetches += 1
@@ -177,3 +181,29 @@ def test_reading_runs_beside_other_reads(path):
     for t in threads:
         t.join()
     assert out[0] == out[1] == list(range(60))
+
+
+@pytest.mark.parametrize("held", [5, 1])
+def test_a_split_read_through_the_executor_holds_a_time_window_of_docids_at_a_time(lake_services, monkeypatch, held):
+    monkeypatch.setattr(analytics, "HELD", held)
+    leaves = Elsewhere(lake_services.search.leaves)
+    monkeypatch.setattr(lake_services.search, "leaves", leaves)
+    got = list(records(lake_services, selection(lake_services, "user.name:(u1 OR u2 OR u3)"), ["@fields.seq"],
+                       Progress(), max_records=100))
+    assert seqs(got) == [i for i in range(60) if i % 7 in (1, 2, 3)]
+    assert 0 < leaves.most <= held
+
+
+def test_records_a_time_window_does_not_see_are_still_read(services, monkeypatch):
+    """A record without a time: the windows' counts fall short, so the split is read whole."""
+    services.start()
+    services.lake.append([("event", {"@fields": {"seq": 1000}}), *(("event", record(i)) for i in range(4))])
+    services.lake.flush()
+    monkeypatch.setattr(analytics, "HELD", 1)
+    monkeypatch.setattr(services.search, "leaves", Elsewhere(services.search.leaves))
+    plan, _ = build_plan({"searchStr": "", "fetchLimit": 0}, EVENTS, services.settings, now_ms=T0)
+    with_time = [r["@fields"]["seq"] for r in RECORDS[:4]]
+    got = seqs(records(services, Selection(EVENTS, plan), ["@fields.seq"], Progress(), max_records=100))
+    assert got == sorted([1000, *with_time]) or got == sorted(with_time)  # as a search without a range finds
+    search = services.search.search(replace(plan, limit=10))
+    assert len(got) == search.total
