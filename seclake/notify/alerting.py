@@ -22,7 +22,7 @@ from seclake.notify.alertrule import AlertRule, AlertRuleRow
 from seclake.notify.cipher import SecretBox, box_in
 from seclake.notify.destination import DestinationInput, DestinationRow, Target, split, view
 from seclake.notify.notifier import Notifier
-from seclake.notify.sender import NotifyMetrics, OutboxCollector, Sender
+from seclake.notify.sender import NotifyMetrics, OutboxCollector, Sender, redacted
 
 log = logging.getLogger("seclake.notify")
 
@@ -186,8 +186,9 @@ class Alerting:
         try:
             sender.send(row, target)
         except Exception as e:  # noqa: BLE001 - the answer says what went wrong
-            log.info("test notification to %r failed: %s", name, e)
-            return {"sent": False, "error": str(e) or type(e).__name__}
+            error = redacted(str(e) or type(e).__name__, target)
+            log.info("test notification to %r failed: %s", name, error)
+            return {"sent": False, "error": error}
         finally:
             if sender is not self.sender:
                 sender.client.close()

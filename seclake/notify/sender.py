@@ -107,6 +107,20 @@ def link_for(public_url: str | None, event: dict[str, Any]) -> str:
     return f"{base}/summaries?{query}"
 
 
+def redacted(error: str, target: Target | None) -> str:
+    """An error as stored and shown: no secret of the destination in it (a library's message may quote
+    a Slack URL or a header)."""
+    if target is None:
+        return error
+    values: list[str] = []
+    for value in target.secrets.values():
+        values += [v for v in (value.values() if isinstance(value, dict) else [value]) if isinstance(v, str)]
+    for value in sorted(values, key=len, reverse=True):
+        if len(value) >= 4:
+            error = error.replace(value, "***")
+    return error
+
+
 class Sender:
     def __init__(self, db: Database, targets: Callable[[], dict[str, Target]], settings: Any,
                  metrics: NotifyMetrics | None = None, clock: Callable[[], float] = time.time):
@@ -223,7 +237,7 @@ class Sender:
             retry = e.retry if isinstance(e, DeliveryError) else True
             if not isinstance(e, DeliveryError):
                 log.exception("delivery %d to %s failed unexpectedly", row.id, row.destination)
-            error = str(e) or type(e).__name__
+            error = redacted(str(e) or type(e).__name__, target)
             now_ms = int(self.clock() * 1000)
             deadline = row.created_ms + int(self.settings.notify_retry_seconds * 1000)
             if retry and now_ms < deadline:

@@ -15,7 +15,8 @@ from collections import Counter
 
 import httpx
 
-from seclake.notify.sender import backoff
+from seclake.notify.destination import Target
+from seclake.notify.sender import redacted, backoff
 from tests.conftest import ADMIN_PASSWORD
 from tests.notify.helpers import SECRET, ingest, lines, setup
 from tests.notify.receiver import Receiver
@@ -37,6 +38,12 @@ def test_backoff_doubles_with_jitter_up_to_its_cap() -> None:
     assert 1.0 <= waits[0] <= 2.0 and 2.0 <= waits[1] <= 4.0 and 4.0 <= waits[2] <= 8.0
     assert all(150 <= w <= 300 for w in waits[8:])
     assert len({round(backoff(3, 300, rng), 6) for _ in range(20)}) > 1  # jittered, not in lockstep
+
+
+def test_an_error_shown_never_quotes_a_secret() -> None:
+    target = Target("s", "slack", {}, {"url": "https://hooks.example/T0/B0/secretpart", "headers": {"X-Key": "k3y-value"}})
+    error = "ConnectError for https://hooks.example/T0/B0/secretpart with k3y-value"
+    assert redacted(error, target) == "ConnectError for *** with ***"
 
 
 def test_a_destination_down_then_back_gets_every_notification_once(start_server) -> None:
