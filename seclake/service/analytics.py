@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import tantivy
 from tantivy import FieldType, Occur, Query
 
+from seclake.analytics.projection import decoder
 from seclake.errors import LimitExceeded, SearchTimeout, SeclakeError
 from seclake.query import ast
 from seclake.record.dataset import DATASETS, Dataset
@@ -109,7 +109,8 @@ def records(services: Services, selection: Selection, fields: Sequence[str] | No
     if selection.dataset.name == "summary":
         source = _summaries(services, selection, progress, max_records)
     else:
-        source = _lake(services, selection, progress, max_records)
+        # Of a stored record only what lies on the way to the paths read is decoded (projection.py).
+        source = _lake(services, selection, progress, max_records, decoder(fields))
     if fields is None:
         for record in source:
             yield flat(record)
@@ -173,7 +174,8 @@ def _bounded(plan: SearchPlan, dataset: Dataset) -> ast.Node:
     return ast.And(children=(bound, plan.query))
 
 
-def _lake(services: Services, selection: Selection, progress: Progress, max_records: int) -> Iterator[dict]:
+def _lake(services: Services, selection: Selection, progress: Progress, max_records: int,
+          decode: Callable[[bytes], dict]) -> Iterator[dict]:
     root = services.search
     plan, dataset = selection.plan, selection.dataset
     node = _bounded(plan, dataset)
@@ -197,12 +199,12 @@ def _lake(services: Services, selection: Selection, progress: Progress, max_reco
             continue
         split = by_id[sid]
         if isinstance(split, Split) and not isinstance(split, DamagedSplit) and isinstance(root.leaves, InProcessLeaves):
-            yield from _paged(split, replace(count, k=total), progress)
+            yield from _paged(split, replace(count, k=total), progress, decode)
         else:
             yield from _fetched(root.leaves, sid, split, replace(count, k=total), progress, selection)
 
 
-def _paged(split: Split, task: LeafTask, progress: Progress) -> Iterator[dict]:
+def _paged(split: Split, task: LeafTask, progress: Progress, decode: Callable[[bytes], dict]) -> Iterator[dict]:
     """An open split's matching records, a page of docIds at a time (the compiled query
     AND docId past the last page), records from the split's store."""
     query = _compiled(split, task)
@@ -223,7 +225,7 @@ def _paged(split: Split, task: LeafTask, progress: Progress) -> Iterator[dict]:
             body = bodies.get(d)
             if body is not None:
                 progress.read += 1
-                yield orjson.loads(body)
+                yield decode(body)
         if len(docids) < PAGE:
             return
         after = docids[-1] + 1
