@@ -87,6 +87,13 @@ def test_a_syntax_error_in_the_commands_is_a_search_syntax_error_with_its_positi
 def test_a_syntax_error_in_the_head_is_a_search_syntax_error_too(srv):
     message = srv.fail("ds/query", {"query": "user.name:(root | STATS n = COUNT(*)"}, srv.token)
     assert message.startswith("ds/query: query error at position")
+    # Counted in the whole text, blanks before the head included.
+    at = int(message.split("position ")[1].split(":")[0])
+    shifted = srv.fail("ds/query", {"query": "   user.name:(root | STATS n = COUNT(*)"}, srv.token)
+    assert int(shifted.split("position ")[1].split(":")[0]) == at + 3
+    message = srv.fail("ds/query", {"query": "  user.name:root AND | STATS n = COUNT(*)"}, srv.token)
+    bare = srv.fail("ds/query", {"query": "user.name:root AND | STATS n = COUNT(*)"}, srv.token)
+    assert int(message.split("position ")[1].split(":")[0]) == int(bare.split("position ")[1].split(":")[0]) + 2
 
 
 @pytest.mark.parametrize("kargs, says", [

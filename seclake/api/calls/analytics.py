@@ -44,7 +44,10 @@ def _prepared(ctx: CallContext, args: QueryRequest) -> tuple[Any, Selection, int
     assert ctx.caller is not None
     restriction = ctx.caller.restriction(dataset, settings)
     now = now_ms()
-    options = {"searchStr": pipeline.head, "range_from": args.range_from, "range_to": args.range_to, "fetchLimit": 0}
+    # The head with the blanks that led it, so a syntax error's position counts in the whole text.
+    lead = args.query.find(pipeline.head) if pipeline.head else 0
+    head = args.query[:lead] + pipeline.head
+    options = {"searchStr": head, "range_from": args.range_from, "range_to": args.range_to, "fetchLimit": 0}
     plan, _ = build_plan(options, dataset, settings, now_ms=now, restriction=restriction)
     return pipeline, Selection(dataset, plan), now
 
