@@ -114,6 +114,13 @@ class HitWrapper(Open):
     shards: Shards = Field(alias="_shards", description="Splits searched, answered and failed.")
 
 
+class BehaviorSearchReply(HitWrapper):
+    """The timeline's search-hit wrapper, with what the query matched."""
+
+    highlight: list[Highlight] = Field(
+        description="What each term of the query matched, and where: a field's value, or words.")
+
+
 class RuleSearchReply(HitWrapper):
     total: int = Field(description="seclake's earlier shape, kept beside the wrapper.")
     buckets: list[dict[str, Any]] = Field(description="The rules of the page, in seclake's earlier shape.")

@@ -56,11 +56,11 @@ export function behaviorTable(res, { terms = [], onFilter = null, compact = fals
       cells: [
         h('td', { class: 'cell-time' }, formatTime(src.timestamp)),
         h('td', null, levelBadge(src.scoreLevel, src.riskScore)),
-        h('td', null, highlighted(src.behavior, terms)),
+        h('td', null, highlighted(src.behavior, terms, 'behavior')),
         compact ? null : h('td', { class: 'cell-techniques' }, techniqueList(src.risks, { href })),
-        h('td', { class: 'cell-key' }, highlighted(src.key, terms), h('span', { class: 'key-type' }, src.keyType ?? '')),
+        h('td', { class: 'cell-key' }, highlighted(src.key, terms, 'key'), h('span', { class: 'key-type' }, src.keyType ?? '')),
         compact ? null : h('td', { class: 'cell-rule' }, src.behaviorRule ? ruleLink(src.behaviorRule) : ''),
-        compact ? null : h('td', { class: 'cell-message' }, highlighted(src.description ?? '', terms)),
+        compact ? null : h('td', { class: 'cell-message' }, highlighted(src.description ?? '', terms, 'description')),
       ],
       fill: () => [h('p', { class: 'detail-links' }, eventsLink(src)), recordView({ _id: hit._id, ...src }, { terms, onFilter })],
     }));
@@ -85,7 +85,7 @@ export function ruleLink(name) {
   return link(`/rules?${new URLSearchParams({ q })}`, { class: 'rule-link', title: 'Show this rule' }, String(name));
 }
 
-/** Plain terms of a query, for highlighting (the timeline's response has none). */
+/** Plain terms of a query, for highlighting where a response says nothing of what matched (the summaries'). */
 export function plainTerms(q) {
   return (String(q).match(/"[^"]+"|[^\s()"]+/g) || [])
     .map((t) => t.replace(/^[+-]/, '').replace(/^[\w.@]+:/, '').replace(/^"|"$/g, ''))
@@ -106,7 +106,7 @@ export const timelinePage = searchPage({
     options: { ...options, range_field: 'timestamp', sortField: 'timestamp', sortOrder: 'desc' },
   }),
   results: (res, state, ctx) => behaviorTable(res, {
-    terms: plainTerms(state.q),
+    terms: res.highlight || plainTerms(state.q),
     onFilter: ctx.addFilter,
     // A technique narrows this search (its query, filters and range kept).
     techniqueHref: (id) => techniqueHref(id, state),

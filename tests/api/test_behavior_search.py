@@ -44,7 +44,7 @@ def search(srv, **options):
 
 def test_timeline_shape_and_episodes(srv):
     res = search(srv, facets={"facets": [{"field": "behaviorRule", "size": 50}, {"field": "keyType", "size": 10}]})
-    assert set(res) == WRAPPER
+    assert set(res) == WRAPPER | {"highlight"}  # the wrapper, and what the query matched (the web's marks)
     assert res["suggest"] is None and res["timed_out"] is False and res["terminated_early"] is False
     assert set(res["_shards"]) == {"total", "successful", "failed"} and res["_shards"]["failed"] == 0
     assert res["hits"]["max_score"] is None and res["hits"]["total"] > 0
@@ -69,6 +69,10 @@ def test_queries_on_the_timeline(srv):
     assert all(h["_source"]["riskScore"] >= 3000 for h in high["hits"]["hits"])
     words = search(srv, searchStr="mimikatz")
     assert words["hits"]["total"] >= 1
+    # What each term matched, for the timeline's marks: the key's whole value; a word anywhere.
+    assert brute["highlight"] == [{"field": "behaviorRule", "value": "brute-force-source", "text": False},
+                                  {"field": "key", "value": "203.0.113.7", "text": False}]
+    assert words["highlight"] == [{"field": "*", "value": "mimikatz", "text": True}]
     none = search(srv, facets={"mustNotFilters": [{"field": "scoreLevel", "terms": ["0"]}]})
     assert none["hits"]["total"] == search(srv)["hits"]["total"]
 

@@ -384,6 +384,16 @@ await step('timeline: behaviors with facets', async () => {
   await shot('12-timeline');
 });
 
+await step('timeline: a field term marks that field only (the reply says what matched)', async () => {
+  await page.goto(`${base}/timeline?${new URLSearchParams({ q: 'key:"203.0.113.7"' })}`);
+  await searched();
+  const marks = page.locator('table.hits tr.hit mark');
+  check(await marks.count() > 0, 'the key is not marked');
+  const places = await marks.evaluateAll((ms) => ms.map((m) => [m.closest('td').className, m.textContent]));
+  check(places.every(([cls, text]) => cls.includes('cell-key') && text === '203.0.113.7'),
+    `marks outside the key: ${JSON.stringify(places.slice(0, 5))}`);
+});
+
 let summaryKey = null;
 await step('summaries: riskiest first, level colours, facets', async () => {
   await page.click('.main-nav a[href="/summaries"]');
