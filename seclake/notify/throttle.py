@@ -23,6 +23,15 @@ from seclake.notify.alertrule import MAX_THROTTLE
 from seclake.notify.outbox import PENDING, Delivery
 
 
+def _insert(session: Session):
+    """INSERT ... ON CONFLICT of the session's database (SQLite and PostgreSQL both have it)."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(ThrottleWindow)
+
+
 class ThrottleWindow(Base):
     __tablename__ = "notify_throttle"
 
@@ -52,16 +61,22 @@ class Throttle:
         row = self._rows.get(key)
         if row is None:
             row = self.session.get(ThrottleWindow, key, with_for_update=True)
-            if row is not None:
-                self._rows[key] = row
-        if row is None or now_ms - row.window_start >= window_s * 1000 or now_ms < row.window_start:
-            carried = 0
             if row is None:
-                row = self._rows[key] = ThrottleWindow(rule=key[0], ref=key[1], window_start=now_ms, folded=0)
-                self.session.add(row)
-            else:
-                carried = row.folded + self._flush_folds(key, row)
-                row.window_start, row.folded = now_ms, 0
+                # Another node's transaction (a triage beside the detector's save, on PostgreSQL) may
+                # open the same window now: insert-or-nothing, then the row whoever made it.
+                made = self.session.execute(_insert(self.session).values(
+                    rule=key[0], ref=key[1], window_start=now_ms, folded=0).on_conflict_do_nothing()
+                    .returning(ThrottleWindow.rule)).first() is not None
+                row = self.session.get(ThrottleWindow, key, with_for_update=True, populate_existing=True)
+                assert row is not None
+                self._rows[key] = row
+                if made:
+                    self._opened[key] = []
+                    return True, now_ms, 0
+            self._rows[key] = row
+        if now_ms - row.window_start >= window_s * 1000 or now_ms < row.window_start:
+            carried = row.folded + self._flush_folds(key, row)
+            row.window_start, row.folded = now_ms, 0
             self._opened[key] = []
             return True, now_ms, carried
         self._folds[key] = self._folds.get(key, 0) + 1

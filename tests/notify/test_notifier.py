@@ -67,3 +67,31 @@ def test_a_level_reached_then_resolved_triggers_and_resolves_pagerduty(services,
     services.summaries.update_incident(Triage(id=sid, status="resolved"), username="admin", now_ms=T0 + 2)
     kinds = [(r.subject, r.destination) for r in _rows(services)]
     assert kinds == [("summary", "pager"), ("status", "hook"), ("resolve", "pager")]
+
+
+def test_two_transactions_opening_one_window_send_once(services) -> None:
+    """A triage on one node and the detector's save on another both reach a window first: one sends."""
+    import threading
+
+    from seclake.notify.throttle import Throttle
+
+    results: dict[str, bool] = {}
+    admitted = threading.Event()
+
+    def first() -> None:
+        with services.db.session(write=True) as s:
+            results["first"] = Throttle(s).admit("r", "summary-1", 60, T0)[0]
+            admitted.set()
+            threading.Event().wait(0.3)  # still open while the second tries
+
+    def second() -> None:
+        admitted.wait(10)
+        with services.db.session(write=True) as s:
+            results["second"] = Throttle(s).admit("r", "summary-1", 60, T0 + 1)[0]
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == {"first": True, "second": False}
