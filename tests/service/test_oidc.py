@@ -80,6 +80,7 @@ class Idp:
         self.port = _free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[str] | None = None
+        self.keys: dict[str, dict[str, Any]] = {}
 
     def provider(self, **settings: Any) -> dict[str, Any]:
         """seclake's settings of this provider."""
@@ -91,7 +92,7 @@ class Idp:
         path.write_text(json.dumps({
             "port": self.port, "clientId": "seclake", "clientSecret": SECRET,
             "redirectUris": [f"{seclake_url}/auth/oidc/test/callback"],
-            "accounts": ACCOUNTS, "login": login, "kid": kid, **config,
+            "accounts": ACCOUNTS, "login": login, "kid": kid, "key": self._key(kid), **config,
         }))
         errors = self.workdir / f"idp-{kid}.stderr"
         with errors.open("w") as stderr:
@@ -110,6 +111,14 @@ class Idp:
             pytest.fail(f"the OpenID provider did not start on port {self.port} (process {state}, "
                         f"port answering: {listening}):\n{errors.read_text()}")
         assert json.loads(line)["issuer"] == self.issuer, line
+
+    def _key(self, kid: str) -> dict[str, Any]:
+        """The provider's signing key (a private JWK), one per kid."""
+        if kid not in self.keys:
+            from joserfc.jwk import RSAKey
+
+            self.keys[kid] = RSAKey.generate_key(2048).as_dict(private=True)
+        return self.keys[kid]
 
     def stop(self) -> None:
         if self.process is not None:

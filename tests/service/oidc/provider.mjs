@@ -3,18 +3,17 @@
 //
 //   { "port": 0, "clientId": "...", "clientSecret": "...", "redirectUris": [...],
 //     "accounts": { "alice": { "email": ..., "groups": [...] } }, "login": "alice",
-//     "kid": "key-1", "idTokenTtl": 300, "idTokenAgeSeconds": 0 }
+//     "key": {<an RSA private JWK>}, "kid": "key-1", "idTokenTtl": 300, "idTokenAgeSeconds": 0 }
 //
-// It prints one line {"issuer": ...} on stdout once it listens. Its keys are
-// made at each start (kid from the file): restarting it with another kid on
-// the same port is a key rotation. The login and consent interaction signs
+// It prints one line {"issuer": ...} on stdout once it listens. It signs
+// with the key of the file: restarting it with another key and kid on the
+// same port is a key rotation. The login and consent interaction signs
 // in the account named by "login" without a form (tests choose another with
 // GET /test/login-as/<id>), so that a plain HTTP client following redirects
 // can run the flow; "idTokenAgeSeconds" signs ID tokens as if that long ago
 // (iat and exp in the past: expired when they arrive, as from an IdP whose
 // clock is behind).
 
-import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 
@@ -22,8 +21,10 @@ import Provider from 'oidc-provider';
 
 const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 
-const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const jwk = { ...privateKey.export({ format: 'jwk' }), kid: config.kid || 'key-1', use: 'sig', alg: 'RS256' };
+// The signing key comes with the configuration (the test makes it): key
+// generation inside this process (generateKeyPairSync) was seen to hang on
+// a loaded machine, the main thread in a futex wait, once in a few dozen starts.
+const jwk = { ...config.key, kid: config.kid || 'key-1', use: 'sig', alg: 'RS256' };
 
 const accounts = config.accounts || {};
 let current = config.login || Object.keys(accounts)[0];
