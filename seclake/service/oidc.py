@@ -267,10 +267,10 @@ class Oidc:
                 raise SignInFailed("no_code", f"{provider.config.label} sent no authorization code")
             claims = self._exchange(provider, code, pending)
             username = _claimed_username(provider.config, claims)
-            user = self._user(provider.config, username, claims)
+            user, changed = self._user(provider.config, username, claims)
+            detail = f"signed in with {provider.config.label} (sub {str(claims.get('sub'))[:100]!r})"
             signed_in = self.login.open(
-                user, client, call=f"auth/oidc/{name}"[:200],
-                detail=f"signed in with {provider.config.label} (sub {str(claims.get('sub'))[:100]!r})",
+                user, client, call=f"auth/oidc/{name}"[:200], detail=detail + (f"; {changed}" if changed else ""),
             )
         except SignInFailed as failure:
             self._failed(name, username, client, failure)
@@ -387,7 +387,8 @@ class Oidc:
 
     # -- the seclake user ----------------------------------------------------
 
-    def _user(self, config: OidcProvider, username: str, claims: dict[str, Any]) -> User:
+    def _user(self, config: OidcProvider, username: str, claims: dict[str, Any]) -> tuple[User, str]:
+        """The seclake user, and what this sign-in changed of it (for the audit)."""
         groups = _groups(claims.get(config.groups_claim))
         roles = sorted({r for g in groups for r in config.roles.get(g, ())})
         if not roles and config.roles:
@@ -423,10 +424,11 @@ class Oidc:
                 raise SignInFailed("no_role", f"{username!r} would have no role with {config.label} "
                                    "(settings roles, default_roles); ask an administrator", 403)
             try:
-                return self.users.add({
+                created = self.users.add({
                     "username": username, "oauthProvider": config.name, "oauthFlag": True, "roles": initial,
                     **({"dataPolicies": policies} if config.data_policies else {}), **names,
                 }, where=f"oidc_providers.{config.name}")
+                return created, f"user created with roles {list(created.roles)}"
             except Conflict:
                 user = self.users.get(username)  # made by a sign-in of the same user at the same moment
             except SeclakeError as e:
@@ -438,13 +440,17 @@ class Oidc:
                                f"(its oauthProvider is {user.oauth_provider!r}); ask an administrator", 403)
         if user.disabled:
             raise SignInFailed("disabled", f"the seclake user {username!r} is disabled", 403)
-        changes = {k: v for k, v in managed.items() if v != getattr(user, {"roles": "roles", "dataPolicies": "data_policies"}[k])}
+        columns = {"roles": "roles", "dataPolicies": "data_policies"}
+        changes = {k: v for k, v in managed.items() if v != getattr(user, columns[k])}
         if changes:
+            before = {k: getattr(user, columns[k]) for k in changes}
             try:
                 user = self.users.update({"username": username, **changes}, where=f"oidc_providers.{config.name}")
             except SeclakeError as e:
                 raise SignInFailed("user", f"{username!r}'s roles could not be set: {e}", 403) from e
-        return user
+            # In the sign-in's audit entry: access changed by the provider's groups, not by an admin.
+            return user, "; ".join(f"{k} {before[k]} -> {v} (groups)" for k, v in changes.items())
+        return user, ""
 
     def _failed(self, name: str, username: str, client: str, failure: SignInFailed) -> Any:
         label = name if name in self._providers else "unknown"

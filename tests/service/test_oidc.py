@@ -244,6 +244,9 @@ def test_a_group_change_at_the_provider_changes_the_roles_at_the_next_sign_in(se
     # An admin made bob an admin in seclake; the provider's groups say analyst, and win at sign-in.
     server.call("auth/userUpdate", {"user": {"username": "bob", "roles": ["admin"]}}, admin)
     assert server.call("auth/ssoSession", {"code": handoff_code(sign_in(server))})["roles"] == ["analyst"]
+    # The audit says the provider's groups changed them, and when bob was created.
+    details = [e["detail"] for e in audit_logins(server, admin) if e["username"] == "bob" and e["outcome"] == "OK"]
+    assert "roles ['admin'] -> ['analyst'] (groups)" in details[0] and "user created with roles ['analyst']" in details[1]
     # carol's groups map to no role and there is no default: refused.
     idp.login_as("carol")
     assert "no group of 'carol'" in refusal(sign_in(server), 403, "no_role")
