@@ -517,3 +517,15 @@ def test_one_address_cannot_hold_more_than_its_share_of_sign_ins_in_progress(sec
     handoff_code(sign_in(server))
     handoff_code(sign_in(server))
     assert metric(server, "too_many") == 1
+
+
+def test_the_settings_example_of_docs_sso_is_valid(tmp_path) -> None:
+    from seclake.settings import Settings
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "sso.md").read_text()
+    example = doc.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "seclake.toml").write_text(example)
+    settings = Settings(config=tmp_path / "seclake.toml", data_dir=tmp_path)
+    okta = settings.oidc_providers[0]
+    assert okta.roles["seclake-admins"] == ["admin"] and okta.data_policies["seclake-admins"] == []
+    assert settings.local_passwords is False and settings.break_glass_admin == "admin"
