@@ -65,9 +65,19 @@ def _need(browser: bool = False) -> None:
 
 
 def _free_port() -> int:
+    """A port for the provider, known before it starts, that no other bind to
+    port 0 gets meanwhile (seclake's server, other tests): left in TIME_WAIT,
+    which the kernel skips when it picks a free port, while the provider's
+    listen (SO_REUSEADDR) may take it. (The ephemeral-port-reserve way.)"""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        s.listen(1)
+        port = s.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)):
+            accepted, _ = s.accept()
+            accepted.close()  # the accepting side closes first: its end waits in TIME_WAIT
+    return port
 
 
 class Idp:
