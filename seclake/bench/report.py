@@ -292,6 +292,11 @@ def markdown(r: dict[str, Any], results_path: Path) -> str:
     for line in _baseline_section(r.get("baseline"), one.get("baseline"), r["classes"]):
         add(line)
 
+    from seclake.bench.analytics import report_lines
+
+    for line in report_lines(one):
+        add(line)
+
     # -- scale -------------------------------------------------------------------
     add("## Scale: 1x against 10x data (warm medians, ms)")
     add("")
@@ -632,6 +637,17 @@ against the raw floor only and SUMM (a database-backed search) against the engin
 HTTP answer: the total, the docIds of both pages (`@timestamp` desc, then docId desc), the facet
 buckets in order (keys compared as normalized keywords: the spelling shown may differ), the
 histogram buckets. Any difference fails the run with the list of differences.
+
+**Analytics** (`seclake/bench/analytics.py`, issue 43). Five piped queries over the last 7 days (count by one
+keyword field; count + distinct by two fields; sum of bytes by destination per hour; a WHERE over a computed value;
+percentiles), each sent to `ds/query` over HTTP and run as SQL by DuckDB over a table of the same records (made from
+the peers' export at load time: one column per field the queries read, the value as the record holds it, counters
+stored as strings as numbers), cold (the server restarted, DuckDB reopened) then in warm rounds with the two taking
+turns to go first. Answers compare as sorted rows: integers (counts, exact integer sums) and keywords exactly, a
+date as epoch ms, a double (a percentile) within 1e-12 relative (the two round an interpolation in their own float
+order); each query ends in a SORT over its group keys too, so its LIMIT keeps the same rows on both sides. The target
+is issue 43's: within 2x DuckDB's median per class; the server's peak memory over the stage is judged against the
+serving budget.
 
 **No search regression.** The target (every class within 10% of the committed figures) compares two
 commits, and figures from two runs do not compare on a shared machine: the same code's medians

@@ -88,6 +88,8 @@ class BenchOptions:
     sigma_rules: tuple[str, ...] = bench_sigma.RULES
     sigma_events: int | None = 200_000
     sigma_turns: tuple[str, ...] = bench_sigma.TURNS
+    # Piped queries (ds/query) against DuckDB on the same records (bench/analytics.py); needs the peers.
+    analytics: bool = True
     classes: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in CLASSES))
 
     def run_name(self) -> str:
@@ -260,6 +262,10 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
                         duck = loaders.submit(DuckPeer.load, csv_path, sdir / "peer.duckdb")
                         lite = loaders.submit(SqlitePeer.load, csv_path, sdir / "peer.sqlite")
                         t_duck, t_lite = duck.result(), lite.result()
+                    if opts.analytics:
+                        from seclake.bench.analytics import load as load_analytics
+
+                        t_an = load_analytics(csv_path, sdir / "analytics.duckdb")
                     csv_path.unlink()
                     engines["duckdb"] = DuckPeer(sdir / "peer.duckdb")
                     engines["sqlite"] = SqlitePeer(sdir / "peer.sqlite")
@@ -268,6 +274,8 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
                                "sqlite_load_seconds": t_lite,
                                "duckdb_bytes": (sdir / "peer.duckdb").stat().st_size,
                                "sqlite_bytes": (sdir / "peer.sqlite").stat().st_size}
+                if opts.analytics:
+                    sr["peers"]["analytics_load_seconds"] = t_an
             active = ["http", "engine", "raw", *peer_names]
             timings: dict[str, dict[str, dict[str, Any]]] = {c.name: {} for c in classes}
 
@@ -357,6 +365,20 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
                 sr["server_peak_rss_kb_serving"] = max(serving_peaks)
                 sr["server_rss_anon_kb_after_queries"] = server.status_kb("RssAnon")
                 sr["server_rss_file_kb_after_queries"] = server.status_kb("RssFile")
+
+            if full and opts.analytics and peer_names:
+                from seclake.bench.analytics import DuckAnalytics, run_stage
+
+                peak_rss.append(server.peak_rss_kb() or 0)  # the stage restarts the server (its peak with it)
+                with log.stage(f"{scale}x: analytics (ds/query) against DuckDB, {reps} rounds in turns"):
+                    duck_an = DuckAnalytics(sdir / "analytics.duckdb")
+                    try:
+                        sr["analytics"] = run_stage(server, engines["http"], duck_an, reps=reps)
+                    finally:
+                        duck_an.close()
+                peak_rss.append(server.peak_rss_kb() or 0)
+                if not sr["analytics"]["ok"]:
+                    failures.append(f"analytics: ds/query and DuckDB disagree: {sr['analytics']['mismatches'][:3]}")
 
             if full and tree is not None:
                 from seclake.bench.baseline import PAIRS, BaselineUnavailable, side_by_side

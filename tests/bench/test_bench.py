@@ -153,7 +153,20 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path, monkeypatch
             t = one["queries"][qc.name][engine]
             assert t["n"] == 5 and t["median"] > 0 and t["cold"] > 0
     assert one["queries"]["Q2"]["total"] == 1  # the needle: one record in the last 7 days
+    # Piped queries over HTTP against DuckDB on the same records: timed cold and warm, every value equal.
+    from seclake.bench.analytics import CLASSES as ANALYTICS
+
+    an = one["analytics"]
+    assert an["ok"] and not an["mismatches"]
+    for ac in ANALYTICS:
+        f = an["classes"][ac.name]
+        assert f["rows"] > 0 and f["ratio"] > 0
+        for engine in ("http", "duckdb"):
+            assert f[engine]["n"] == 5 and f[engine]["median"] > 0 and f[engine]["cold"] > 0
+    assert an["server_peak_rss_kb"] > 0
     text = out.read_text()
+    assert "## Analytics: piped queries (ds/query over HTTP) against DuckDB" in text
+    assert "ds/query and DuckDB answered every class with the same rows and values" in text
     assert "This run: 20,000 events" in text and "| Q4 |" in text and "all engines agree" in text
     assert "HTTP / raw" in text and "## Load" in text and "memory while serving" in text
     assert "## Searches while an import runs" in text and "Searches arrive at 5 per second" in text
