@@ -5,16 +5,22 @@ import { call, flash, isAdmin, session, signOut, whenSessionEnds } from './api.j
 import { h, replace } from './dom.js';
 import { interceptLinks, link, navigate, onNavigate } from './router.js';
 import { timeZone } from './time.js';
-import { loginPage } from './page-login.js';
-import { eventsPage } from './page-events.js';
-import { timelinePage } from './page-timeline.js';
-import { summariesPage } from './page-summaries.js';
-import { rulesPage } from './page-rules.js';
-import { adminPage } from './page-admin.js';
-import { referencePage } from './page-reference.js';
-import { sourcesPage } from './page-sources.js';
-import { fieldsPage } from './page-fields.js';
-import { alertsPage } from './page-alerts.js';
+
+// Each page's module is fetched when the page is first shown (the browser
+// keeps it): the first paint loads the shell and one page, not every page
+// (tests/web/test_static.py holds each page's share to a budget).
+const pages = {
+  login: () => import('./page-login.js').then((m) => m.loginPage),
+  search: () => import('./page-events.js').then((m) => m.eventsPage),
+  timeline: () => import('./page-timeline.js').then((m) => m.timelinePage),
+  summaries: () => import('./page-summaries.js').then((m) => m.summariesPage),
+  rules: () => import('./page-rules.js').then((m) => m.rulesPage),
+  admin: () => import('./page-admin.js').then((m) => m.adminPage),
+  reference: () => import('./page-reference.js').then((m) => m.referencePage),
+  sources: () => import('./page-sources.js').then((m) => m.sourcesPage),
+  fields: () => import('./page-fields.js').then((m) => m.fieldsPage),
+  alerts: () => import('./page-alerts.js').then((m) => m.alertsPage),
+};
 
 const app = document.getElementById('app');
 const NAV = [
@@ -36,17 +42,9 @@ function routeOf(pathname) {
   const first = parts[0] || '';
   switch (first) {
     case '': return { key: 'home' };
-    case 'login': return { key: 'login', mount: loginPage, bare: true };
-    case 'search': return { key: 'search', mount: eventsPage };
-    case 'timeline': return { key: 'timeline', mount: timelinePage };
-    case 'summaries': return { key: 'summaries', mount: summariesPage };
-    case 'rules': return { key: 'rules', mount: rulesPage };
-    case 'admin': return { key: `admin/${parts[1] || ''}`, mount: adminPage, section: '/admin' };
-    case 'reference': return { key: 'reference', mount: referencePage };
-    case 'sources': return { key: 'sources', mount: sourcesPage };
-    case 'fields': return { key: 'fields', mount: fieldsPage };
-    case 'alerts': return { key: 'alerts', mount: alertsPage };
-    default: return { key: 'missing' };
+    case 'login': return { key: 'login', load: pages.login, bare: true };
+    case 'admin': return { key: `admin/${parts[1] || ''}`, load: pages.admin, section: '/admin' };
+    default: return Object.hasOwn(pages, first) ? { key: first, load: pages[first] } : { key: 'missing' };
   }
 }
 
@@ -79,7 +77,9 @@ async function signOutEverywhere() {
   navigate('/login', { replace: true });
 }
 
-function render() {
+let rendering = 0; // the latest render: one that finds another started while its page loaded gives way
+
+async function render() {
   const route = routeOf(location.pathname);
   if (route.key === 'home') return navigate(session() ? '/search' : '/login', { replace: true });
   if (route.key === 'missing') return notFound();
@@ -92,10 +92,31 @@ function render() {
     current.view.update();
     return;
   }
+  // The page being left goes now, not once the next one's code is here: it must not act meanwhile.
   if (current && current.view && current.view.unmount) current.view.unmount();
+  current = { key: route.key, view: null };
+  const mine = ++rendering;
+  let mount;
+  try {
+    mount = await route.load();
+  } catch (err) {
+    if (mine === rendering) loadFailed(err);
+    return;
+  }
+  if (mine !== rendering) return;
   const container = h('div', { class: 'view' });
   replace(app, route.bare ? container : shell(container, route.section || `/${route.key}`));
-  current = { key: route.key, view: route.mount(container) };
+  current = { key: route.key, view: mount(container) };
+}
+
+/** A page's module did not load (the server went away, a new version half deployed). */
+function loadFailed(err) {
+  if (current && current.view && current.view.unmount) current.view.unmount();
+  current = null;
+  const page = h('main', { id: 'main', class: 'padded' }, h('h1', null, 'This page did not load'),
+    h('p', null, `The browser could not fetch its code: ${String(err && err.message ? err.message : err).slice(0, 200)}. `,
+      h('a', { href: location.href }, 'Reload')));
+  replace(app, session() ? shell(page, null) : page);
 }
 
 /** An address the interface does not know (the server answered it with 404): signed in or not. */
