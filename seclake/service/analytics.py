@@ -199,9 +199,25 @@ def _lake(services: Services, selection: Selection, progress: Progress, max_reco
             continue
         split = by_id[sid]
         if isinstance(split, Split) and not isinstance(split, DamagedSplit) and isinstance(root.leaves, InProcessLeaves):
-            yield from _paged(split, replace(count, k=total), progress, decode)
+            if total == meta_of(split).num_records and split.store is not None:
+                yield from _scanned(split, progress, decode)
+            else:
+                yield from _paged(split, replace(count, k=total), progress, decode)
         else:
             yield from _fetched(root.leaves, sid, split, replace(count, k=total), progress, selection)
+
+
+def _scanned(split: Split, progress: Progress, decode: Callable[[bytes], dict]) -> Iterator[dict]:
+    """An open split the query matches whole (its count is the split's records: a day inside
+    the range, no head): its store read block by block, in docId order as ``_paged`` gives
+    them, without paging docIds through the index and looking each record up: 1.4-1.7x less
+    CPU per record for a query without a head, side by side over 37,613 records (docs/analytics.md)."""
+    assert split.store is not None
+    for i, (_docid, body) in enumerate(split.store):
+        if i % PAGE == 0:
+            progress.check()
+        progress.read += 1
+        yield decode(body)
 
 
 def _paged(split: Split, task: LeafTask, progress: Progress, decode: Callable[[bytes], dict]) -> Iterator[dict]:

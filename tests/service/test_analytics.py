@@ -207,3 +207,18 @@ def test_records_a_time_window_does_not_see_are_still_read(services, monkeypatch
     assert got == sorted([1000, *with_time]) or got == sorted(with_time)  # as a search without a range finds
     search = services.search.search(replace(plan, limit=10))
     assert len(got) == search.total
+
+
+def test_a_split_matched_whole_is_read_from_its_store_without_paging(lake_services, monkeypatch):
+    """No head and a range over whole splits: every split's count is its records, so each is
+    read block by block from its store (``_scanned``), the same records as paging them."""
+    paged = []
+    real = analytics._paged
+    monkeypatch.setattr(analytics, "_paged", lambda *a: paged.append(1) or real(*a))
+    everything = selection(lake_services, range_from=T0 - DAY, range_to=T0 + 3 * DAY)
+    got = list(records(lake_services, everything, ["@fields.seq"], Progress(), max_records=100))
+    assert seqs(got) == list(range(60)) and not paged
+    # A head that selects part of a split pages it.
+    got = list(records(lake_services, selection(lake_services, "user.name:u1"), ["@fields.seq"], Progress(),
+                       max_records=100))
+    assert seqs(got) == [i for i in range(60) if i % 7 == 1] and paged
