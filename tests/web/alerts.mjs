@@ -9,45 +9,10 @@
 // "hook". Each step prints "ok - ..." or "not ok - ..."; the last line is
 // "alerts: N passed, N failed".
 
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { check, scenario } from './harness.mjs';
 
-const [base, password, artifacts] = process.argv.slice(2);
-mkdirSync(artifacts, { recursive: true });
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-let passed = 0;
-let failed = 0;
-const pageErrors = [];
-
-function check(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-async function step(name, fn) {
-  const started = Date.now();
-  try {
-    await fn();
-    passed++;
-    console.log(`ok - ${name} (${Date.now() - started} ms)`);
-  } catch (err) {
-    failed++;
-    console.log(`not ok - ${name}\n  ${String((err && err.stack) || err).split('\n').slice(0, 4).join('\n  ')}`);
-    await page.screenshot({ path: join(artifacts, `failed-${name.replace(/\W+/g, '-')}.png`) }).catch(() => {});
-  }
-}
-
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
-const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: 'UTC' });
-const page = await context.newPage();
-page.setDefaultTimeout(15000);
-page.on('pageerror', (err) => pageErrors.push(String(err)));
-page.on('console', (msg) => {
-  if (msg.type() === 'error' && !/status of 4\d\d/.test(msg.text())) pageErrors.push(`console: ${msg.text()}`);
-});
+const { base, password, artifacts, page, pageErrors, step, finish } = await scenario('alerts');
 
 await step('sign in', async () => {
   await page.goto(`${base}/login`);
@@ -126,6 +91,4 @@ await step('no script errors', async () => {
   check(pageErrors.length === 0, pageErrors.join('\n'));
 });
 
-await browser.close();
-console.log(`alerts: ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await finish();

@@ -3,50 +3,26 @@
 //
 //   node tests/web/e2e.mjs <base-url> <admin-password> <artifact-dir>
 //
-// The server must hold demo data. Each step prints "ok - ..." or
-// "not ok - ..."; the last line is "e2e: N passed, N failed"; the exit code
-// is 0 only when every step passed. Screenshots go to <artifact-dir>.
+// The server must hold demo data. Steps report as harness.mjs says; the
+// last line is "e2e: N passed, N failed". Screenshots go to <artifact-dir>.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { check, scenario } from './harness.mjs';
 
-const [base, password, artifacts] = process.argv.slice(2);
-if (!base || !password || !artifacts) {
-  console.error('usage: node e2e.mjs <base-url> <admin-password> <artifact-dir>');
-  process.exit(2);
-}
-mkdirSync(artifacts, { recursive: true });
-const origin = new URL(base).origin;
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-let passed = 0;
-let failed = 0;
-let page;
-const outside = [];
-const pageErrors = [];
-
-function check(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-async function step(name, fn) {
-  const started = Date.now();
-  try {
-    await fn();
-    passed++;
-    console.log(`ok - ${name} (${Date.now() - started} ms)`);
-  } catch (err) {
-    failed++;
-    console.log(`not ok - ${name}\n  ${String(err && err.stack || err).split('\n').slice(0, 4).join('\n  ')}`);
-    if (page) await page.screenshot({ path: join(artifacts, `failed-${name.replace(/\W+/g, '-')}.png`) }).catch(() => {});
-  }
-}
+const outside = []; // requests to any other host: there must be none
+const { base, password, artifacts, origin, browser, page, pageErrors, step, finish } = await scenario('e2e', {
+  prepare: async (context, origin) => {
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+    context.on('request', (request) => {
+      const url = request.url();
+      if (!url.startsWith('data:') && !url.startsWith('blob:') && new URL(url).origin !== origin) outside.push(url);
+    });
+  },
+});
 
 async function shot(name) {
   await page.screenshot({ path: join(artifacts, `${name}.png`) });
@@ -93,23 +69,6 @@ async function searched() {
   await page.waitForSelector('.results:not(.stale):not([aria-busy]) table.hits, .results:not([aria-busy]) .empty-results, .query-error:not([hidden])');
   await page.waitForSelector('.facets:not(.stale) .facet, .facets:not(.stale) .notice, .query-error:not([hidden])');
 }
-
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
-const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: 'UTC' });
-await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
-context.on('request', (request) => {
-  const url = request.url();
-  if (!url.startsWith('data:') && !url.startsWith('blob:') && new URL(url).origin !== origin) outside.push(url);
-});
-page = await context.newPage();
-page.setDefaultTimeout(15000);
-page.on('pageerror', (err) => pageErrors.push(String(err)));
-page.on('console', (msg) => {
-  // Refused calls (a wrong password, an expired session) are expected; script errors are not.
-  if (msg.type() === 'error' && !/^Failed to load resource: the server responded with a status of 4\d\d/.test(msg.text())) {
-    pageErrors.push(`console: ${msg.text()}`);
-  }
-});
 
 const admin = await api('auth/login', { username: 'admin', password });
 const adminToken = admin.sessionToken;
@@ -1223,6 +1182,4 @@ await step('no request left the server, no script errors', async () => {
   check(pageErrors.length === 0, `errors in the page: ${pageErrors.slice(0, 5).join(' | ')}`);
 });
 
-await browser.close();
-console.log(`e2e: ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await finish();

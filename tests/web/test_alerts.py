@@ -9,41 +9,23 @@ Screenshots go to test-artifacts/web/alerts/.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ADMIN_PASSWORD, running_server
+from tests.conftest import running_server
 from tests.notify.helpers import ingest, setup
 from tests.notify.receiver import Receiver
+from tests.web import browser
 
-HERE = Path(__file__).resolve().parent
-ARTIFACTS = HERE.parents[1] / "test-artifacts" / "web" / "alerts"
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+ARTIFACTS = browser.ARTIFACTS / "alerts"
 
 pytestmark = pytest.mark.slow
 
 
-def _missing() -> str | None:
-    if not Path(CHROMIUM).exists():
-        return f"{CHROMIUM} is missing (apt-get install chromium)"
-    if shutil.which("node") is None:
-        return "node is missing (apt-get install nodejs npm)"
-    if not (HERE / "node_modules" / "playwright-core").is_dir():
-        return "tests/web/node_modules is missing (run `npm ci` in tests/web, or `make test`)"
-    return None
-
-
 def test_the_alerts_page(tmp_path: Path) -> None:
-    missing = _missing()
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tests must run in CI: {missing}")
-        pytest.skip(missing)
+    browser.need_browser()
     up, down = Receiver(), Receiver()
     down.stop()
     up.status = 403  # the first delivery is refused: failed, to be resent from the page
@@ -59,14 +41,5 @@ def test_the_alerts_page(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "no failed delivery"
             time.sleep(0.1)
         up.status = 200
-        if ARTIFACTS.exists():
-            shutil.rmtree(ARTIFACTS)
-        run = subprocess.run(
-            ["node", str(HERE / "alerts.mjs"), server.url, ADMIN_PASSWORD, str(ARTIFACTS)],
-            cwd=HERE, capture_output=True, text=True, timeout=300, env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
-        )
+        browser.run_scenario("alerts.mjs", server.url, ARTIFACTS)
     up.stop()
-    report = run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")
-    print(report)
-    assert run.returncode == 0, f"browser tests failed (screenshots in {ARTIFACTS}):\n{report}"
-    assert " 0 failed" in run.stdout.splitlines()[-1]

@@ -8,39 +8,21 @@ Screenshots go to test-artifacts/web/analytics/.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ADMIN_PASSWORD, running_server
+from tests.conftest import running_server
+from tests.web import browser
 
-HERE = Path(__file__).resolve().parent
-ARTIFACTS = HERE.parents[1] / "test-artifacts" / "web" / "analytics"
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+ARTIFACTS = browser.ARTIFACTS / "analytics"
 
 pytestmark = pytest.mark.slow
 
 
-def _missing() -> str | None:
-    if not Path(CHROMIUM).exists():
-        return f"{CHROMIUM} is missing (apt-get install chromium)"
-    if shutil.which("node") is None:
-        return "node is missing (apt-get install nodejs npm)"
-    if not (HERE / "node_modules" / "playwright-core").is_dir():
-        return "tests/web/node_modules is missing (run `npm ci` in tests/web, or `make test`)"
-    return None
-
-
 def test_piped_queries_on_the_search_page(tmp_path: Path) -> None:
-    missing = _missing()
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tests must run in CI: {missing}")
-        pytest.skip(missing)
+    browser.need_browser()
     # Within the page's default range (the last 24 hours), in three hours.
     hour = 3_600_000
     start = (int(time.time() * 1000) // hour - 4) * hour
@@ -51,14 +33,4 @@ def test_piped_queries_on_the_search_page(tmp_path: Path) -> None:
             for i, u in enumerate(users)
         ])
         server.services.lake.flush()
-        if ARTIFACTS.exists():
-            shutil.rmtree(ARTIFACTS)
-        run = subprocess.run(
-            ["node", str(HERE / "analytics.mjs"), server.url, ADMIN_PASSWORD, str(ARTIFACTS)],
-            cwd=HERE, capture_output=True, text=True, timeout=300,
-            env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
-        )
-    report = run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")
-    print(report)
-    assert run.returncode == 0, f"browser tests failed (screenshots in {ARTIFACTS}):\n{report}"
-    assert " 0 failed" in run.stdout.splitlines()[-1]
+        browser.run_scenario("analytics.mjs", server.url, ARTIFACTS)
