@@ -22,6 +22,9 @@ class Detection:
         self.lake.wal_holds.append(self._hold)
         self.detector.restore(self.lake.wal.replay)
         self.detector.save()
+        # The rule set's index (detect/ruleindex.py: ~2 s for every SigmaHQ rule) built now, at start,
+        # not inside the first ingest that meets a rule.
+        self.detector.ruleset()
         self._saves.start()
 
     def _hold(self) -> int:
