@@ -17,7 +17,8 @@ every wanted path, in the same order (property-tested against the whole
 record), and the reader's projection runs unchanged on it.
 
 A path of more than ``MAX_PARTS`` dotted parts (its cuts double with each
-part), or a record msgspec refuses, is decoded whole by orjson instead.
+part), paths that would make more than ``MAX_TYPES`` types, or a record
+msgspec refuses, are decoded whole by orjson instead.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ import orjson
 
 # A path of n parts has 2**(n-1) ways to be cut into keys, each a chain of Struct fields.
 MAX_PARTS = 8
+# Struct types one query's paths may make (a query of many long paths would make thousands:
+# seconds of building for a hostile query); past it its records are decoded whole.
+MAX_TYPES = 512
 _LEAF = ""  # a trie node's mark that a wanted path ends there (no key is "": a path part is never empty)
 
 
@@ -43,11 +47,16 @@ def decoder(paths: Iterable[str] | None) -> Callable[[bytes], dict[str, Any]]:
 
 @lru_cache(maxsize=256)  # a query's paths, made into types once, not per query
 def _decoder(paths: frozenset[str]) -> Callable[[bytes], dict[str, Any]]:
-    if not paths or any(len(p.split(".")) > MAX_PARTS or "" in p.split(".") for p in paths):
+    split = [p.split(".") for p in paths]
+    # A path of n parts makes at most 2**n - 1 trie nodes: bounded before any is made.
+    if not paths or any(len(parts) > MAX_PARTS or "" in parts for parts in split) or \
+            sum(2 ** len(parts) for parts in split) > 8 * MAX_TYPES:
         return orjson.loads
     trie: dict = {}
-    for path in paths:
-        _add(trie, path.split("."), 0)
+    for parts in split:
+        _add(trie, parts, 0)
+    if _nodes(trie) > MAX_TYPES:
+        return orjson.loads
     decode = msgspec.json.Decoder(_struct(trie, [0])).decode
     builtins = msgspec.to_builtins
 
@@ -68,6 +77,11 @@ def _add(node: dict, parts: list[str], i: int) -> None:
             child[_LEAF] = True
         else:
             _add(child, parts, j)
+
+
+def _nodes(node: dict) -> int:
+    """The Struct types ``node`` makes: itself and each key on the way (not a wanted path's end)."""
+    return 1 + sum(_nodes(c) for k, c in node.items() if k != _LEAF and _LEAF not in c)
 
 
 def _struct(node: dict, count: list[int]) -> type:

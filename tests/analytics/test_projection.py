@@ -40,6 +40,25 @@ def test_whole_records_without_paths_and_past_the_parts_bound():
     assert decoder([deep, "@sender"])(BODY) == RECORD  # too many cuts to make types of: whole
 
 
+def test_a_query_of_many_long_paths_is_decoded_whole_without_making_types_for_them():
+    import time
+
+    from seclake.analytics import parse
+    from seclake.analytics.projection import MAX_PARTS, MAX_TYPES
+
+    # About as many 8-part paths as the longest query holds (16,384 characters), 255 trie nodes each.
+    names = [f"a{i}.b.c.d.e.f.g" for i in range(850)]
+    pipeline = parse("| KEEP " + ", ".join(names))
+    assert len(pipeline.fields) >= 850 and max(len(p.split(".")) for p in pipeline.fields) == MAX_PARTS
+    started = time.perf_counter()
+    decode = decoder(pipeline.fields)
+    assert time.perf_counter() - started < 0.5 and decode is orjson.loads
+    # A handful of long paths still get their types, within the bound.
+    few = [f"a{i}.b.c.d" for i in range(MAX_TYPES // 16)]
+    assert decoder(few) is not orjson.loads and decoder(few)(b'{"a0": {"b": {"c": {"d": 1}}}, "z": 2}') == \
+        {"a0": {"b": {"c": {"d": 1}}}}
+
+
 def test_what_msgspec_does_not_read_as_an_object_is_decoded_whole():
     assert decoder(["a"])(b"[1, 2]") == [1, 2]
     assert decoder(["a"])(b'{"a": 1, "b": 12345678901234567890}') == {"a": 1}  # past int64, not read
