@@ -33,8 +33,9 @@ import orjson
 # A path of n parts has 2**(n-1) ways to be cut into keys, each a chain of Struct fields.
 MAX_PARTS = 8
 # Struct types one query's paths may make (a query of many long paths would make thousands:
-# seconds of building for a hostile query); past it its records are decoded whole.
-MAX_TYPES = 512
+# seconds of building for a hostile query); past it its records are decoded whole. A query's
+# usual few paths make a few types each; ~2.7 kB a type, the cache below holds at most ~22 MB.
+MAX_TYPES = 128
 _LEAF = ""  # a trie node's mark that a wanted path ends there (no key is "": a path part is never empty)
 
 
@@ -45,7 +46,7 @@ def decoder(paths: Iterable[str] | None) -> Callable[[bytes], dict[str, Any]]:
     return _decoder(frozenset(paths))
 
 
-@lru_cache(maxsize=256)  # a query's paths, made into types once, not per query
+@lru_cache(maxsize=64)  # a query's paths, made into types once, not per query
 def _decoder(paths: frozenset[str]) -> Callable[[bytes], dict[str, Any]]:
     split = [p.split(".") for p in paths]
     # A path of n parts makes at most 2**n - 1 trie nodes: bounded before any is made.
