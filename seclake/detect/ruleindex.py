@@ -44,6 +44,7 @@ first gate the same way for one rule.
 from __future__ import annotations
 
 import logging
+import re
 import weakref
 from dataclasses import dataclass
 
@@ -94,6 +95,15 @@ def needs_of(node: ast.Node, dataset: Dataset) -> list[Gate]:
         if len(literals) == 1 and len(node.parts()) == 1:  # no wildcard at all: a whole keyword term
             return [frozenset([Need("k", node.path, literals[0])])]
         return [frozenset([Need("s", node.path, max(literals, key=len))])]
+    if isinstance(node, ast.Regex):
+        # Sigma's |re searches each value's text (scalar_text), as a Contains reads it: a literal
+        # every match holds is a substring of the value, so of its lowercased text (ASCII only).
+        literal = required_literal(node.pattern) if node.flavor == "re2" else ""
+        if not literal:
+            return []
+        if node.path is None or dataset.is_text(node.path):
+            return [frozenset([Need("t", node.path or "", literal)])]
+        return [frozenset([Need("s", node.path, literal)])]
     if isinstance(node, ast.Exists):
         # Checked with exists_at, the matcher's own test: exact whatever the path (text, an object's prefix).
         return [frozenset([Need("e", node.path, "")])] if node.path else []
@@ -121,9 +131,93 @@ def needs_of(node: ast.Node, dataset: Dataset) -> list[Gate]:
 
 
 def _local_cost(gate: Gate) -> tuple:
-    # Within one OR branch, before any counts are known: literals and keywords
-    # over pure counts; a gate of fewer, longer alternatives first.
-    return (len(gate), -min(len(n.text) for n in gate))
+    # Within one OR branch, before any counts are known: the gate whose weakest alternative is the
+    # most telling (a keyword; a literal by its length, up to 8 characters; an existence the least),
+    # then fewer, longer alternatives. By the number of alternatives first, SigmaHQ's EDR-Freeze
+    # rule (an image named edr-freeze that ends in .exe, or one of 8 import hashes) was gated by
+    # ".exe" (4 paths), which every process start holds, not by its names (8 paths).
+    return (-min(_strength(n) for n in gate), len(gate), -min(len(n.text) for n in gate))
+
+
+def _strength(need: Need) -> int:
+    return 0 if need.kind == "e" else STRONG if need.kind == "k" else min(len(need.text), STRONG)
+
+
+# A literal this long tells rules apart as well as a keyword does (OR branches' gates, above).
+STRONG = 8
+
+
+def required_literal(pattern: str) -> str:
+    """The longest literal every match of the RE2 ``pattern`` holds, lowercased; "" when none is found.
+
+    Our own scan, not RE2's: its prefilter (the literals it requires) is not exposed by the binding.
+    It reads only what it is sure of and stops or gives up at anything else, so what it answers is
+    a necessary condition of a match: a pattern with ``|`` anywhere gives nothing; the scan stops at
+    the first group; a literal run ends at a class, ``.``, an anchor, an escape such as ``\\d``, a
+    repeat (which drops the character it repeats unless it is ``+``). Only ASCII is kept, and under
+    a leading ``(?i)`` neither k nor s (RE2 folds the Kelvin sign and the long s to them, which
+    ``str.lower`` leaves as they are): the record's text is compared lowercased.
+    """
+    if "|" in pattern:
+        return ""
+    cased, i, n = True, 0, len(pattern)
+    if pattern.startswith("(?"):
+        close = pattern.find(")")
+        flags = pattern[2:close]
+        if close < 0 or not flags or not set(flags) <= set("imsU"):
+            return ""
+        cased, i = "i" not in flags, close + 1
+    runs: list[str] = []
+    run: list[str] = []
+    literal_last = False  # the last token read is the run's last character (a repeat applies to it)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            d = pattern[i + 1:i + 2]
+            if not d:
+                return ""
+            i += 2
+            if d.isascii() and d.isalnum():
+                if d not in _CLASS_ESCAPES:  # \x41, \p{L}, \Q...\E, octal: give up rather than misread
+                    return ""
+                c = ""
+            else:
+                c = d
+        elif c in "*?{+":
+            repeat = re.match(r"\{\d+(,\d*)?\}", pattern[i:]) if c == "{" else None
+            if c == "{" and repeat is None:
+                # RE2 reads it as a literal brace (``{,2}`` too): the scan stops rather than guess.
+                if literal_last and run:
+                    run.pop()
+                break
+            else:
+                if c != "+" and literal_last and run:
+                    run.pop()  # optional (or repeated) character
+                i += len(repeat.group()) if repeat else 1
+                if i < n and pattern[i] == "?":  # lazy
+                    i += 1
+                runs.append("".join(run))
+                run, literal_last = [], False
+                continue
+        elif c == "(":
+            break
+        else:
+            i += 1
+            if c in "[.^$)]}":
+                if c == "[":
+                    break  # a class: its end is not worth parsing here
+                c = ""
+        if c and c.isascii() and (cased or c.lower() not in "ks"):
+            run.append(c.lower())
+            literal_last = True
+        else:
+            runs.append("".join(run))
+            run, literal_last = [], False
+    runs.append("".join(run))
+    return max(runs, key=len)
+
+
+_CLASS_ESCAPES = frozenset("dDsSwWbBAzntrfv")
 
 
 # A group of rules this large is split by a keyword field all of them need (below).

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seclake.detect.rule import rule_from_dict
-from seclake.detect.ruleindex import RuleIndex, needs_of
+from seclake.detect.ruleindex import Need, RuleIndex, needs_of, required_literal
 from seclake.detect.ruleset import RuleSet
 from seclake.query import ast
 from seclake.query.matcher import RecordView
@@ -20,7 +21,9 @@ PATHS = ["event.code", "process.executable", "process.command_line", "winlog.cha
 WORDS = ["1", "4688", "007", "7", "C:\\Windows\\System32\\whoami.exe", "whoami", "powershell -enc AAA",
          "Security", "sysmon", "cmd.exe /c whoami", "ab", "ÉCOLE", "école", "",
          # A record's values are searched joined by a newline unless a literal holds one.
-         "two\nlines", "two", "lines"]
+         "two\nlines", "two", "lines",
+         # RE2's (?i) folds the Kelvin sign to k and the long s to s; str.lower does not.
+         "\u212aelvin ſystem", "Kelvin System"]
 
 
 def rule(name: str, selector: ast.Node):
@@ -32,7 +35,10 @@ def rule(name: str, selector: ast.Node):
 def leaf(draw) -> ast.Node:
     path = F + draw(st.sampled_from(PATHS))
     word = draw(st.sampled_from(WORDS))
-    kind = draw(st.sampled_from(["term", "cased", "wild", "contains", "exists", "text", "prefix"]))
+    kind = draw(st.sampled_from(["term", "cased", "wild", "contains", "exists", "text", "prefix", "regex"]))
+    if kind == "regex":  # Sigma's |re, on a keyword field, a text field or the default field
+        where = draw(st.sampled_from([path, path, None, "@message"]))
+        return ast.Regex(where, draw(patterns(word)), flavor="re2")
     if kind == "term":
         return ast.Term(path, word)
     if kind == "cased":
@@ -51,6 +57,75 @@ def leaf(draw) -> ast.Node:
     if kind == "prefix":  # an object exists when a leaf below it does
         return ast.Exists(draw(st.sampled_from(["@fields", F + "event", F + "process", "@message"])))
     return ast.Exists(path)
+
+
+def _escaped(text: str) -> str:
+    return "".join("\\" + c if c.isascii() and not c.isalnum() and c not in " \n" else c for c in text)
+
+
+# What may stand between a regex's literal parts: repeats of the character before, classes, groups, anchors...
+PIECES = ["", "\\s*", "+", "?", "*?", ".*", "[a-z]", "[^x]", "{1,2}", "{2}", "{,2}", "(x)?", "(?:ab|c)", "|zz", "^",
+          "$", "\\d", "\\b", "\\.", "\\x41", "s", "K", "\n"]
+
+
+@st.composite
+def patterns(draw, word: str) -> str:
+    """An RE2 pattern made of a word's parts and regex pieces between them."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(word)), max_size=3)))
+    out, at = [draw(st.sampled_from(["", "", "(?i)", "(?s)", "(?is)", "^"]))], 0
+    for cut in cuts:
+        out += [_escaped(word[at:cut]), draw(st.sampled_from(PIECES))]
+        at = cut
+    out.append(_escaped(word[at:]))
+    try:
+        re2.compile("".join(out), QUIET)
+    except re2.error:  # a repeat of nothing ("+" first): the word alone
+        return _escaped(word)
+    return "".join(out)
+
+
+QUIET = re2.Options()
+QUIET.log_errors = False
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), word=st.sampled_from(WORDS), text=st.sampled_from(WORDS))
+def test_a_regexs_required_literal_is_in_every_text_it_matches(data, word, text):
+    pattern = data.draw(patterns(word))
+    literal = required_literal(pattern)
+    folded = word.replace("k", "\u212a").replace("K", "\u212a").replace("s", "ſ").replace("S", "ſ")
+    for haystack in (text, word, word.upper(), folded, f"x {word} y", f"x {text}{word}"):
+        if re2.search(pattern, haystack):
+            assert literal in haystack.lower(), (pattern, literal, haystack)
+
+
+def test_a_regex_gives_the_longest_literal_it_surely_requires():
+    assert required_literal(r"ping\s+-n.{6,64}echo EEEE\s?>\s?") == "echo eeee"
+    assert required_literal(r"\$PSHome\[\s*\d{1,3}\s*\]") == "$pshome["
+    assert required_literal(r"net\s+stop SuperBackupMan") == "stop superbackupman"
+    assert required_literal(r"abcd*") == "abc"  # d may be absent
+    assert required_literal(r"(?i)desktop") == "top"  # k and s fold to non-ASCII letters
+    for none in (r"ipconfig|arp", r"\x41\x42", r"(?-i)abc", r"[abc]+"):
+        assert required_literal(none) == "", none
+    cmd = F + "process.command_line"
+    [gate] = needs_of(ast.Regex(cmd, r"ipconfig\s+/all", flavor="re2"), EVENTS)
+    assert gate == {Need("s", cmd, "ipconfig")}
+    [gate] = needs_of(ast.Regex(None, r"Corrupted MAC", flavor="re2"), EVENTS)
+    assert gate == {Need("t", "", "corrupted mac")}
+
+
+def test_an_or_branch_is_gated_by_its_most_telling_literal_not_its_fewest_alternatives():
+    # SigmaHQ's EDR-Freeze: an image named edr-freeze (8 paths x names) that ends in .exe (4 paths), or an
+    # import hash: gated by ".exe", every process start passed it and ran the rule's matcher.
+    images = [F + p for p in ("Image", "NewProcessName", "winlog.event_data.Image", "winlog.event_data.NewProcessName")]
+    named = ast.Or(tuple(ast.Wildcard(p, f"*\\\\{n}*") for p in images for n in ("edr-freeze", "edrfreeze")))
+    exe = ast.Or(tuple(ast.Wildcard(p, "*.exe") for p in images))
+    hashes = ast.Wildcard(F + "Hashes", "*imphash=1195f7935954a2cd09157390c33f8e8c*")
+    [gate] = needs_of(ast.Or((ast.And((named, exe)), hashes)), EVENTS)
+    assert not any(n.text == ".exe" for n in gate), sorted(gate)
+    record = {"@fields": {"Image": "C:\\Windows\\System32\\cmd.exe", "Hashes": "IMPHASH=00"}}
+    ruleset = RuleSet([rule("edr", ast.Or((ast.And((named, exe)), hashes)))], 1)
+    assert ruleset._by_dataset["event"][1].candidates(RecordView(record, EVENTS)) == []
 
 
 @st.composite
