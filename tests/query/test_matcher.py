@@ -149,3 +149,35 @@ def test_a_long_list_of_hashes_is_one_lookup():
 
     # One search for the whole list, not a test per value (measured ~1,000x; judged side by side).
     assert seconds(grouped) * 20 < seconds(lambda rec: any(m(rec) for m in alone))
+
+
+# Values a record's leaves may hold: texts that are numbers or look like them (Unicode digits, signs,
+# exponents), others, numbers, booleans; keys with dots, arrays, nesting past MAX_DEPTH.
+_SCALARS = st.one_of(st.sampled_from(["007", "+7", "-0.5", ".5", "1e3", "٣", "²", "", "x", "É", "İ", "Mixed Case",
+                                      "12ab", "NaN", "inf"]),
+                     st.text(max_size=4), st.integers(-10**20, 10**20), st.floats(allow_nan=False), st.booleans())
+_KEYS = st.sampled_from(["a", "b", "a.b", "c"])
+_TREES = st.recursive(st.one_of(_SCALARS, st.none()),
+                      lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=3)),
+                      max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(record=st.dictionaries(_KEYS, _TREES, max_size=4),
+       paths=st.lists(st.sampled_from(["a", "b", "a.b", "a.b.c", "c", "a.a", "b.a.b", "c.c.c"]), max_size=4))
+@example(record={"a": "+7", "b": ["-0.5", "٣", 7.0], "c": {"c": {"c": ".5"}}}, paths=["a", "b", "c.c.c"])
+def test_a_views_values_and_keywords_are_the_same_whether_its_leaves_were_walked_or_not(record, paths):
+    # The rule index walks a record's leaves once (paths()), and the view then reads values from that
+    # walk, not with values_at; keywords read a text's spellings without keyword()'s calls.
+    from seclake.record.flatten import values_at
+    from seclake.record.value import keyword, scalar_text
+
+    walked = matcher.RecordView(record, EVENTS)
+    walked.paths()
+    looked = matcher.RecordView(record, EVENTS)
+    for path in paths:
+        expected = values_at(record, path)
+        assert sorted(map(repr, walked.values(path))) == sorted(map(repr, expected))
+        assert sorted(map(repr, looked.values(path))) == sorted(map(repr, expected))
+        spellings = frozenset([keyword(v) for v in expected] + [scalar_text(v).lower() for v in expected])
+        assert walked.keywords(path) == spellings == looked.keywords(path)
