@@ -78,7 +78,7 @@ def test_the_request_models_name_nested_wire_paths():
                   "kargs")
     with pytest.raises(ValidationFailed, match=r"^kargs\.user\.oauthFlag: must be true or false"):
         validated(UserInput, {"username": "ann", "oauthFlag": "yes"}, "kargs.user")
-    with pytest.raises(ValidationFailed, match=r"^kargs\.enable: unknown field; use action, bucket, name, enabled, args, sigma, keyField, keyType$"):
+    with pytest.raises(ValidationFailed, match=r"^kargs\.enable: unknown field; use action, bucket, name, enabled, names, args, sigma, keyField, keyType$"):
         validated(RuleDaoRequest, {"action": "toggle", "enable": True}, "kargs")
     with pytest.raises(ValidationFailed, match=r"^kargs\.args\.id: must be the id of a token"):
         validated(TokenRequest, {"action": "delete", "args": {"id": True}}, "kargs")

@@ -48,7 +48,8 @@ def test_every_demo_source_is_listed_from_the_lake_and_stays_after_a_restart(tmp
             assert row["dataType"] == dataset and row["receivedBy"] == "import"
             # The figures are the lake's: what a search of the source finds.
             assert row["records"] == total > 0, (source, row, total)
-            assert row["lastSeen"] == newest and now - 3 * 3_600_000 < newest <= now, (source, row)
+            # Within the day loaded (a sparse source, sshd at night, may have said nothing for hours).
+            assert row["lastSeen"] == newest and now - 86_400_000 < newest <= now, (source, row)
             assert row["eventsPerMinute"] == pytest.approx(recent / 60, abs=0.01), (source, row, recent)
             assert row["parseErrors"] == 0, row
         assert sum(r["eventsPerMinute"] for r in before["inventory"]) > 0, "no source sent in the last hour"
