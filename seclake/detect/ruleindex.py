@@ -121,12 +121,25 @@ def needs_of(node: ast.Node, dataset: Dataset) -> list[Gate]:
         return out
     if isinstance(node, ast.Or):
         alternatives: set[Need] = set()
+        branches: list[list[Gate]] = []
         for child in node.children:
             gates = needs_of(child, dataset)
             if not gates:
                 return []  # one way to match without any gate: the OR has none
             alternatives |= min(gates, key=_local_cost)
-        return [frozenset(alternatives)]
+            branches.append(gates)
+        out = [frozenset(alternatives)]
+        # A keyword field every branch needs is a gate of the OR too. Sigma's process creation is event 1
+        # on Sysmon's channel or 4688 on Security's: gated by the channels alone, the ~1,100 process-creation
+        # rules were split by channel only, and those without another gate ran on every Sysmon event
+        # (network connections, file creations...); gated by the codes too, the index splits by them next.
+        shared = set.intersection(*({p for g in gates if (p := _keyword_path(g)) is not None} for gates in branches))
+        for path in sorted(shared):
+            gate = frozenset().union(*(min((g for g in gates if _keyword_path(g) == path), key=lambda g: (len(g), sorted(g)))
+                                       for gates in branches))
+            if gate not in out:
+                out.append(gate)
+        return out
     return []
 
 

@@ -288,3 +288,20 @@ def test_a_new_generation_shares_the_literal_sets_of_the_last():
     second = RuleIndex([r.selector for r in rules[:-1]], EVENTS)  # one rule disabled
     shared = {id(s) for f in first._flats for s in f._sets.values()} & {id(s) for f in second._flats for s in f._sets.values()}
     assert shared, "a group whose literals did not change keeps its compiled set"
+
+
+def test_an_or_of_log_sources_gates_by_every_keyword_field_its_branches_share():
+    # Sigma's process creation: event 1 on Sysmon's channel or 4688 on Security's. Gated by the channels
+    # alone, a process-creation rule without another gate (a negation, a field reference) met every Sysmon
+    # event: network connections, file creations...
+    channel, code, image = F + "winlog.channel", F + "event.code", F + "process.executable"
+    source = ast.Or((ast.And((ast.Term(code, "1"), ast.Term(channel, "Sysmon"))),
+                     ast.And((ast.Term(code, "4688"), ast.Term(channel, "Security")))))
+    assert {Need("k", code, "1"), Need("k", code, "4688")} in needs_of(source, EVENTS)
+    rules = [rule(f"p{i}", ast.And((source, ast.Not(ast.Term(image, f"x{i}"))))) for i in range(20)]
+    ruleset = RuleSet(rules, 1)
+    index = ruleset._by_dataset["event"][1]
+    network = {"@fields": {"winlog": {"channel": "Sysmon"}, "event": {"code": "3"}, "process": {"executable": "a"}}}
+    assert index.candidates(RecordView(network, EVENTS)) == []
+    start = {"@fields": {"winlog": {"channel": "Sysmon"}, "event": {"code": "1"}, "process": {"executable": "a"}}}
+    assert len(index.candidates(RecordView(start, EVENTS))) == 20 == len(ruleset.matching("event", start))
