@@ -12,6 +12,7 @@ Summaries are folded from the saved behaviors in the same transaction.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import json
 import logging
@@ -52,6 +53,10 @@ MAX_WINDOWS = 100_000
 EVICT_TO = 0.9
 
 
+# Rule sets this large are frozen for the garbage collector (Detector.ruleset).
+FREEZE_MIN_RULES = 500
+
+
 class Detector:
     def __init__(
         self, rulebook, db: Database | None, *, bands, summaries=None, ids: Callable[[], RecordIds] | None = None,
@@ -79,6 +84,8 @@ class Detector:
         self.saved_seq = 0  # ... and the saved state
         self._unsaved_behaviors: list[dict[str, Any]] = []
         self._ruleset: RuleSet | None = None
+        # A server's detector (service/detection.py) freezes a large rule set's objects for the GC (below).
+        self.freeze_rules = False
         self.max_windows = MAX_WINDOWS
         self._live = 0  # windows in self.windows holding entries
         self.windows_evicted = 0  # since start (GET /metrics)
@@ -91,6 +98,13 @@ class Detector:
         if ruleset is None or ruleset.version != self.rulebook.version:
             version, rules = self.rulebook.generation()
             ruleset = self._ruleset = RuleSet(rules, version)
+            if self.freeze_rules and len(rules) >= FREEZE_MIN_RULES:
+                # Every SigmaHQ rule is ~470,000 objects that live as long as their generation: each full
+                # collection scanned them all (0.3 s), ~8 µs per ingested line. Frozen, the collector skips
+                # them; a generation left behind is still freed by reference counts (it holds no cycles).
+                # Collected first so that no garbage waiting for the collector is frozen with them.
+                gc.collect()
+                gc.freeze()
         return ruleset
 
     # -- detection ------------------------------------------------------

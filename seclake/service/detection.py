@@ -24,6 +24,7 @@ class Detection:
         self.detector.save()
         # The rule set's index (detect/ruleindex.py: ~2 s for every SigmaHQ rule) built now, at start,
         # not inside the first ingest that meets a rule.
+        self.detector.freeze_rules = True
         self.detector.ruleset()
         self._saves.start()
 
