@@ -68,8 +68,18 @@ ruleset(name="tls") {{ action(type="omfile" file="{out['tls']}" template="raw") 
     proc = subprocess.Popen([rsyslogd, "-n", "-f", str(conf), "-i", str(work / "pid")],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        time.sleep(1.0)
-        assert proc.poll() is None, proc.communicate()[0]
+        # rsyslogd listens once its inputs are set up (TLS takes longest, a loaded machine longer):
+        # wait until both TCP ports take connections, not a fixed second.
+        deadline = time.monotonic() + 20
+        for port in (tcp, tls):
+            while True:
+                assert proc.poll() is None, proc.communicate()[0]
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, f"rsyslogd does not listen on {port}"
+                    time.sleep(0.1)
         srv = start_server(commit_interval_seconds=0.2, public_url="https://seclake.example.org")
         token = srv.login()
         pem = cert.read_text()
