@@ -12,15 +12,9 @@
 import { join } from 'node:path';
 import { check, scenario } from './harness.mjs';
 
-const { base, password, artifacts, page, pageErrors, step, finish } = await scenario('alerts');
+const { base, artifacts, page, pageErrors, step, finish, signIn } = await scenario('alerts');
 
-await step('sign in', async () => {
-  await page.goto(`${base}/login`);
-  await page.fill('#username', 'admin');
-  await page.fill('#password', password);
-  await page.click('#sign-in');
-  await page.waitForURL(/\/search/);
-});
+await step('sign in', signIn);
 
 await step('the Alerts link leads to destinations, rules and deliveries', async () => {
   await page.click('nav.main-nav a[href="/alerts"]');

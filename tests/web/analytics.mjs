@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { check, scenario } from './harness.mjs';
 
-const { base, password, artifacts, page, pageErrors, step, finish } = await scenario('analytics', {
+const { base, artifacts, page, pageErrors, step, finish, signIn } = await scenario('analytics', {
   contextOptions: { acceptDownloads: true },
 });
 
@@ -21,13 +21,7 @@ const search = (q) => `${base}/search?${new URLSearchParams({ q, from: 'now-24h'
 const cells = (column) => page.locator(`#analytics-table tbody tr td:nth-child(${column})`).allInnerTexts();
 const shown = () => page.waitForSelector('#analytics-table, .results .empty-results, .query-error:not([hidden])');
 
-await step('sign in', async () => {
-  await page.goto(`${base}/login`);
-  await page.fill('#username', 'admin');
-  await page.fill('#password', password);
-  await page.click('#sign-in');
-  await page.waitForURL(/\/search/);
-});
+await step('sign in', signIn);
 
 await step('counts by one field: a table and bars', async () => {
   await page.goto(search(COUNTS));

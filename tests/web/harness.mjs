@@ -66,5 +66,14 @@ export async function scenario(name, { contextOptions = {}, prepare = null } = {
     process.exit(failed ? 1 : 0);
   }
 
-  return { base, password, artifacts, origin, browser, context, page, pageErrors, step, finish };
+  /** Sign in as the admin through the sign-in page (the scenario's first step where it needs one). */
+  async function signIn() {
+    await page.goto(`${base}/login`);
+    await page.fill('#username', 'admin');
+    await page.fill('#password', password);
+    await page.click('#sign-in');
+    await page.waitForURL(/\/search/);
+  }
+
+  return { base, password, artifacts, origin, browser, context, page, pageErrors, step, finish, signIn };
 }
