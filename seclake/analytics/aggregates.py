@@ -6,6 +6,16 @@ two nearest ranks (numpy's default, "linear"). What they hold is counted
 against the query's budget (``Budget``), so a query past it fails with a
 clear error instead of exhausting the server. A multi-valued field (a list)
 gives each of its values; nulls are skipped.
+
+Every state can be sent to another process (``portable``: plain lists of
+numbers, strings and the tuples ``scalars.key`` makes) and merged into
+another state exactly (``merge``): a state merged from the states of
+consecutive runs of rows equals the state of one pass over all of them
+(cluster mode folds each split on its searcher and merges on the API node:
+analytics/partial.py). That is why sums of decimals are kept exactly, as an
+integer count of 2**-1074 (the least double), and rounded once at the end:
+a float total rounded at every addition would depend on where the rows
+were cut.
 """
 
 from __future__ import annotations
@@ -74,6 +84,24 @@ def _ordered(x):
     return x
 
 
+# Every double is an integer multiple of 2**-1074: a sum of doubles held as that integer is exact.
+_SCALE = 1 << 1074
+
+
+def _units(x: float) -> int:
+    """``x`` as a whole number of 2**-1074."""
+    n, d = x.as_integer_ratio()  # d is a power of two, at most 2**1074
+    return n << (1075 - d.bit_length())
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    """The double nearest ``numerator / denominator`` (Python's int division rounds correctly), None past a double."""
+    try:
+        return s.checked(numerator / denominator)
+    except OverflowError:
+        return None
+
+
 class Aggregate:
     """One aggregation over a compiled argument; states are plain lists."""
 
@@ -89,6 +117,14 @@ class Aggregate:
 
     def result(self, state: list) -> Any:
         raise NotImplementedError
+
+    def portable(self, state: list) -> list:
+        """The state as plain data for another process (``merge`` takes it)."""
+        return list(state)
+
+    def merge(self, state: list, other: list) -> None:
+        """Fold another part's ``portable`` state into ``state``, as if its rows came after this one's."""
+        state[0] += other[0]
 
 
 class Filtered(Aggregate):
@@ -108,6 +144,12 @@ class Filtered(Aggregate):
 
     def result(self, state):
         return self.inner.result(state)
+
+    def portable(self, state):
+        return self.inner.portable(state)
+
+    def merge(self, state, other):
+        self.inner.merge(state, other)
 
 
 class CountRows(Aggregate):
@@ -155,10 +197,20 @@ class CountDistinct(Aggregate):
     def result(self, state):
         return len(state[0])
 
+    def portable(self, state):
+        return [list(state[0])]
+
+    def merge(self, state, other):
+        seen = state[0]
+        for k in other[0]:
+            if k not in seen:
+                seen.add(k)
+                self.budget.take()
+
 
 class Sum(Aggregate):
     def new(self):
-        return [0, 0.0, False, True]  # int total, float total, any value, all ints
+        return [0, 0, False, True]  # int total, decimals' total in 2**-1074 (exact), any value, all ints
 
     def add(self, state, row):
         v = self.arg(row)
@@ -174,7 +226,7 @@ class Sum(Aggregate):
             if type(n) is int:
                 state[0] += n
             else:
-                state[1] += n
+                state[1] += _units(n)
                 state[3] = False
 
     def result(self, state):
@@ -182,12 +234,18 @@ class Sum(Aggregate):
             return None
         if state[3]:
             return s.checked(state[0])
-        return s.checked(state[0] + state[1])
+        return _ratio(state[0] * _SCALE + state[1], _SCALE)
+
+    def merge(self, state, other):
+        state[0] += other[0]
+        state[1] += other[1]
+        state[2] = state[2] or other[2]
+        state[3] = state[3] and other[3]
 
 
 class Avg(Aggregate):
     def new(self):
-        return [0, 0.0, 0]
+        return [0, 0, 0]  # int total, decimals' total in 2**-1074 (exact), values
 
     def add(self, state, row):
         v = self.arg(row)
@@ -202,12 +260,17 @@ class Avg(Aggregate):
             if type(n) is int:
                 state[0] += n
             else:
-                state[1] += n
+                state[1] += _units(n)
 
     def result(self, state):
         if not state[2]:
             return None
-        return s.checked((state[0] + state[1]) / state[2])
+        return _ratio(state[0] * _SCALE + state[1], state[2] * _SCALE)
+
+    def merge(self, state, other):
+        state[0] += other[0]
+        state[1] += other[1]
+        state[2] += other[2]
 
 
 class Extreme(Aggregate):
@@ -229,6 +292,11 @@ class Extreme(Aggregate):
 
     def result(self, state):
         return state[1]
+
+    def merge(self, state, other):
+        k = other[0]
+        if k is not None and (state[0] is None or (k > state[0] if self.largest else k < state[0])):
+            state[0], state[1] = k, other[1]
 
 
 class Percentile(Aggregate):
@@ -255,6 +323,13 @@ class Percentile(Aggregate):
 
     def result(self, state):
         return percentile(state[0], self.p)
+
+    def portable(self, state):
+        return [list(state[0])]
+
+    def merge(self, state, other):
+        state[0].extend(other[0])
+        self.budget.take(len(other[0]))
 
 
 def percentile(values: list, p: float) -> float | None:
@@ -284,12 +359,31 @@ class Values(Aggregate):
             if k in seen:
                 continue
             if len(seen) >= self.cap:
-                if not state[1]:
-                    state[1] = True
-                    self.budget.warnings.append(f"VALUES kept the first {self.cap} distinct values of a group")
+                self._capped(state)
                 continue
             seen[k] = x
             self.budget.take()
+
+    def _capped(self, state):
+        if not state[1]:
+            state[1] = True
+            self.budget.warnings.append(f"VALUES kept the first {self.cap} distinct values of a group")
+
+    def portable(self, state):
+        return [list(state[0]), state[1]]  # the keys in the order first seen: the first ``cap`` stay first
+
+    def merge(self, state, other):
+        seen = state[0]
+        for k in other[0]:
+            if k in seen:
+                continue
+            if len(seen) >= self.cap:
+                self._capped(state)
+                continue
+            seen[k] = s.unkey(k)
+            self.budget.take()
+        if other[1]:
+            self._capped(state)
 
     def result(self, state):
         values = sorted((s.unkey(k) for k in state[0]), key=s.order)
@@ -308,22 +402,33 @@ class Top(Aggregate):
         return [[], 0]  # heap of (key, seq, value), sequence for ties
 
     def add(self, state, row):
-        heap = state[0]
         for x in _each(self.arg(row)):
-            v = _ordered(x)
-            k = s.order(v)
-            # Keep the n best: a min-heap of the largest (descending), or of the
-            # smallest through an inverted key (ascending).
-            item = (k, state[1], v) if self.descending else (_Inverted(k), state[1], v)
-            state[1] += 1
-            if len(heap) < self.n:
-                heapq.heappush(heap, item)
-                self.budget.take()
-            elif item[0] > heap[0][0]:
-                heapq.heapreplace(heap, item)
+            self._push(state, _ordered(x))
+
+    def _push(self, state, v):
+        heap = state[0]
+        k = s.order(v)
+        # Keep the n best: a min-heap of the largest (descending), or of the
+        # smallest through an inverted key (ascending); of equal ones the first seen.
+        item = (k, state[1], v) if self.descending else (_Inverted(k), state[1], v)
+        state[1] += 1
+        if len(heap) < self.n:
+            heapq.heappush(heap, item)
+            self.budget.take()
+        elif item[0] > heap[0][0]:
+            heapq.heapreplace(heap, item)
+
+    def portable(self, state):
+        return [[v for _, _, v in sorted(state[0], key=lambda it: it[1])]]  # the kept values, in the order seen
+
+    def merge(self, state, other):
+        for v in other[0]:
+            self._push(state, v)
 
     def result(self, state):
-        values = [v for _, _, v in sorted(state[0], key=lambda it: s.order(it[2]), reverse=self.descending)]
+        # In the order seen, then by value (a stable sort): equal values (443 and 443.0) in a fixed order.
+        seen = sorted(state[0], key=lambda it: it[1])
+        values = [v for _, _, v in sorted(seen, key=lambda it: s.order(it[2]), reverse=self.descending)]
         if not values:
             return None
         return values[0] if len(values) == 1 else values

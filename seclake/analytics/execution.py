@@ -209,9 +209,11 @@ def plan(commands: list[t.Command], dataset: Dataset | None, now: int | None, li
                 newest_at is not None, row_cap, not explicit_limit, set(scope.fields))
 
 
-def run(p: Plan, records: Iterable[Row]) -> Result:
+def run(p: Plan, records: Iterable[Row], start: int = 0) -> Result:
+    """The plan's stages from ``start`` over ``records`` (the columnar evaluator hands the
+    rows a STATS made to the stages after it), and the answer."""
     rows: Iterator[Row] = iter(records)
-    for stage in p.stages:
+    for stage in p.stages[start:]:
         rows = stage(rows)
     out = list(itertools.islice(rows, p.row_cap + 1))
     warnings = list(p.budget.warnings)
@@ -563,7 +565,8 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
 
     count_only = all(isinstance(a, ag.CountRows) for a in aggregates)
 
-    def stats(rows):
+    def fold(rows) -> dict[tuple, list]:
+        """Every row into its groups: group keys -> each aggregation's state."""
         table: dict[tuple, list] = {}
         group_key = budget.key
         single = group_fns[0] if n_groups == 1 else None
@@ -595,6 +598,13 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
                 else:
                     for a, state in zip(aggregates, states):
                         a.add(state, row)
+        return table
+
+    def stats(rows):
+        return emit(fold(rows))
+
+    def emit(table: dict[tuple, list]) -> Iterator[Row]:
+        """The rows of the groups ``table`` holds (group keys -> each aggregation's state)."""
         if not table and not n_groups:
             table[()] = [a.new() for a in aggregates]
         # Groups in the order of their BY values (nulls last): a timechart comes in time order.
@@ -609,6 +619,8 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
                 out[name] = row[name]
             yield out
 
+    # Cluster mode folds the groups on the searchers and merges them here (analytics/partial.py).
+    stats.fold, stats.emit, stats.states, stats.max_groups = fold, emit, aggregates, max_groups  # type: ignore[attr-defined]
     return stats
 
 
