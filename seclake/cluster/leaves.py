@@ -6,7 +6,8 @@ searcher rendezvous hashing gives it, one Ray call per searcher carrying
 all of its splits (``fanout.fan_out``: per-request deadline, one retry
 elsewhere, failed splits named). Hits are fetched in a second fan-out by
 (split id, docId), from the same searchers, so only the winning records
-travel.
+travel. A piped query's STATS is folded on the searchers (``aggregate``,
+the same fan-out): only its groups travel.
 """
 
 from __future__ import annotations
@@ -117,6 +118,19 @@ class RayLeaves:
             for docid, source in records.items():
                 out[(split_id, docid)] = source
         return out, sorted(set(failed))
+
+    def aggregate(self, splits: Sequence[Any], task: Any, timeout: float | None) -> tuple[dict[str, Any], list[str]]:
+        """Each split's STATS groups (``service.analytics.AggregateTask``), folded by its searcher, and
+        the ids of the splits no searcher answered; within ``timeout`` (the query's time left;
+        the executor's own when None)."""
+        datasets = {meta_of(s).split_id: meta_of(s).dataset for s in splits}
+        handles = self.directory.live()
+
+        def call(split_ids: list[str], searcher: str) -> Future:
+            return self._submit(handles[searcher], "aggregate", [(datasets[s], s) for s in split_ids], task)
+
+        outcome = self._run("aggregate", list(datasets), handles, call, self.timeout if timeout is None else timeout)
+        return outcome.results, outcome.failed
 
     # -- internals --------------------------------------------------------
 

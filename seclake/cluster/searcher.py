@@ -7,7 +7,8 @@ it downloads into its cache directory, kept under a byte budget. One call
 carries all the splits the root gives this searcher for one request; they
 run side by side on the searcher's own threads and are answered split by
 split, so one split it cannot open fails alone. What it returns is plain
-data (``LeafResult.portable``, records as dicts). ``start_searchers`` places searchers on one node of the
+data (``LeafResult.portable``, records as dicts, a piped query's STATS groups:
+``aggregate``). ``start_searchers`` places searchers on one node of the
 cluster (``placement``: pinned, detached, restarted by Ray, named
 ``SEARCHER_PREFIX...`` so every root finds them).
 """
@@ -54,6 +55,7 @@ class Searcher:
         self.warmed = 0
         # What `seclake cluster status` shows: calls answered and when the last one was.
         self.answered = 0
+        self.aggregated = 0  # splits folded into a piped query's STATS groups
         self.last_answer_ms: int | None = None
         self.store = store
         self.cache = SplitCache(
@@ -86,6 +88,7 @@ class Searcher:
             "evicted": self.cache.evicted,
             "warmed": self.warmed,
             "answered": self.answered,
+            "aggregated": self.aggregated,
             "last_answer_ms": self.last_answer_ms,
         }
 
@@ -100,6 +103,18 @@ class Searcher:
             [(dataset, split_id) for dataset, split_id, _ids in wanted],
             lambda split_id, split: fetch_sources(split, docids[split_id]),
         )
+
+    def aggregate(self, splits: list[tuple[str, str]], task: Any) -> dict[str, tuple[str, Any]]:
+        """A piped query's STATS groups of each (dataset, split id): its matching records folded
+        here (``service.analytics.aggregate_split``), so only the groups travel."""
+        from seclake.service.analytics import aggregate_split
+
+        def one(_split_id: str, split: Split) -> Any:
+            part = aggregate_split(split, task)
+            self.aggregated += 1
+            return part
+
+        return self._each(splits, one)
 
     def _each(self, splits: list[tuple[str, str]], work: Callable[[str, Split], Any]) -> dict[str, tuple[str, Any]]:
         """``work`` on each split: split id -> ("ok", answer), ("error", a seclake

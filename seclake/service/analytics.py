@@ -18,6 +18,14 @@ one split's matching docIds are held at a time and the records fetched a
 page at a time. Behavior summaries live in the database and are read by the
 summary store's exact search.
 
+In cluster mode a pipeline with a STATS after row-wise commands only
+(``analytics/partial.py``) is not read record by record: each searcher
+folds the records of its splits into the STATS's groups
+(``aggregate_split``) and only those travel; this node merges them in the
+order the splits are read here and runs the rest of the pipeline. A split
+no searcher answered fails the query (an aggregate leaving records out
+would look whole).
+
 Bounds: the matching records are counted first (each split counts its
 own, exactly), and a query that would read more than
 ``analytics_max_records`` is refused before anything is read, saying how
@@ -38,8 +46,10 @@ from typing import TYPE_CHECKING, Any
 import tantivy
 from tantivy import FieldType, Occur, Query
 
+from seclake.analytics.execution import AnalyticsLimits
+from seclake.analytics.partial import Aggregation, divisible
 from seclake.analytics.projection import decoder
-from seclake.errors import LimitExceeded, SearchTimeout, SeclakeError
+from seclake.errors import LimitExceeded, SearchTimeout, SeclakeError, Unavailable
 from seclake.query import ast
 from seclake.record.dataset import DATASETS, Dataset
 from seclake.record.flatten import leaves, values_at
@@ -111,6 +121,10 @@ def records(services: Services, selection: Selection, fields: Sequence[str] | No
     else:
         # Of a stored record only what lies on the way to the paths read is decoded (projection.py).
         source = _lake(services, selection, progress, max_records, decoder(fields))
+    yield from _projected(source, fields)
+
+
+def _projected(source: Iterator[dict], fields: Sequence[str] | None) -> Iterator[dict[str, Any]]:
     if fields is None:
         for record in source:
             yield flat(record)
@@ -174,16 +188,21 @@ def _bounded(plan: SearchPlan, dataset: Dataset) -> ast.Node:
     return ast.And(children=(bound, plan.query))
 
 
+def _listed(root: Any, plan: SearchPlan, dataset: Dataset, node: ast.Node) -> list:
+    """The splits the bounded query may match: by the time range, then customer pruning."""
+    if (plan.range_path or dataset.time_field) == dataset.time_field:
+        listed = root.splits_for(plan.dataset, plan.range_from, plan.range_to)
+    else:
+        listed = root.splits_for(plan.dataset, None, None)
+    return prune(listed, node, dataset)
+
+
 def _lake(services: Services, selection: Selection, progress: Progress, max_records: int,
           decode: Callable[[bytes], dict]) -> Iterator[dict]:
     root = services.search
     plan, dataset = selection.plan, selection.dataset
     node = _bounded(plan, dataset)
-    if (plan.range_path or dataset.time_field) == dataset.time_field:
-        listed = root.splits_for(plan.dataset, plan.range_from, plan.range_to)
-    else:
-        listed = root.splits_for(plan.dataset, None, None)
-    splits = prune(listed, node, dataset)
+    splits = _listed(root, plan, dataset, node)
     by_id = {meta_of(s).split_id: s for s in splits}
     # One list of splits for counting and reading: a merge publishing
     # meanwhile does not make a record counted twice or missed.
@@ -311,6 +330,92 @@ def _windows(leaves_: Any, sid: str, split: Any, task: LeafTask, selection: Sele
     yield from done
 
 
+# -- cluster mode: STATS folded on the searchers ------------------------------------------------
+
+# Splits asked of the searchers at once: the API node holds at most this many splits' groups
+# before merging them (each within the query's limits).
+AGGREGATE_BATCH = 16
+
+
+@dataclass(frozen=True)
+class AggregateTask:
+    """What a searcher needs to fold its splits' records into a query's STATS groups (plain data:
+    Ray pickles it): the bounded head as the search root builds it (data policy AND-ed in), the
+    pipeline's commands and record paths, the query's now and limits, each split's matching
+    records as counted here, and the seconds the query has left."""
+
+    dataset: str
+    query: ast.Node
+    commands: tuple
+    fields: frozenset[str] | None
+    now: int
+    limits: AnalyticsLimits
+    totals: dict[str, int]
+    seconds: float | None
+
+
+def aggregate_split(split: Split, task: AggregateTask) -> dict[str, Any]:
+    """On a searcher: one open split's matching records through the pipeline's prefix and its
+    STATS's fold; the groups' states (``partial.Part``) and the records read."""
+    total = task.totals[meta_of(split).split_id]
+    progress = Progress(deadline=None if task.seconds is None else time.monotonic() + task.seconds,
+                        timeout=task.seconds)
+    decode = decoder(task.fields)
+    if total == meta_of(split).num_records and split.store is not None:
+        source = _scanned(split, progress, decode)
+    else:
+        count = LeafTask(dataset=task.dataset, query=task.query, sort_path=_BY_DOCID, descending=False, k=total)
+        source = _paged(split, count, progress, decode)
+    aggregation = Aggregation(task.commands, DATASETS[task.dataset], task.now, task.limits)
+    groups = aggregation.part(_projected(source, task.fields))
+    return {"groups": groups, "read": progress.read}
+
+
+def _folds_on_searchers(services: Services, pipeline: Any, selection: Selection) -> bool:
+    return (selection.dataset.name != "summary" and hasattr(services.search.leaves, "aggregate")
+            and divisible(pipeline.commands))
+
+
+def _aggregated(services: Services, pipeline: Any, selection: Selection, progress: Progress, now_ms: int,
+                max_records: int) -> Any:
+    """The pipeline's answer from the searchers' STATS groups, merged split by split in the
+    order ``_lake`` reads them (so equal to one pass here)."""
+    root = services.search
+    plan, dataset = selection.plan, selection.dataset
+    node = _bounded(plan, dataset)
+    splits = _listed(root, plan, dataset, node)
+    by_id = {meta_of(s).split_id: s for s in splits}
+    count = LeafTask(dataset=plan.dataset, query=node, sort_path=_BY_DOCID, descending=False, k=0)
+    progress.check()
+    answered, failed = root.leaves.search(splits, count)
+    _whole(failed, "counted")
+    totals = {sid: answered[sid].total for sid in by_id if sid in answered}
+    progress.total = sum(totals.values())
+    _refuse(progress.total, max_records)
+    limits = AnalyticsLimits()  # as execute()'s: the same bounds as one pass here
+    aggregation = Aggregation(pipeline.commands, dataset, now_ms, limits)
+    todo = [sid for sid, total in totals.items() if total]
+    for at in range(0, len(todo), AGGREGATE_BATCH):
+        progress.check()
+        batch = todo[at:at + AGGREGATE_BATCH]
+        left = None if progress.deadline is None else max(1.0, progress.deadline - time.monotonic())
+        task = AggregateTask(plan.dataset, node, tuple(pipeline.commands), pipeline.fields, now_ms,
+                             limits, {sid: totals[sid] for sid in batch}, left)
+        parts, failed = root.leaves.aggregate([by_id[sid] for sid in batch], task, left)
+        _whole(failed, "aggregated")
+        for sid in batch:
+            aggregation.merge(parts[sid]["groups"])
+            progress.read += parts[sid]["read"]
+    return aggregation.result()
+
+
+def _whole(failed: list[str], phase: str) -> None:
+    if failed:
+        raise Unavailable(f"{len(failed)} split(s) could not be {phase} by any searcher ({', '.join(sorted(failed)[:5])}"
+                          f"{', ...' if len(failed) > 5 else ''}); the aggregate would leave their records out. "
+                          "Try again once the searchers are back (seclake cluster status)")
+
+
 def run(services: Services, pipeline: Any, selection: Selection, progress: Progress, *, now_ms: int,
         mode: str = "call") -> tuple[Any, int]:
     """The pipeline over every record ``selection`` matches: its result, and the milliseconds it
@@ -320,9 +425,12 @@ def run(services: Services, pipeline: Any, selection: Selection, progress: Progr
     started = time.perf_counter()
     outcome = "failed"
     try:
-        rows = records(services, selection, pipeline.fields, progress,
-                       max_records=services.settings.analytics_max_records)
-        result = execute(pipeline, rows, now=now_ms)
+        max_records = services.settings.analytics_max_records
+        if _folds_on_searchers(services, pipeline, selection):
+            result = _aggregated(services, pipeline, selection, progress, now_ms, max_records)
+        else:
+            rows = records(services, selection, pipeline.fields, progress, max_records=max_records)
+            result = execute(pipeline, rows, now=now_ms)
         outcome = "done"
     except Cancelled:
         outcome = "cancelled"

@@ -127,3 +127,97 @@ def test_query_errors_cross_as_themselves(modes):
     with pytest.raises(QueryError) as got:
         Root(embedded.splits_for, cluster.leaves).search(plan)
     assert str(got.value) == str(want.value) and "too complex" in str(got.value)
+
+
+# -- piped queries: STATS folded on the searchers ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory):
+    """The analytics golden set's records as a lake of 6 splits (3 imports over 2 days), two searchers."""
+    from seclake.db.database import Database
+    from seclake.storage.lake import Lake
+    from tests.analytics.golden import documents
+
+    base = tmp_path_factory.mktemp("golden")
+    db = Database(f"sqlite:///{base / 'meta.db'}")
+    db.migrate()
+    lake = Lake(base / "data", db)
+    lake.start(background=False)
+    docs = documents()
+    for at in range(0, len(docs), 30):
+        lake.append([("event", d) for d in docs[at:at + 30]])
+        lake.flush()
+    pool = ThreadPoolExecutor(4)
+    searchers = {f"searcher-{n}": Searcher(str(lake.layout.splits)) for n in ("a", "b")}
+    yield Root(lake.splits, pool), Root(lake.splits, ThreadLeaves(searchers, pool)), searchers
+    pool.shutdown()
+    lake.stop()
+    db.dispose()
+
+
+def _selection(query: str):
+    from types import SimpleNamespace
+
+    from seclake.analytics import parse
+    from seclake.api.options import build_plan
+    from seclake.record.dataset import EVENTS
+    from seclake.service.analytics import Selection
+    from seclake.settings import Settings
+    from tests.analytics.golden import NOW
+
+    pipeline = parse(query)
+    plan, _ = build_plan({"searchStr": pipeline.head, "fetchLimit": 0}, EVENTS, Settings(), now_ms=NOW)
+    return pipeline, Selection(EVENTS, plan), SimpleNamespace
+
+
+def test_stats_folded_on_the_searchers_equal_one_pass_here_for_every_golden_query(golden):
+    """Every golden query with a STATS after row-wise commands: the searchers' groups (pickled
+    as Ray sends them), merged, answer exactly what reading the records here answers."""
+    from types import SimpleNamespace
+
+    from seclake.analytics import execute
+    from seclake.analytics.partial import divisible
+    from seclake.service.analytics import Progress, _aggregated, _folds_on_searchers, records
+    from tests.analytics.golden import NOW, QUERIES
+
+    embedded, cluster, searchers = golden
+    checked = 0
+    for g in QUERIES:
+        pipeline, selection, _ = _selection(g.query)
+        if not divisible(pipeline.commands):
+            continue
+        assert _folds_on_searchers(SimpleNamespace(search=cluster), pipeline, selection)
+        assert not _folds_on_searchers(SimpleNamespace(search=embedded), pipeline, selection)
+        rows = records(SimpleNamespace(search=embedded), selection, pipeline.fields, Progress(), max_records=10**6)
+        want = execute(pipeline, rows, now=NOW)
+        cluster.leaves.calls.clear()
+        progress = Progress()
+        got = _aggregated(SimpleNamespace(search=cluster), pipeline, _selection(g.query)[1], progress, NOW, 10**6)
+        assert (got.columns, got.values, got.warnings) == (want.columns, want.values, want.warnings), g.query
+        assert progress.read == progress.total and [m for m, _ in cluster.leaves.calls if m == "fetch"] == []
+        checked += 1
+    assert checked >= 40
+    assert all(s.aggregated > 0 for s in searchers.values())  # both searchers folded splits
+
+
+def test_stats_over_splits_no_searcher_can_read_fail_the_query_clearly(golden, tmp_path):
+    from types import SimpleNamespace
+
+    from seclake.errors import Unavailable
+    from seclake.service.analytics import Progress, _aggregated
+    from tests.analytics.golden import NOW
+
+    embedded, _cluster, searchers = golden
+    pool = ThreadPoolExecutor(2)
+    # One searcher can read the splits, the other not: each split is retried on the first.
+    half = Root(embedded.splits_for, ThreadLeaves({"searcher-a": searchers["searcher-a"],
+                                                   "searcher-z": Searcher(str(tmp_path / "nowhere"))}, pool))
+    pipeline, selection, _ = _selection("| STATS n = COUNT(*)")
+    assert _aggregated(SimpleNamespace(search=half), pipeline, selection, Progress(), NOW, 10**6).values == [[80]]
+    nowhere = Root(embedded.splits_for, ThreadLeaves({f"searcher-{i}": Searcher(str(tmp_path / "nowhere")) for i in range(2)}, pool))
+    pipeline, selection, _ = _selection("| STATS n = COUNT(*)")
+    # The count phase reads no split: the query fails naming them, never a partial count.
+    with pytest.raises(Unavailable, match=r"split\(s\) could not be counted by any searcher .*leave their records out"):
+        _aggregated(SimpleNamespace(search=nowhere), pipeline, selection, Progress(), NOW, 10**6)
+    pool.shutdown()
