@@ -188,6 +188,9 @@ class Settings(BaseSettings):
     analytics_task_workers: int = Field(1, ge=1, le=64, description="Analytics tasks run at once; more wait their turn.")
     analytics_max_tasks: int = Field(64, ge=1, description="Most analytics tasks kept (queued, running or finished).")
     analytics_max_tasks_per_user: int = Field(8, ge=1, description="Most analytics tasks kept for one user.")
+    analytics_columnar: bool = Field(
+        True, description="Answer the analytics queries it takes (STATS over WHERE and EVAL) column by column, from columns of the splits kept beside them (docs/analytics.md, Speed); off: every query record by record."
+    )
     analytics_max_running_calls: int = Field(
         2, ge=1, le=64, description="Analytics queries answered at once by ds/query (each holds a call thread); more are refused (429) saying to retry or submit a task."
     )

@@ -497,6 +497,7 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
     group_names = {name for name, _, _ in groups}
     # Aggregations: each distinct aggregation call once, its argument over the rows before STATS.
     aggregates: list[ag.Aggregate] = []
+    folded: list[tuple[t.Call, t.Expr | None]] = []  # each aggregation's call and condition, in slot order
     slots: dict[tuple[int, int], tuple[str, str | None]] = {}
     items = []
     for named in command.aggregates:
@@ -516,6 +517,7 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
                 if not node.star and node.args:
                     arg_fn, kind = compile_expr(node.args[0], scope)
                 aggregate = ag.build(node, arg_fn, budget, limits.max_values_per_group, limits.max_top)
+                folded.append((node, named.where))
                 if condition is not None:
                     aggregate = ag.Filtered(aggregate, condition)
                 slot = f"\x00agg{len(aggregates)}"
@@ -607,21 +609,40 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
         """The rows of the groups ``table`` holds (group keys -> each aggregation's state)."""
         if not table and not n_groups:
             table[()] = [a.new() for a in aggregates]
+        return finish({combo: [a.result(state) for a, state in zip(aggregates, states)]
+                       for combo, states in table.items()})
+
+    def finish(table: dict[tuple, list]) -> Iterator[Row]:
+        """The rows of the groups ``table`` holds (group keys -> each aggregation's result)."""
         # Groups in the order of their BY values (nulls last): a timechart comes in time order.
         # A group key is its value's order already (scalars.key): no value is read again.
         ordered = sorted(table.items(), key=lambda kv: tuple((k is None, k or ()) for k in kv[0]))
-        for combo, states in ordered:
+        for combo, results in ordered:
             row = {name: s.unkey(k) for (name, _, _), k in zip(groups, combo)}
-            for i, (a, state) in enumerate(zip(aggregates, states)):
-                row[f"\x00agg{i}"] = a.result(state)
+            for i, result in enumerate(results):
+                row[f"\x00agg{i}"] = result
             out = {name: fn(row) for name, fn, _ in outputs}
             for name, _, _ in groups:
                 out[name] = row[name]
             yield out
 
+    # What the columnar evaluator (analytics/columnar.py) needs to fold the groups itself.
+    stats.folding = Folding(command, [named.expr for named in command.groups], folded, finish, budget)  # type: ignore[attr-defined]
     # Cluster mode folds the groups on the searchers and merges them here (analytics/partial.py).
     stats.fold, stats.emit, stats.states, stats.max_groups = fold, emit, aggregates, max_groups  # type: ignore[attr-defined]
     return stats
+
+
+@dataclass
+class Folding:
+    """A STATS stage's parts: its BY expressions, its aggregations (call, condition) in the
+    order of their results, and ``finish`` (group keys -> results: the stage's rows)."""
+
+    command: t.Stats
+    groups: list[t.Expr]
+    aggregates: list[tuple[t.Call, t.Expr | None]]
+    finish: Callable[[dict[tuple, list]], Iterator[Row]]
+    budget: ag.Budget
 
 
 def _group_keys(v, most: int) -> list:

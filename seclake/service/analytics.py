@@ -242,6 +242,18 @@ def _scanned(split: Split, progress: Progress, decode: Callable[[bytes], dict]) 
 def _paged(split: Split, task: LeafTask, progress: Progress, decode: Callable[[bytes], dict]) -> Iterator[dict]:
     """An open split's matching records, a page of docIds at a time (the compiled query
     AND docId past the last page), records from the split's store."""
+    for docids in _docid_pages(split, task, progress):
+        bodies = split.bodies_of(docids)
+        for d in docids:
+            body = bodies.get(d)
+            if body is not None:
+                progress.read += 1
+                yield decode(body)
+
+
+def _docid_pages(split: Split, task: LeafTask, progress: Progress) -> Iterator[list[int]]:
+    """An open split's matching docIds, ascending, a page at a time (the compiled query AND
+    docId past the last page); the columnar path (service/columnscan.py) reads them too."""
     query = _compiled(split, task)
     searcher, schema = split.searcher, split.schema
     after = 0
@@ -255,12 +267,7 @@ def _paged(split: Split, task: LeafTask, progress: Progress, decode: Callable[[b
         docids = [int(d) for d, _ in res.hits]
         if not docids:
             return
-        bodies = split.bodies_of(docids)
-        for d in docids:
-            body = bodies.get(d)
-            if body is not None:
-                progress.read += 1
-                yield decode(body)
+        yield docids
         if len(docids) < PAGE:
             return
         after = docids[-1] + 1
@@ -421,11 +428,17 @@ def run(services: Services, pipeline: Any, selection: Selection, progress: Progr
     """The pipeline over every record ``selection`` matches: its result, and the milliseconds it
     took. Counted in /metrics by ``mode`` (call, task) and outcome, with the records read."""
     from seclake.analytics import execute
+    from seclake.service import columnscan  # it reads this module's helpers
 
     started = time.perf_counter()
     outcome = "failed"
     try:
         max_records = services.settings.analytics_max_records
+        # The columnar path first (service/columnscan.py): None when it does not take the query.
+        columnar = columnscan.answer(services, pipeline, selection, progress, now_ms)
+        if columnar is not None:
+            outcome = "done"
+            return columnar, _took(started)
         if _folds_on_searchers(services, pipeline, selection):
             result = _aggregated(services, pipeline, selection, progress, now_ms, max_records)
         else:
@@ -445,4 +458,8 @@ def run(services: Services, pipeline: Any, selection: Selection, progress: Progr
         metrics = services.metrics
         metrics.analytics_queries.labels(mode, outcome).inc()
         metrics.analytics_records.inc(progress.read)
-    return result, int((time.perf_counter() - started) * 1000)
+    return result, _took(started)
+
+
+def _took(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)

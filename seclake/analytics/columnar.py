@@ -1,0 +1,834 @@
+"""The columnar evaluator: a pipeline's commands up to its first STATS, column by column.
+
+The row evaluator (``execution.py``) runs every command over rows, one dict
+per record, in Python. A query's STATS over its WHERE and EVAL is most of
+its time, and maps onto arrays: here WHERE, EVAL and the STATS that follows
+them run over typed columns (``storage/columns.py``) with numpy, and the
+groups the STATS makes (few rows) go to the row evaluator's own stages for the
+rest of the pipe (``Folding.finish``, then SORT, LIMIT, ...). Anything else
+runs on the row path: ``prepare`` says None for a query it does not take, and
+``Unsupported`` raised while evaluating (a column of values it does not take:
+booleans, multi-valued fields, an integer past int64) makes the caller run
+the row path instead, from the start.
+
+Exactness is the contract: each operation here is the row evaluator's over
+the same values (``scalars``: numbers written as strings are numbers in
+arithmetic and numeric aggregations, a string and a number compare as
+numbers when the string writes one, groups key "443", 443 and 443.0 as one),
+in the same order where order changes a float (a group's float sum is added
+value by value in the records' order, as ``np.bincount``'s weights are);
+where an array operation could differ (an int64 sum that could overflow, an
+integer past 2**53 compared with a float) the exact computation is done for
+those values or the row path runs. tests/analytics/test_columnar.py runs the
+golden set both ways and compares the two on random records and queries.
+
+Taken: WHERE and EVAL over comparisons, AND/OR/NOT, IS [NOT] NULL, IN,
+``+ - *`` and unary minus, fields, literals, BUCKET/DATE_TRUNC of a date by a
+fixed span or weeks; STATS with COUNT(*), COUNT, COUNT_DISTINCT, SUM, AVG,
+MIN/MAX (of integers and dates), MEDIAN, PERCENTILE, each with an optional
+WHERE, BY any expression taken.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seclake.analytics import aggregates as ag
+from seclake.analytics import execution, expressions
+from seclake.analytics import scalars as s
+from seclake.analytics import tree as t
+from seclake.analytics.execution import AnalyticsLimits, Result
+from seclake.errors import LimitExceeded
+from seclake.storage.columns import FLOAT, INT, MISSING, OTHER, STR, Column
+
+_EXACT_IN_DOUBLE = 2**53  # integers a float64 holds exactly
+_WRAP_GUARD = float(2**62)  # an int64 sum whose absolute values add up past this is summed in Python
+
+
+class Unsupported(Exception):
+    """The query, or the values it reads, are not for this evaluator: the row path runs it."""
+
+
+@dataclass(frozen=True)
+class Const:
+    value: Any
+
+
+@dataclass
+class Bools:
+    """A three-valued condition over rows: ``true`` and ``false`` masks (neither: null)."""
+
+    true: np.ndarray
+    false: np.ndarray
+
+    def take(self, index: np.ndarray) -> Bools:
+        return Bools(self.true[index], self.false[index])
+
+
+Value = Column | Bools | Const
+Fn = Callable[["Rows"], Value]
+
+
+class Rows:
+    """The rows of one batch as the commands narrow them: the batch's record columns, taken
+    on first use at the rows kept so far, and the columns EVAL made."""
+
+    def __init__(self, source: dict[str, Column], index: np.ndarray):
+        self.source = source
+        self.index = index
+        self.env: dict[str, Value] = {}
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def get(self, key: str) -> Value:
+        v = self.env.get(key)
+        if v is None:
+            column = self.source.get(key)
+            if column is None:
+                raise Unsupported(f"no column {key}")
+            v = self.env[key] = column.take(self.index)
+        return v
+
+    def keep(self, mask: np.ndarray) -> None:
+        self.index = self.index[mask]
+        self.env = {k: (v if isinstance(v, Const) else v.take(mask)) for k, v in self.env.items()}
+
+
+# -- preparing --------------------------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    """A query this evaluator takes: what it reads, and how."""
+
+    plan: execution.Plan
+    stats_at: int  # the index of the STATS stage in plan.stages
+    folding: execution.Folding
+    steps: list[tuple[str, Any]]  # ("where", fn) or ("eval", [(key, fn)])
+    groups: list[Fn]
+    aggregates: list[tuple[str, Fn | None, Fn | None, float | None]]  # (kind, argument, condition, percentile)
+    paths: list[str]  # record paths read
+
+
+def prepare(commands: Iterable[t.Command], dataset: Any, now: int, limits: AnalyticsLimits) -> Prepared | None:
+    """How to run ``commands`` column by column, or None when this evaluator does not take them
+    (no STATS, a command before it other than WHERE and EVAL, an expression not taken)."""
+    commands = list(commands)
+    at = next((i for i, c in enumerate(commands) if isinstance(c, t.Stats)), None)
+    if at is None or not all(isinstance(c, t.Where | t.Eval) for c in commands[:at]):
+        return None
+    p = execution.plan(commands, dataset, now, limits)
+    if len(p.stages) <= at or getattr(p.stages[at], "folding", None) is None:
+        return None  # a stage before STATS that is no command of ours (rows stamped with their time)
+    folding: execution.Folding = p.stages[at].folding  # type: ignore[attr-defined]
+    scope = execution.Scope(dataset, now)
+    compiler = _Compiler(scope)
+    try:
+        steps: list[tuple[str, Any]] = []
+        for command in commands[:at]:
+            if isinstance(command, t.Where):
+                steps.append(("where", compiler.condition(command.condition)))
+            else:
+                made = []
+                for named in command.columns:
+                    fn, kind = compiler.expr(named.expr)
+                    if kind == "span":
+                        return None
+                    made.append((named.name, fn))
+                    scope.add(named.name, kind)
+                steps.append(("eval", made))
+        groups = [compiler.value(expr) for expr in folding.groups]
+        aggregates = []
+        for node, where in folding.aggregates:
+            condition = compiler.condition(where) if where is not None else None
+            aggregates.append(compiler.aggregate(node, condition))
+    except Unsupported:
+        return None
+    return Prepared(p, at, folding, steps, groups, aggregates, sorted(scope.fields))
+
+
+# -- compiling expressions --------------------------------------------------------------------
+
+
+class _Compiler:
+    def __init__(self, scope: execution.Scope):
+        self.scope = scope
+
+    def expr(self, node: t.Expr) -> tuple[Fn, str | None]:
+        method = getattr(self, "_" + type(node).__name__, None)
+        if method is None:
+            raise Unsupported(type(node).__name__)
+        return method(node)
+
+    def value(self, node: t.Expr) -> Fn:
+        """An expression whose rows are values (a column), not a condition."""
+        fn, kind = self.expr(node)
+        if kind in ("span", "boolean"):
+            raise Unsupported("a boolean or span column")
+        return fn
+
+    def condition(self, node: t.Expr) -> Fn:
+        fn, kind = self.expr(node)
+        if kind != "boolean":
+            raise Unsupported("a condition that is not a comparison or logic")
+        return fn
+
+    def aggregate(self, node: t.Call, condition: Fn | None) -> tuple[str, Fn | None, Fn | None, float | None]:
+        name = node.name
+        if node.star or (name == "COUNT" and not node.args):
+            return ("rows", None, condition, None)
+        if name not in ("COUNT", "COUNT_DISTINCT", "SUM", "AVG", "MIN", "MAX", "MEDIAN", "PERCENTILE"):
+            raise Unsupported(name)
+        arg = self.value(node.args[0])
+        p = None
+        if name == "MEDIAN":
+            p = 50.0
+        elif name == "PERCENTILE":
+            p = float(expressions.constant(node.args[1], "PERCENTILE's percentile"))  # type: ignore[arg-type]
+        return (name, arg, condition, p)
+
+    # leaves
+    def _Literal(self, node: t.Literal):
+        v = node.value
+        if isinstance(v, t.Duration):
+            return (lambda rows: Const(v)), "span"
+        if type(v) is bool:
+            raise Unsupported("a boolean literal")
+        kind = {str: "keyword", int: "long", float: "double"}.get(type(v))
+        c = Const(v)
+        return (lambda rows: c), kind
+
+    def _Field(self, node: t.Field):
+        key, kind = self.scope.resolve(node.name, node.pos)
+        if kind == "raw_date":
+            return (lambda rows: _dates(rows.get(key))), "date"
+        if kind == "boolean":
+            return (lambda rows: rows.get(key)), "boolean"
+        if kind in ("span",):
+            raise Unsupported("a span column")
+        return (lambda rows: rows.get(key)), kind
+
+    # operators
+    def _Unary(self, node: t.Unary):
+        fn, kind = self.expr(node.operand)
+        if node.op == "NOT":
+            if kind != "boolean":
+                raise Unsupported("NOT of a value")
+
+            def not_(rows):
+                b = fn(rows)
+                return Bools(b.false, b.true)
+
+            return not_, "boolean"
+        if kind in ("span", "boolean", "date"):
+            raise Unsupported("minus of a span, a date or a condition")
+        return (lambda rows: _negate(_column(fn(rows), len(rows)))), None
+
+    def _Binary(self, node: t.Binary):
+        if node.op in ("AND", "OR"):
+            left, right = self.condition(node.left), self.condition(node.right)
+            if node.op == "AND":
+                def and_(rows):
+                    a, b = left(rows), right(rows)
+                    return Bools(a.true & b.true, a.false | b.false)
+                return and_, "boolean"
+
+            def or_(rows):
+                a, b = left(rows), right(rows)
+                return Bools(a.true | b.true, a.false & b.false)
+            return or_, "boolean"
+        left, lk = self.expr(node.left)
+        right, rk = self.expr(node.right)
+        if "boolean" in (lk, rk) or "span" in (lk, rk):
+            raise Unsupported("a condition or a span as an operand")
+        if node.op in ("==", "!=", "<", "<=", ">", ">="):
+            if lk == "date" and rk != "date":
+                right = self._as_date(node.right, right)
+            elif rk == "date" and lk != "date":
+                left = self._as_date(node.left, left)
+            op = node.op
+            return (lambda rows: _compare(op, left(rows), right(rows), len(rows))), "boolean"
+        if node.op not in ("+", "-", "*") or "date" in (lk, rk):
+            raise Unsupported(f"arithmetic {node.op}")
+        op = node.op
+        return (lambda rows: _arith(op, _column(left(rows), len(rows)), _column(right(rows), len(rows)))), None
+
+    def _as_date(self, node: t.Expr, fn: Fn) -> Fn:
+        if isinstance(node, t.Literal) and isinstance(node.value, str):
+            ms = s.to_ms(node.value)
+            if ms is None:
+                raise Unsupported("not a date")  # the planner has refused it already
+            c = Const(ms)
+            return lambda rows: c
+        return lambda rows: _dates(_column(fn(rows), len(rows)))
+
+    def _IsNull(self, node: t.IsNull):
+        fn, kind = self.expr(node.operand)
+        negated = node.negated
+
+        def is_null(rows):
+            v = fn(rows)
+            if isinstance(v, Bools):
+                missing = ~(v.true | v.false)
+            elif isinstance(v, Const):
+                missing = np.full(len(rows), v.value is None)
+            else:
+                missing = v.kinds == MISSING
+            return Bools(~missing, missing) if negated else Bools(missing, ~missing)
+
+        return is_null, "boolean"
+
+    def _In(self, node: t.In):
+        fn, kind = self.expr(node.operand)
+        if kind in ("boolean", "span"):
+            raise Unsupported("IN over a condition")
+        items = []
+        for item in node.items:
+            if not isinstance(item, t.Literal) or type(item.value) is bool or isinstance(item.value, t.Duration):
+                raise Unsupported("IN over a non-literal")
+            f, k = self.expr(item)
+            if kind == "date" and k != "date":
+                f = self._as_date(item, f)
+            items.append(f)
+        negated = node.negated
+
+        def in_(rows):
+            v = fn(rows)
+            n = len(rows)
+            equal = np.zeros(n, dtype=bool)
+            unknown = np.zeros(n, dtype=bool)
+            for f in items:
+                c = _compare("==", v, f(rows), n)
+                equal |= c.true
+                unknown |= ~(c.true | c.false)
+            # The first equal item answers; else any item that did not compare makes it null.
+            hit = equal
+            rest = ~equal & ~unknown
+            return Bools(rest, hit) if negated else Bools(hit, rest)
+
+        return in_, "boolean"
+
+    def _Call(self, node: t.Call):
+        if node.name in ("BUCKET", "DATE_TRUNC") and len(node.args) == 2:
+            date, span_node = (node.args[0], node.args[1]) if node.name == "BUCKET" else (node.args[1], node.args[0])
+            try:
+                span = expressions.constant(span_node, "span")
+            except Exception:
+                raise Unsupported("a span that is no constant") from None
+            if not isinstance(span, t.Duration) or span.months or span.ms <= 0:
+                raise Unsupported("a bucket of months or numbers")
+            fn, kind = self.expr(date)
+            if kind in ("boolean", "span"):
+                raise Unsupported("a bucket of a condition")
+            if kind != "date":
+                fn = self._as_date(date, fn)
+            return (lambda rows: _truncate(_column(fn(rows), len(rows)), span)), "date"
+        raise Unsupported(node.name)
+
+
+# -- values -----------------------------------------------------------------------------------
+
+
+def _column(v: Value, n: int) -> Column:
+    if isinstance(v, Column):
+        return v
+    if isinstance(v, Bools):
+        raise Unsupported("a condition as a value")
+    return _constant_column(v.value, n)
+
+
+def _constant_column(value: Any, n: int) -> Column:
+    if value is None:
+        return Column(np.zeros(n, np.uint8), None, None, None, [])
+    if type(value) is int and s.I64_MIN <= value <= s.I64_MAX:
+        return Column(np.full(n, INT, np.uint8), np.full(n, value, np.int64), None, None, [])
+    if type(value) is float and math.isfinite(value):
+        return Column(np.full(n, FLOAT, np.uint8), None, np.full(n, value, np.float64), None, [])
+    if type(value) is str:
+        x = s.number(value)
+        numbers = None
+        ints = floats = None
+        if type(x) is int:
+            numbers, ints = np.full(n, INT, np.uint8), np.full(n, x, np.int64)
+        elif x is not None:
+            numbers, floats = np.full(n, FLOAT, np.uint8), np.full(n, x, np.float64)
+        return Column(np.full(n, STR, np.uint8), ints, floats, np.zeros(n, np.int32), [value],
+                      None if numbers is None else numbers)
+    raise Unsupported("a constant of another kind")
+
+
+def _beyond(a: np.ndarray, limit: int) -> np.ndarray:
+    """Where an integer's magnitude passes ``limit`` (np.abs of -2**63 is itself: not used)."""
+    return (a > limit) | (a < -limit)
+
+
+def _refuse_other(c: Column) -> None:
+    if c.other:
+        raise Unsupported("a column of booleans, several values or integers past int64")
+
+
+def _numbers(c: Column) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(is an integer, its value, is a float, its value) per row: ``scalars.number``."""
+    _refuse_other(c)
+    nk = c.numeric()
+    n = len(c)
+    ints = c.ints if c.ints is not None else np.zeros(n, np.int64)
+    floats = c.floats if c.floats is not None else np.zeros(n, np.float64)
+    return nk == INT, np.asarray(ints), nk == FLOAT, np.asarray(floats)
+
+
+def _dates(c: Value) -> Column:
+    """A record's date field as epoch ms (``scalars.to_ms``): a number, or text of epoch ms or ISO 8601."""
+    if not isinstance(c, Column):
+        raise Unsupported("a constant or a condition as a date")
+    _refuse_other(c)
+    n = len(c)
+    kinds = np.zeros(n, np.uint8)
+    out = np.zeros(n, np.int64)
+    if c.ints is not None:
+        at = c.kinds == INT
+        kinds[at] = INT
+        out[at] = c.ints[at]
+    if c.floats is not None:
+        at = c.kinds == FLOAT
+        f = np.asarray(c.floats)[at]
+        if (np.abs(f) >= 2.0**63).any():
+            raise Unsupported("a date past int64")
+        kinds[at] = INT
+        out[at] = f.astype(np.int64)  # int(v): toward zero
+    if c.codes is not None:
+        at = np.flatnonzero(c.kinds == STR)
+        if len(at):
+            codes = np.asarray(c.codes)[at]
+            used = np.unique(codes)
+            ms = [s.to_ms(c.strings[i]) for i in used.tolist()]
+            found = np.array([m is not None for m in ms], dtype=bool)
+            values = np.array([m if m is not None else 0 for m in ms], dtype=np.int64)
+            pos = np.searchsorted(used, codes)
+            kinds[at] = np.where(found[pos], INT, MISSING)
+            out[at] = values[pos]
+    return Column(kinds, out, None, None, [])
+
+
+def _truncate(c: Column, span: t.Duration) -> Column:
+    ints = c.ints if c.ints is not None else np.zeros(len(c), np.int64)
+    at = c.kinds == INT
+    if at.any() and _beyond(ints[at], 2**62).any():
+        raise Unsupported("a date past what int64 arithmetic keeps exact")  # never a real date
+    if span.week:
+        monday = 4 * 86_400_000
+        out = (ints - monday) // span.ms * span.ms + monday
+    else:
+        out = ints // span.ms * span.ms
+    return Column(np.where(at, INT, MISSING).astype(np.uint8), np.where(at, out, 0), None, None, [])
+
+
+def _negate(c: Column) -> Column:
+    isint, ints, isflt, floats = _numbers(c)
+    kinds = np.zeros(len(c), np.uint8)
+    ok = isint & (ints != s.I64_MIN)  # -(-2**63) is past a long: null
+    kinds[ok] = INT
+    kinds[isflt] = FLOAT
+    return Column(kinds, np.where(ok, -ints, 0), np.where(isflt, -floats, 0.0), None, [])
+
+
+def _arith(op: str, a: Column, b: Column) -> Column:
+    """``a op b`` as ``expressions._arithmetic``: integers exact (null past a long), else doubles
+    (null when not finite); null where a side is no number."""
+    ai, av, af, aw = _numbers(a)
+    bi, bv, bf, bw = _numbers(b)
+    n = len(a)
+    kinds = np.zeros(n, np.uint8)
+    both = ai & bi
+    with np.errstate(over="ignore", invalid="ignore"):
+        if op == "+":
+            r = av + bv
+            over = ((av >= 0) == (bv >= 0)) & ((r >= 0) != (av >= 0))
+        elif op == "-":
+            r = av - bv
+            over = ((av >= 0) != (bv >= 0)) & ((r >= 0) != (av >= 0))
+        else:
+            r = av * bv
+            # A product whose doubles pass 2**62 is done again exactly (Python's ints).
+            over = np.abs(av.astype(np.float64) * bv.astype(np.float64)) >= _WRAP_GUARD
+        ints = np.where(both, r, 0)
+        kinds[both & ~over] = INT
+        redo = np.flatnonzero(both & over)
+        for i in redo.tolist():
+            x = int(av[i]) * int(bv[i]) if op == "*" else (int(av[i]) + int(bv[i]) if op == "+" else int(av[i]) - int(bv[i]))
+            if s.I64_MIN <= x <= s.I64_MAX:
+                kinds[i] = INT
+                ints[i] = x
+        # A double where a side is one: an integer side becomes a double (Python's int + float).
+        mixed = (ai | af) & (bi | bf) & ~both
+        x = np.where(af, aw, av.astype(np.float64))
+        y = np.where(bf, bw, bv.astype(np.float64))
+        big = mixed & ((ai & (_beyond(av, _EXACT_IN_DOUBLE))) | (bi & (_beyond(bv, _EXACT_IN_DOUBLE))))
+        if big.any():
+            raise Unsupported("an integer past 2**53 with a double")
+        f = x + y if op == "+" else (x - y if op == "-" else x * y)
+        finite = mixed & np.isfinite(f)
+        kinds[finite] = FLOAT
+        floats = np.where(finite, f, 0.0)
+    return Column(kinds, ints, floats, None, [])
+
+
+_TESTS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
+_FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _compare(op: str, left: Value, right: Value, n: int) -> Bools:
+    """``scalars.compare`` row by row, then ``op`` against 0 (null where it gives None)."""
+    if isinstance(left, Const) and isinstance(right, Column):
+        return _compare(_FLIP[op], right, left, n)
+    if isinstance(left, Const):
+        left = _constant_column(left.value, n)
+    if isinstance(right, Const):
+        return _compare_constant(op, left, right.value)
+    if isinstance(left, Bools) or isinstance(right, Bools):
+        raise Unsupported("a condition compared")
+    # Two columns: numbers against numbers only (two strings compare as strings).
+    _refuse_other(left)
+    _refuse_other(right)
+    if (left.kinds == STR).any() or (right.kinds == STR).any():
+        raise Unsupported("two columns of strings compared")
+    ai, av, af, aw = _numbers(left)
+    bi, bv, bf, bw = _numbers(right)
+    test = _TESTS[op]
+    both_int = ai & bi
+    mixed = (ai | af) & (bi | bf) & ~both_int
+    if (mixed & ((ai & (_beyond(av, _EXACT_IN_DOUBLE))) | (bi & (_beyond(bv, _EXACT_IN_DOUBLE))))).any():
+        raise Unsupported("an integer past 2**53 compared with a double")
+    x = np.where(af, aw, av.astype(np.float64))
+    y = np.where(bf, bw, bv.astype(np.float64))
+    result = np.where(both_int, test(av, bv), test(x, y))
+    known = both_int | mixed
+    return Bools(known & result, known & ~result)
+
+
+def _compare_constant(op: str, c: Column, value: Any) -> Bools:
+    n = len(c)
+    if value is None or type(value) is bool:
+        none = np.zeros(n, dtype=bool)
+        return Bools(none, none.copy())
+    _refuse_other(c)
+    test = _TESTS[op]
+    true = np.zeros(n, dtype=bool)
+    known = np.zeros(n, dtype=bool)
+    if type(value) is str:
+        # Strings against the string (code point order, case kept), per dictionary entry.
+        if c.codes is not None:
+            at = c.kinds == STR
+            if at.any():
+                per_code = np.array([(x > value) - (x < value) for x in c.strings], dtype=np.int8)
+                r = per_code[np.asarray(c.codes)[at]]
+                known[at] = True
+                true[at] = test(r, 0)
+        number = s.number(value)
+        if number is None:
+            return Bools(true, known & ~true)
+        numeric = (c.kinds == INT) | (c.kinds == FLOAT)
+    else:
+        number = value
+        numeric = c.numeric() != MISSING  # a string that writes a number compares as that number
+    isint, ints, isflt, floats = _numbers(c)
+    ri = isint & numeric
+    rf = isflt & numeric
+    if type(number) is int:
+        if ri.any():
+            if s.I64_MIN <= number <= s.I64_MAX:
+                known |= ri
+                true |= ri & test(ints, np.int64(number))
+            else:  # past int64: every integer is below it, or above
+                known |= ri
+                true |= ri & test(np.zeros(n, np.int8), np.int8(-1 if number < 0 else 1))
+        if rf.any():
+            if abs(number) > _EXACT_IN_DOUBLE:
+                raise Unsupported("an integer past 2**53 compared with a double")
+            known |= rf
+            true |= rf & test(floats, float(number))
+    else:
+        if ri.any() and (_beyond(ints[ri], _EXACT_IN_DOUBLE)).any():
+            raise Unsupported("an integer past 2**53 compared with a double")
+        known |= ri | rf
+        true |= ri & test(ints.astype(np.float64), number)
+        true |= rf & test(floats, number)
+    return Bools(true, known & ~true)
+
+
+# -- evaluating -------------------------------------------------------------------------------
+
+
+@dataclass
+class Batch:
+    """The records one split gives: its columns (``columns.SplitColumns``' of the paths
+    ``Prepared.paths``), and the positions of the records selected, ascending."""
+
+    columns: dict[str, Column]
+    index: np.ndarray
+
+
+def evaluate(prepared: Prepared, batches: Iterable[Batch], limits: AnalyticsLimits) -> Result:
+    """The query's answer over ``batches`` (in the order the row path reads the records);
+    ``Unsupported`` when a column holds what is not taken here (the caller runs the row path)."""
+    group_parts: list[list[Column]] = [[] for _ in prepared.groups]
+    arg_parts: list[list[Column | None]] = [[] for _ in prepared.aggregates]
+    cond_parts: list[list[np.ndarray | None]] = [[] for _ in prepared.aggregates]
+    total = 0
+    for batch in batches:
+        for path in prepared.paths:
+            column = batch.columns.get(path)
+            if column is None or column.other:
+                raise Unsupported(f"the column {path}")
+        rows = Rows(batch.columns, batch.index)
+        for kind, step in prepared.steps:
+            if not len(rows):
+                break
+            if kind == "where":
+                rows.keep(step(rows).true)
+            else:
+                for key, fn in step:
+                    v = fn(rows)
+                    rows.env[key] = v if not isinstance(v, Const) else _constant_column(v.value, len(rows))
+        n = len(rows)
+        if not n:
+            continue
+        total += n
+        for parts, fn in zip(group_parts, prepared.groups):
+            parts.append(_column(fn(rows), n))
+        for i, (_, arg, condition, _) in enumerate(prepared.aggregates):
+            arg_parts[i].append(_column(arg(rows), n) if arg is not None else None)
+            cond_parts[i].append(condition(rows).true if condition is not None else None)
+    table = _fold(prepared, total, group_parts, arg_parts, cond_parts, limits)
+    p = prepared.plan
+    return execution.run(p, prepared.folding.finish(table), start=prepared.stats_at + 1)
+
+
+def _concat(parts: list[Column]) -> Column:
+    if len(parts) == 1:
+        return parts[0]
+    n = sum(len(c) for c in parts)
+
+    def joined(attr: str, dtype, fill) -> np.ndarray | None:
+        if all(getattr(c, attr) is None for c in parts):
+            return None
+        return np.concatenate([np.asarray(getattr(c, attr)) if getattr(c, attr) is not None else np.full(len(c), fill, dtype)
+                               for c in parts])
+
+    codes = None
+    strings: list[str] = []
+    if any(c.codes is not None for c in parts):
+        pieces = []
+        for c in parts:
+            if c.codes is None:
+                pieces.append(np.full(len(c), -1, np.int32))
+            else:
+                pieces.append(np.where(np.asarray(c.codes) >= 0, np.asarray(c.codes) + len(strings), -1).astype(np.int64))
+                strings.extend(c.strings)
+        codes = np.concatenate(pieces)
+    numbers = None
+    if any(c.numbers is not None for c in parts):
+        numbers = np.concatenate([c.numeric() for c in parts])
+    kinds = np.concatenate([np.asarray(c.kinds) for c in parts])
+    assert len(kinds) == n
+    return Column(kinds, joined("ints", np.int64, 0), joined("floats", np.float64, 0.0), codes, strings, numbers)
+
+
+def _factorize(c: Column) -> tuple[np.ndarray, list]:
+    """Each row's group id and the keys (``scalars.key``) of the ids: numbers by value (an
+    integral double is its integer, a string writing a number is the number), other
+    strings by their text, no value one key (None)."""
+    n = len(c)
+    cls = np.zeros(n, np.int8)
+    val = np.zeros(n, np.int64)
+    nk = c.numeric()
+    isint, ints, isflt, floats = nk == INT, c.ints, nk == FLOAT, c.floats
+    if ints is not None and isint.any():
+        cls[isint] = 1
+        val[isint] = np.asarray(ints)[isint]
+    if floats is not None and isflt.any():
+        f = np.asarray(floats)
+        integral = isflt & (np.floor(f) == f) & (f >= -(2.0**63)) & (f < 2.0**63)
+        cls[integral] = 1
+        with np.errstate(invalid="ignore"):
+            val[integral] = f[integral].astype(np.int64)
+        frac = isflt & ~integral
+        cls[frac] = 2
+        val[frac] = f[frac].view(np.int64)
+    words = (c.kinds == STR) & (nk == MISSING)
+    texts: list[str] = []
+    if words.any():
+        codes = np.asarray(c.codes)[words]
+        used, inverse = np.unique(codes, return_inverse=True)
+        # One id per distinct text: the same word in two splits' dictionaries is one key.
+        ids: dict[str, int] = {}
+        mapping = np.array([ids.setdefault(c.strings[i], len(ids)) for i in used.tolist()], dtype=np.int64)
+        texts = list(ids)
+        cls[words] = 3
+        val[words] = mapping[inverse]
+    order = np.lexsort((val, cls))
+    sc, sv = cls[order], val[order]
+    first = np.ones(n, dtype=bool)
+    if n:
+        first[1:] = (sc[1:] != sc[:-1]) | (sv[1:] != sv[:-1])
+    ids_sorted = np.cumsum(first) - 1
+    out = np.empty(n, np.int64)
+    out[order] = ids_sorted
+    keys: list = []
+    for k, v in zip(sc[first].tolist(), sv[first].tolist()):
+        if k == 0:
+            keys.append(None)
+        elif k == 1:
+            keys.append((1, v))
+        elif k == 2:
+            keys.append((1, float(np.int64(v).view(np.float64))))
+        else:
+            keys.append((2, texts[v]))
+    return out, keys
+
+
+def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts, limits: AnalyticsLimits) -> dict[tuple, list]:
+    budget = prepared.folding.budget
+    if prepared.groups:
+        if not total:
+            return {}
+        ids_keys = [_factorize(_concat(parts)) for parts in group_parts]
+        combined = np.zeros(total, np.int64)
+        width = 1
+        for ids, keys in ids_keys:
+            if width * len(keys) >= 2**62:
+                raise Unsupported("more combinations of BY values than an int64 numbers")
+            combined = combined * len(keys) + ids
+            width *= len(keys)
+        uniques, g = np.unique(combined, return_inverse=True)
+        g = g.reshape(-1)
+        if len(uniques) > limits.max_groups:
+            raise LimitExceeded("number of STATS groups", limits.max_groups + 1, limits.max_groups)
+        combos = []
+        for u in uniques.tolist():
+            combo = []
+            for ids, keys in reversed(ids_keys):
+                u, i = divmod(u, len(keys))
+                combo.append(keys[i])
+            combos.append(tuple(reversed(combo)))
+        size = len(uniques)
+    else:
+        g = np.zeros(total, np.int64)
+        combos = [()]
+        size = 1
+    results: list[list] = []
+    for (kind, _, _, p), args, conds in zip(prepared.aggregates, arg_parts, cond_parts):
+        arg = _concat(args) if args and args[0] is not None else None
+        cond = np.concatenate(conds) if conds and conds[0] is not None else None
+        results.append(_aggregate(kind, arg, cond, p, g, size, budget))
+    return {combo: [r[i] for r in results] for i, combo in enumerate(combos)}
+
+
+def _units_by_group(g: np.ndarray, floats: np.ndarray, size: int) -> list[int]:
+    """Each group's exact sum of ``floats`` in 2**-1074 (``aggregates._units`` added up, as the
+    row evaluator's SUM and AVG keep decimals): a double is a 53-bit integer times a power of
+    two; per group and exponent the integers are added in int64 halves of 26 and 27 bits (no
+    wrap below 2**36 values), and the few (group, exponent) totals are shifted into place in
+    Python's integers."""
+    units = [0] * size
+    if not len(floats):
+        return units
+    mantissa, exponent = np.frexp(floats)
+    whole = np.ldexp(mantissa, 53).astype(np.int64)  # exact: 53 bits
+    pairs, at = np.unique(g.astype(np.int64) * 4096 + (exponent.astype(np.int64) + 2048), return_inverse=True)
+    at = at.reshape(-1)
+    high = np.zeros(len(pairs), np.int64)
+    low = np.zeros(len(pairs), np.int64)
+    np.add.at(high, at, whole >> 26)
+    np.add.at(low, at, whole & ((1 << 26) - 1))
+    for pair, h, lo in zip(pairs.tolist(), high.tolist(), low.tolist()):
+        group, e = divmod(pair, 4096)
+        total = (h << 26) + lo
+        shift = e - 2048 - 53 + 1074
+        units[group] += total << shift if shift >= 0 else total >> -shift  # exact: those low bits are zeros
+    return units
+
+
+def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float | None, g: np.ndarray,
+               size: int, budget) -> list:
+    if kind == "rows":
+        gg = g if cond is None else g[cond]
+        return np.bincount(gg, minlength=size).tolist()
+    if arg is None:  # no rows at all (no BY: one empty group)
+        arg = Column(np.zeros(0, np.uint8), None, None, None, [])
+    keep = arg.kinds != MISSING
+    if cond is not None:
+        keep &= cond
+    if kind == "COUNT":
+        return np.bincount(g[keep], minlength=size).tolist()
+    if kind == "COUNT_DISTINCT":
+        rows = np.flatnonzero(keep)
+        ids, keys = _factorize(arg.take(rows))
+        pairs = np.unique(g[rows] * max(len(keys), 1) + ids)
+        budget.take(len(pairs))
+        return np.bincount(pairs // max(len(keys), 1), minlength=size).tolist()
+    isint, ints, isflt, floats = _numbers(arg)
+    isint &= keep
+    isflt &= keep
+    if kind in ("SUM", "AVG"):
+        gi, vi = g[isint], ints[isint]
+        int_totals = np.zeros(size, np.int64)
+        np.add.at(int_totals, gi, vi)
+        totals: list = int_totals.tolist()
+        wide = np.bincount(gi, weights=np.abs(vi.astype(np.float64)), minlength=size)
+        for j in np.flatnonzero(wide >= _WRAP_GUARD).tolist():  # an int64 total that may have wrapped
+            totals[j] = sum(vi[gi == j].tolist())
+        units = _units_by_group(g[isflt], floats[isflt], size)
+        n_int = np.bincount(gi, minlength=size).tolist()
+        n_float = np.bincount(g[isflt], minlength=size).tolist()
+        out = []
+        for it, ut, ni, nf in zip(totals, units, n_int, n_float):
+            if not ni and not nf:
+                out.append(None)
+            elif kind == "SUM":
+                out.append(s.checked(it) if not nf else ag._ratio(it * ag._SCALE + ut, ag._SCALE))
+            else:
+                out.append(ag._ratio(it * ag._SCALE + ut, (ni + nf) * ag._SCALE))
+        return out
+    if kind in ("MIN", "MAX"):
+        if isflt.any() or ((arg.kinds == STR) & keep & ~isint).any():
+            raise Unsupported("MIN/MAX of doubles or words")
+        gi, vi = g[isint], ints[isint]
+        if kind == "MIN":
+            acc = np.full(size, s.I64_MAX, np.int64)
+            np.minimum.at(acc, gi, vi)
+        else:
+            acc = np.full(size, s.I64_MIN, np.int64)
+            np.maximum.at(acc, gi, vi)
+        present = np.bincount(gi, minlength=size)
+        return [v if c else None for v, c in zip(acc.tolist(), present.tolist())]
+    # MEDIAN, PERCENTILE: every value kept, sorted per group (stable), numpy's "linear".
+    if (_beyond(ints[isint], _EXACT_IN_DOUBLE)).any():
+        raise Unsupported("percentiles of integers past 2**53")
+    values = np.where(isint, ints.astype(np.float64), floats)
+    taken = isint | isflt
+    gv, vv = g[taken], values[taken]
+    if len(vv):
+        budget.take(len(vv))
+    order = np.lexsort((vv, gv))
+    gv, vv = gv[order], vv[order]
+    starts = np.searchsorted(gv, np.arange(size), side="left")
+    ends = np.searchsorted(gv, np.arange(size), side="right")
+    out = []
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        m = b - a
+        if not m:
+            out.append(None)
+            continue
+        rank = p / 100 * (m - 1)  # type: ignore[operator]
+        lo = math.floor(rank)
+        hi = min(lo + 1, m - 1)
+        x, y = float(vv[a + lo]), float(vv[a + hi])
+        out.append(s.checked(x + (y - x) * (rank - lo)))
+    return out

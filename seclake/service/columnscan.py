@@ -1,0 +1,100 @@
+"""The columnar path of an analytics query: the splits' columns read, the pipeline evaluated on them.
+
+``answer`` is tried before the row path (``service/analytics.run``): the
+evaluator (``analytics/columnar.py``) says whether it takes the query (a STATS
+over WHERE and EVAL it can run on arrays); the head is counted as the row path
+counts it (the same splits, the same refusal past ``analytics_max_records``),
+and each split's columns (``storage/columns.py``, computed on a split's first
+use and kept beside it) are read: every row for a split the head matches whole,
+else the rows of the matching docIds, paged through the index as the row path
+pages them. So both paths read exactly the same records, in the same order.
+
+None (the row path answers) when the setting ``analytics_columnar`` is off,
+the evaluator does not take the query, a split is not open in this process
+(cluster mode's searchers, an API node's catalog entries, a damaged or
+format-1 split), or a column holds values the evaluator does not take
+(booleans, several values at a path: then ``progress.read`` starts again).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from seclake.analytics import columnar
+from seclake.analytics.execution import AnalyticsLimits, Result
+from seclake.search.leaf import LeafTask
+from seclake.search.root import InProcessLeaves
+from seclake.service import analytics
+from seclake.storage import columns
+from seclake.storage.split import DamagedSplit, Split, meta_of
+
+if TYPE_CHECKING:
+    from seclake.services import Services
+
+log = logging.getLogger(__name__)
+
+
+def answer(services: Services, pipeline: Any, selection: analytics.Selection, progress: analytics.Progress,
+           now_ms: int) -> Result | None:
+    """The pipeline's answer over the columns of the splits, or None (module doc)."""
+    if not services.settings.analytics_columnar or selection.dataset.name == "summary" or \
+            not isinstance(services.search.leaves, InProcessLeaves):
+        return None
+    limits = AnalyticsLimits()  # as execute()'s
+    prepared = columnar.prepare(pipeline.commands, pipeline.dataset, now_ms, limits)
+    if prepared is None:
+        return None
+    counted = _counted(services, selection, progress)
+    if any(not isinstance(split, Split) or isinstance(split, DamagedSplit) or split.store is None
+           for split, _, _ in counted):
+        return None
+
+    def batches():
+        for split, total, task in counted:
+            progress.check()
+            read = columns.read(split, prepared.paths)
+            if total == meta_of(split).num_records:
+                index = np.arange(len(read.docids))
+            else:
+                index = _positions(read.docids, analytics._docid_pages(split, task, progress))
+            progress.read += len(index)
+            yield columnar.Batch(read.columns, index)
+
+    try:
+        return columnar.evaluate(prepared, batches(), limits)
+    except columnar.Unsupported as e:
+        log.debug("analytics: the row path answers %r (%s)", pipeline.text[:200], e)
+        progress.read = 0
+        return None
+
+
+def _counted(services: Services, selection: analytics.Selection, progress: analytics.Progress) -> list[tuple[Any, int, LeafTask]]:
+    """The splits with matching records, each with its count and the task that pages them, in
+    the order the row path reads them (``analytics._lake``); refused past the bound."""
+    root = services.search
+    plan, dataset = selection.plan, selection.dataset
+    node = analytics._bounded(plan, dataset)
+    splits = analytics._listed(root, plan, dataset, node)
+    by_id = {meta_of(s).split_id: s for s in splits}
+    count = LeafTask(dataset=plan.dataset, query=node, sort_path=analytics._BY_DOCID, descending=False, k=0)
+    progress.check()
+    answered, failed = root.leaves.search(splits, count)
+    selection.failed = sorted(failed)
+    totals = {sid: answered[sid].total for sid in by_id if sid in answered}
+    progress.total = sum(totals.values())
+    analytics._refuse(progress.total, services.settings.analytics_max_records)
+    return [(by_id[sid], total, replace(count, k=total)) for sid, total in totals.items() if total]
+
+
+def _positions(docids: np.ndarray, pages) -> np.ndarray:
+    """The rows of a split's columns holding the docIds ``pages`` give (ascending), the ones
+    its store holds (as the row path skips a docId whose record the store lacks)."""
+    wanted = np.fromiter((d for page in pages for d in page), dtype=np.uint64)
+    at = np.searchsorted(docids, wanted)
+    inside = at < len(docids)
+    at, wanted = at[inside], wanted[inside]
+    return at[docids[at] == wanted]

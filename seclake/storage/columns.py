@@ -1,0 +1,265 @@
+"""Columns of a split: the values of one record path, typed, one row per stored record.
+
+An analytics query (docs/analytics.md, "Speed") reads a few paths of every
+record its head selects. Decoding each stored record for them costs 4-28 µs
+a record; a column holds the values a path has in every record of a split,
+in the record store's order (docId ascending), typed, so the evaluator
+(``analytics/columnar.py``) works on arrays.
+
+A row's value is what the reader hands the row evaluator for that path
+(``flatten.values_at`` of the record: none, one scalar, or several), kept by
+kind, so the two evaluators read the same values:
+
+- ``kinds`` (uint8): ``MISSING`` (no value: absent or null), ``INT`` (a JSON
+  integer within int64), ``FLOAT``, ``STR``, ``OTHER`` (a boolean, several
+  values, an integer past int64: what the columnar evaluator does not
+  take; a query reading such a column runs on the row path);
+- ``ints`` (int64), ``floats`` (float64): the numbers, where their kind is;
+- ``codes`` (int32) into ``strings``: strings dictionary-encoded, case kept
+  (a keyword's groups are exact); -1 elsewhere;
+- ``numbers`` (uint8): ``INT`` or ``FLOAT`` where the row's value is a number
+  as the row evaluator reads one (``scalars.number``: a number, or a string
+  that writes one, FortiGate's ``sentbyte="198"``), its value in ``ints`` or
+  ``floats`` (a string's too), else ``MISSING``; None when no string writes a
+  number (then it is ``kinds``' numbers).
+
+Splits are immutable, so a column computed once is valid for the split's
+life: it is computed on first use (one pass over the record store, every
+column a query lacks at once) and kept in the split's directory
+(``columns/<digest of the path>/``, numpy files memory-mapped when read),
+written in a staging directory renamed into place (atomic: a reader sees the
+whole column or none; two queries computing one keep either). Not written at
+build: which paths queries aggregate is not known then, and a column of every
+path of every record would cost build CPU and disk for paths no query reads.
+A split's directory that cannot be written (read-only) still gets its
+columns, held for that query only. A merged split is a new split: its
+columns come with its first query; old splits' go with their directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from seclake.analytics.projection import decoder
+from seclake.analytics.scalars import number
+from seclake.record.flatten import values_at
+
+log = logging.getLogger(__name__)
+
+VERSION = 1
+DIRECTORY = "columns"
+MISSING, INT, FLOAT, STR, OTHER = 0, 1, 2, 3, 4
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass
+class Column:
+    """One path's values over rows (module doc). ``ints``, ``floats`` and ``codes`` are None
+    when no row has their kind."""
+
+    kinds: np.ndarray
+    ints: np.ndarray | None
+    floats: np.ndarray | None
+    codes: np.ndarray | None
+    strings: list[str]
+    numbers: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    @property
+    def other(self) -> bool:
+        """Whether some row holds what the columnar evaluator does not take (module doc)."""
+        return bool((self.kinds == OTHER).any())
+
+    def take(self, index: np.ndarray) -> Column:
+        """The rows at ``index`` (positions, or a boolean mask)."""
+        return Column(self.kinds[index], None if self.ints is None else self.ints[index],
+                      None if self.floats is None else self.floats[index],
+                      None if self.codes is None else self.codes[index], self.strings,
+                      None if self.numbers is None else self.numbers[index])
+
+    def numeric(self) -> np.ndarray:
+        """Per row: ``INT``, ``FLOAT`` (its number in ``ints``/``floats``), or ``MISSING`` (no number)."""
+        if self.numbers is not None:
+            return self.numbers
+        return np.where((self.kinds == INT) | (self.kinds == FLOAT), self.kinds, MISSING).astype(np.uint8)
+
+
+def column_of(values: Sequence[object]) -> Column:
+    """The column of ``values`` (one per row: what ``values_at`` found, a list of scalars)."""
+    n = len(values)
+    kinds = np.zeros(n, dtype=np.uint8)
+    ints = np.zeros(n, dtype=np.int64)
+    floats = np.zeros(n, dtype=np.float64)
+    codes = np.full(n, -1, dtype=np.int32)
+    numbers = np.zeros(n, dtype=np.uint8)
+    numeric_text = False
+    strings: dict[str, int] = {}
+    for i, found in enumerate(values):
+        if not found:
+            continue
+        if len(found) > 1:  # type: ignore[arg-type]
+            kinds[i] = OTHER
+            continue
+        v = found[0]  # type: ignore[index]
+        t = type(v)
+        if t is str:
+            kinds[i] = STR
+            code = strings.get(v)
+            if code is None:
+                code = strings[v] = len(strings)
+            codes[i] = code
+            x = number(v)  # at most 18 digits as an integer (scalars._INT), else a float
+            if type(x) is int:
+                numbers[i], ints[i], numeric_text = INT, x, True
+            elif x is not None:
+                numbers[i], floats[i], numeric_text = FLOAT, x, True
+        elif t is int:
+            if _I64_MIN <= v <= _I64_MAX:
+                kinds[i] = numbers[i] = INT
+                ints[i] = v
+            else:
+                kinds[i] = OTHER
+        elif t is float and math.isfinite(v):
+            kinds[i] = numbers[i] = FLOAT
+            floats[i] = v
+        elif v is None:
+            continue
+        else:
+            kinds[i] = OTHER
+    present = set(np.unique(kinds).tolist())
+    if numeric_text:
+        present.update(np.unique(numbers).tolist())
+    return Column(kinds, ints if INT in present else None, floats if FLOAT in present else None,
+                  codes if STR in present else None, list(strings), numbers if numeric_text else None)
+
+
+def of_records(records: Iterable[dict], paths: Sequence[str]) -> dict[str, Column]:
+    """Columns of ``paths`` over records already decoded (nested, as stored)."""
+    found: dict[str, list] = {p: [] for p in paths}
+    for record in records:
+        for p in paths:
+            found[p].append(values_at(record, p))
+    return {p: column_of(v) for p, v in found.items()}
+
+
+@dataclass
+class SplitColumns:
+    """The columns of one split's paths, in its record store's order, and its docIds."""
+
+    docids: np.ndarray
+    columns: dict[str, Column]
+
+
+def _name(path: str) -> str:
+    return hashlib.sha256(path.encode()).hexdigest()[:32]
+
+
+def read(split, paths: Sequence[str]) -> SplitColumns:
+    """The columns of ``paths`` of an open split (format 2 or later: a record store),
+    computed and kept for the ones it lacks (module doc)."""
+    store = split.store
+    assert store is not None
+    base = Path(split.path) / DIRECTORY
+    columns: dict[str, Column] = {}
+    lacking = []
+    for path in paths:
+        loaded = _load(base / _name(path), path)
+        if loaded is None:
+            lacking.append(path)
+        else:
+            columns[path] = loaded
+    docids = _load_docids(base)
+    if lacking or docids is None:
+        docids, made = _compute(store, lacking)
+        columns.update(made)
+        _save_docids(base, docids)
+        for path in lacking:
+            _save(base, path, made[path])
+    return SplitColumns(docids, columns)
+
+
+def _load(directory: Path, path: str) -> Column | None:
+    try:
+        meta = json.loads((directory / "column.json").read_text())
+        if meta.get("version") != VERSION or meta.get("path") != path:
+            return None
+        arrays = {name: np.load(directory / f"{name}.npy", mmap_mode="r") if name in meta["arrays"] else None
+                  for name in ("kinds", "ints", "floats", "codes", "numbers")}
+        strings = json.loads((directory / "strings.json").read_text()) if arrays["codes"] is not None else []
+    except (OSError, ValueError, KeyError):
+        return None
+    return Column(arrays["kinds"], arrays["ints"], arrays["floats"], arrays["codes"], strings, arrays["numbers"])
+
+
+def _load_docids(base: Path) -> np.ndarray | None:
+    try:
+        return np.load(base / "docids.npy", mmap_mode="r")
+    except (OSError, ValueError):
+        return None
+
+
+def _compute(store, paths: Sequence[str]) -> tuple[np.ndarray, dict[str, Column]]:
+    docids = []
+    found: dict[str, list] = {p: [] for p in paths}
+    if not paths:  # the docIds alone: blocks decompressed, no record decoded
+        docids = [d for d, _ in store]
+    else:
+        decode = decoder(paths)
+        for docid, body in store:
+            docids.append(docid)
+            record = decode(body)
+            for p in paths:
+                found[p].append(values_at(record, p))
+    return np.asarray(docids, dtype=np.uint64), {p: column_of(v) for p, v in found.items()}
+
+
+def _save_docids(base: Path, docids: np.ndarray) -> None:
+    final = base / "docids.npy"
+    if final.exists():
+        return
+    staging = base / f".staging-{uuid.uuid4().hex}.npy"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        np.save(staging, docids)
+        os.replace(staging, final)
+    except OSError as e:
+        log.warning("the docIds of split %s could not be kept (%s): read again next time", base.parent, e)
+        staging.unlink(missing_ok=True)
+
+
+def _save(base: Path, path: str, column: Column) -> None:
+    final = base / _name(path)
+    staging = base / f".staging-{uuid.uuid4().hex}"
+    try:
+        staging.mkdir(parents=True)
+        arrays = {"kinds": column.kinds, "ints": column.ints, "floats": column.floats,
+                  "codes": column.codes, "numbers": column.numbers}
+        kept = [name for name, a in arrays.items() if a is not None]
+        for name in kept:
+            np.save(staging / f"{name}.npy", arrays[name])
+        if column.codes is not None:
+            (staging / "strings.json").write_text(json.dumps(column.strings))
+        (staging / "column.json").write_text(json.dumps({"version": VERSION, "path": path, "arrays": kept}))
+        try:
+            os.rename(staging, final)
+        except OSError:
+            if not final.exists():
+                raise
+            # Another query kept the same column first: the same values.
+    except OSError as e:
+        log.warning("a column of split %s could not be kept (%s): computed again next time", base.parent, e)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

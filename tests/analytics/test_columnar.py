@@ -1,0 +1,129 @@
+"""The columnar evaluator (analytics/columnar.py) answers exactly as the row evaluator: the golden
+set and random records and queries, the records cut into batches (splits) anywhere."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seclake.analytics import columnar, execute, parse
+from seclake.analytics.execution import AnalyticsLimits
+from seclake.errors import LimitExceeded
+from seclake.storage.columns import of_records
+from tests.analytics.golden import NOW, QUERIES, RECORDS, agree
+from tests.analytics.test_golden import _selected
+
+
+def answer(query: str, records: list[dict], cuts: tuple[int, ...] = (), limits: AnalyticsLimits | None = None):
+    """The columnar answer over ``records`` cut into batches at ``cuts`` (None: not taken)."""
+    limits = limits or AnalyticsLimits()
+    pipeline = parse(query)
+    prepared = columnar.prepare(pipeline.commands, pipeline.dataset, NOW, limits)
+    if prepared is None:
+        return None
+    bounds = [0, *sorted(c for c in cuts if 0 < c < len(records)), len(records)]
+    batches = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        part = records[lo:hi]
+        batches.append(columnar.Batch(of_records(part, prepared.paths), np.arange(len(part))))
+    try:
+        return columnar.evaluate(prepared, batches, limits)
+    except columnar.Unsupported:
+        return None
+
+
+def test_the_golden_set_agrees_with_the_row_evaluator_and_the_reference():
+    taken = 0
+    for golden in QUERIES:
+        pipeline = parse(golden.query)
+        records = _selected(pipeline.head, RECORDS)
+        got = answer(golden.query, records, cuts=(len(records) // 3, len(records) // 2))
+        if got is None:
+            continue
+        taken += 1
+        want = execute(pipeline, records, now=NOW)
+        assert (got.columns, got.values, got.warnings) == (want.columns, want.values, want.warnings), golden.query
+        assert agree(got.columns, got.values, golden, records) is None, golden.query
+    # Every STATS over WHERE/EVAL of fields without booleans or arrays (36 of 71 when written).
+    assert taken >= 30
+
+
+def test_a_query_it_does_not_take_is_left_to_the_row_path():
+    assert answer("| KEEP user.name | LIMIT 3", RECORDS) is None  # no STATS
+    assert answer("| STATS VALUES(host.name)", RECORDS) is None  # an aggregation it does not run
+    assert answer("| STATS COUNT(*) BY @tags", RECORDS) is None  # a multi-valued field in some records
+    assert answer("| STATS COUNT(*) BY host.name", RECORDS) is not None
+
+
+def test_sums_are_exact_and_past_a_long_are_null():
+    big = 2**62
+    records = [{"@fields.n": big}, {"@fields.n": big}, {"@fields.n": "-5"}, {"@fields.f": 0.1}, {"@fields.f": 0.2},
+               {"@fields.f": 0.3}, {"@fields.f": 1e16}, {"@fields.f": 1.0}, {"@fields.f": -1e16}]
+    for query in ("| STATS s = SUM(n), a = AVG(n), f = SUM(f), g = AVG(f)", "| EVAL m = n * 4 | STATS SUM(m), COUNT(m)",
+                  "| EVAL m = n + n | STATS COUNT(m), MIN(n), MAX(n)"):
+        got = answer(query, records, cuts=(1, 4))
+        want = execute(parse(query), records, now=NOW)
+        assert got is not None and (got.columns, got.values) == (want.columns, want.values), query
+
+
+def test_the_limits_are_the_row_evaluators():
+    records = [{"@fields.k": i, "@fields.v": i} for i in range(50)]
+    limits = AnalyticsLimits(max_groups=10, max_held_values=20)
+    with pytest.raises(LimitExceeded, match="STATS groups"):
+        answer("| STATS COUNT(*) BY k", records, limits=limits)
+    with pytest.raises(LimitExceeded, match="hold"):
+        answer("| STATS COUNT_DISTINCT(v)", records, limits=limits)
+    with pytest.raises(LimitExceeded, match="hold"):
+        answer("| STATS MEDIAN(v)", records, limits=limits)
+
+
+# -- random records and queries ------------------------------------------------------------------
+
+WORDS = ["a", "B", "b", "443", "0443", "1.5", "-2", "1e3", "web-1", "", " 7"]
+scalars = st.one_of(
+    st.integers(-5, 5), st.integers(-(2**63), 2**63 - 1), st.sampled_from([0.5, -0.0, 2.0, 1e300, 3.25, -7.5]),
+    st.sampled_from(WORDS), st.none())
+record = st.fixed_dictionaries({}, optional={
+    "@fields.x": scalars, "@fields.y": scalars, "@fields.k": st.sampled_from(WORDS + [1, 2, 2.0, None]),
+    "@timestamp": st.one_of(st.integers(0, 10**13), st.sampled_from(["2026-11-20T01:02:03Z", "1763600000000", "no"])),
+})
+leaf = st.sampled_from(["x", "y", "k", "1", "2.5", '"443"', '"b"', "null", "-3"])
+arith = st.builds(lambda a, op, b: f"{a} {op} {b}", leaf, st.sampled_from(["+", "-", "*"]), leaf)
+operand = st.one_of(leaf, arith)
+comparison = st.builds(lambda a, op, b: f"{a} {op} {b}", operand, st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), operand)
+condition = st.one_of(
+    comparison, st.builds(lambda c: f"NOT ({c})", comparison),
+    st.builds(lambda a, b: f"({a}) AND ({b})", comparison, comparison),
+    st.builds(lambda a, b: f"({a}) OR ({b})", comparison, comparison),
+    st.builds(lambda a, n: f"{a} IS {n}NULL", operand, st.sampled_from(["", "NOT "])),
+    st.builds(lambda a, n: f'{a} {n}IN (1, "b", 2.0, null)', leaf, st.sampled_from(["", "NOT "])))
+aggregation = st.one_of(
+    st.just("COUNT(*)"), st.builds(lambda f, a: f"{f}({a})", st.sampled_from(
+        ["COUNT", "COUNT_DISTINCT", "SUM", "AVG", "MIN", "MAX", "MEDIAN"]), operand),
+    st.builds(lambda a, p: f"PERCENTILE({a}, {p})", operand, st.sampled_from([0, 25, 90, 100])),
+    st.builds(lambda c: f"COUNT(*) WHERE {c}", condition))
+group = st.sampled_from(["", " BY k", " BY x, k", " BY e", " BY BUCKET(@timestamp, 1 hour)",
+                         " BY DATE_TRUNC(1 week, @timestamp), k"])
+query = st.builds(
+    lambda where, ev, aggs, by: f"{where}| EVAL e = {ev} | STATS {', '.join(f'a{i} = {a}' for i, a in enumerate(aggs))}{by}",
+    st.one_of(st.just(""), st.builds(lambda c: f"| WHERE {c} ", condition)), operand,
+    st.lists(aggregation, min_size=1, max_size=3), group)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(record, max_size=25), query, st.lists(st.integers(0, 25), max_size=3))
+def test_random_queries_over_random_records_answer_as_the_row_evaluator(records, text, cuts):
+    want_error = got_error = None
+    try:
+        want = execute(parse(text), records, now=NOW)
+    except LimitExceeded as e:
+        want_error = str(e)
+    try:
+        got = answer(text, records, tuple(cuts))
+    except LimitExceeded as e:
+        got_error = str(e)
+    assert (got_error is None) == (want_error is None), (text, want_error, got_error)
+    if want_error is None and got is not None:
+        assert (got.columns, got.values, got.warnings) == (want.columns, want.values, want.warnings), text

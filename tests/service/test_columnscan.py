@@ -1,0 +1,85 @@
+"""The columnar path over a real lake (service/columnscan.py): the same answer as the row path
+for the golden set, with a head, a range and a data policy; the splits' columns computed once
+and kept; the row path when a column holds what the evaluator does not take."""
+
+from __future__ import annotations
+
+import pytest
+
+from seclake.analytics import execute, parse
+from seclake.api.options import build_plan
+from seclake.query.parser import parse as parse_query
+from seclake.record.dataset import EVENTS
+from seclake.service import analytics, columnscan
+from seclake.service.analytics import Progress, Selection, records
+from seclake.storage import columns
+from tests.analytics.golden import HOUR, NOW, QUERIES, T0, documents
+
+POLICY = "host.name:(web-1 OR db-1)"
+
+
+@pytest.fixture
+def lake(services):
+    services.start()
+    services.lake.append([("event", d) for d in documents()])
+    services.lake.flush()
+    assert len(services.lake.splits("event")) >= 2  # the records span two days
+    return services
+
+
+def selection(services, head: str, restriction=None, range_from=T0, range_to=T0 + 31 * HOUR) -> Selection:
+    options = {"searchStr": head, "range_from": range_from, "range_to": range_to, "fetchLimit": 0}
+    plan, _ = build_plan(options, EVENTS, services.settings, restriction=restriction, now_ms=NOW)
+    return Selection(EVENTS, plan)
+
+
+def row_path(services, pipeline, chosen: Selection):
+    rows = records(services, chosen, pipeline.fields, Progress(), max_records=10_000)
+    return execute(pipeline, rows, now=NOW)
+
+
+def test_the_golden_set_answers_as_the_row_path_whole_and_restricted_and_in_part_of_the_range(lake):
+    restriction = parse_query(POLICY, EVENTS)
+    taken = 0
+    for golden in QUERIES:
+        pipeline = parse(golden.query)
+        for restricted, lo in ((None, T0), (restriction, T0 + 5 * HOUR)):
+            chosen = selection(lake, pipeline.head, restricted, range_from=lo)
+            progress = Progress()
+            got = columnscan.answer(lake, pipeline, chosen, progress, NOW)
+            if got is None:
+                continue
+            taken += 1
+            want = row_path(lake, pipeline, selection(lake, pipeline.head, restricted, range_from=lo))
+            assert (got.columns, got.values, got.warnings) == (want.columns, want.values, want.warnings), golden.query
+            assert progress.read == progress.total
+    assert taken >= 60  # both ways, the 30-odd queries it takes
+
+
+def test_a_head_selects_the_same_records(lake):
+    for head in ("user.name:alice", "bytes:[1000 TO 3000]", "event.outcome:failure AND NOT host.name:web-1"):
+        pipeline = parse(f"{head} | STATS n = COUNT(*), b = SUM(bytes) BY host.name | SORT host.name")
+        got = columnscan.answer(lake, pipeline, selection(lake, head), Progress(), NOW)
+        assert got is not None
+        assert got.values == row_path(lake, pipeline, selection(lake, head)).values, head
+
+
+def test_columns_are_computed_once_and_kept_beside_the_split(lake, monkeypatch):
+    pipeline = parse("| STATS COUNT(*) BY host.name")
+    first = columnscan.answer(lake, pipeline, selection(lake, ""), Progress(), NOW)
+    # The two days in range (records whose ISO @timestamp the lake files under 1970 are not read).
+    kept = [s.path / columns.DIRECTORY for s in lake.lake.splits("event") if (s.path / columns.DIRECTORY).exists()]
+    assert len(kept) == 2 and all((d / "docids.npy").exists() and len(list(d.iterdir())) == 2 for d in kept)
+    monkeypatch.setattr(columns, "_compute", lambda *a: pytest.fail("a kept column computed again"))
+    again = columnscan.answer(lake, pipeline, selection(lake, ""), Progress(), NOW)
+    assert again.values == first.values
+
+
+def test_the_setting_off_and_a_column_it_does_not_take_leave_it_to_the_row_path(lake, monkeypatch):
+    assert columnscan.answer(lake, parse("| STATS COUNT(*) BY @tags"), selection(lake, ""), Progress(), NOW) is None
+    pipeline = parse("| STATS COUNT(*) BY host.name")
+    monkeypatch.setattr(lake.settings, "analytics_columnar", False)
+    assert columnscan.answer(lake, pipeline, selection(lake, ""), Progress(), NOW) is None
+    # run() still answers, by the row path.
+    result, _ = analytics.run(lake, pipeline, selection(lake, ""), Progress(), now_ms=NOW)
+    assert result.values == row_path(lake, pipeline, selection(lake, "")).values
