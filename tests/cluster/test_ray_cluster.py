@@ -84,11 +84,11 @@ def searchers() -> dict[str, dict]:
     return {name: ray.get(h.info.remote(), timeout=60) for name, h in handles.items()}
 
 
-def wait_restarted(name: str, old_pid: int, timeout: float = 120) -> dict:
+def wait_restarted(name: str, old_pid: int, timeout: float = 120, namespace: str | None = None) -> dict:
     import ray
 
     deadline = time.monotonic() + timeout
-    handle = ray.get_actor(name)
+    handle = ray.get_actor(name, namespace=namespace)
     while True:
         try:
             info = ray.get(handle.info.remote(), timeout=10)
@@ -553,3 +553,161 @@ def test_two_api_nodes_share_tokens_answer_alike_and_both_take_imports(cluster, 
     finally:
         for node in nodes:
             node.stop()
+
+
+# -- piped queries on a cluster API node: the golden set, STATS folded on the searchers -------------
+
+ANALYTICS_NAMESPACE = "seclake-analytics"
+ANALYST_PASSWORD = "analyst-password-1"
+POLICY = "host.name:(web-1 OR db-1)"  # what the restricted analyst may see
+
+
+@pytest.fixture(scope="module")
+def analytics_node(cluster, tmp_path_factory):
+    """An API node in cluster mode (its own namespace on this module's Ray cluster) over a lake of
+    the analytics golden set's records in 6 splits (3 imports over 2 days), a searcher on each
+    worker node; an admin and an analyst restricted by a data policy."""
+    from seclake.db.database import Database
+    from seclake.storage.lake import Lake
+    from tests.analytics.golden import documents
+    from tests.cluster.apinodes import ApiNode, wait_for
+    from tests.cluster.raycluster import BIN, env
+
+    base = tmp_path_factory.mktemp("analytics")
+    db = Database(f"sqlite:///{base / 'meta.db'}")
+    db.migrate()
+    lake = Lake(base / "data", db)
+    lake.start(background=False)
+    docs = documents()
+    for at in range(0, len(docs), 30):
+        lake.append([("event", d) for d in docs[at:at + 30]])
+        lake.flush()
+    lake.stop()
+    db.dispose()
+    settings = {"SECLAKE_RAY_NAMESPACE": ANALYTICS_NAMESPACE, "SECLAKE_DATA_DIR": str(base / "data"),
+                "SECLAKE_DATABASE_URL": f"sqlite:///{base / 'meta.db'}", "SECLAKE_LOG_LEVEL": "warning"}
+    address = cluster["rc"].address
+    e = env()
+    e.update(settings)
+    starts = [subprocess.Popen([str(BIN / "seclake"), "searcher", "--ray-address", address, "--data-dir", str(base / "data"),
+                                "--node-id", cluster["nodes"][w], "--indexers", "0", "--detach"],
+                               env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for w in WORKERS]
+    node = ApiNode("analytics", base, settings, "--ray-address", address)
+    try:
+        for p in starts:
+            out, _ = p.communicate(timeout=240)
+            assert p.returncode == 0, out[-3000:]
+        node.wait()
+        wait_for("the analytics node ready", lambda: node.http.get("/readyz").status_code == 200, 60)
+        token = node.login()
+        node.ok("auth/dataPolicyAdd", {"policy": {"name": "some-hosts", "filters": {"event": POLICY}}})
+        node.ok("auth/userAdd", {"user": {"username": "analyst-hosts", "password": ANALYST_PASSWORD,
+                                          "roles": ["analyst"], "dataPolicies": ["some-hosts"]}})
+        status, body = node.call("auth/login", {"username": "analyst-hosts", "password": ANALYST_PASSWORD})
+        assert status == 200, body
+        node.restricted = body["response"]["sessionToken"]
+        node.token = token
+        yield node
+    finally:
+        node.stop()
+        stops = [subprocess.Popen([str(BIN / "seclake"), "searcher", "--ray-address", address, "--node-id", cluster["nodes"][w],
+                                   "--indexers", "0", "--stop"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for w in WORKERS]
+        for p in stops:
+            p.wait(240)
+
+
+def _golden():
+    from tests.analytics.golden import QUERIES
+
+    return QUERIES
+
+
+def _reference(query: str, visible: bool = False):
+    from seclake.analytics import parse
+    from seclake.query.matcher import matches
+    from seclake.query.parser import parse as parse_query
+    from seclake.record.dataset import EVENTS
+    from tests.analytics.golden import RECORDS, documents
+    from tests.analytics.test_golden import _selected
+
+    records = RECORDS
+    if visible:
+        policy = parse_query(POLICY, EVENTS)
+        records = [r for r, d in zip(RECORDS, documents()) if matches(policy, d, EVENTS)]
+        assert 0 < len(records) < len(RECORDS)
+    return _selected(parse(query).head, records)
+
+
+@pytest.mark.parametrize("golden", _golden(), ids=[g.query[:70] for g in _golden()])
+def test_every_golden_query_on_a_cluster_api_node_equals_the_reference(analytics_node, golden):
+    """Over HTTP on the cluster API node: as the reference, for the admin and for the analyst whose
+    data policy the searchers apply to what they fold."""
+    from tests.analytics.golden import agree
+
+    for token, visible in ((analytics_node.token, False), (analytics_node.restricted, True)):
+        got = analytics_node.ok("ds/query", {"query": golden.query, "dataType": "event"}, token)
+        assert "_shards" not in got, got
+        problem = agree(got["columns"], got["values"], golden, _reference(golden.query, visible))
+        assert problem is None, (visible, problem)
+
+
+def test_the_golden_stats_were_folded_on_both_searchers(analytics_node):
+    """Every split answered by the searcher holding it: STATS folded there, on both worker nodes."""
+    import ray
+
+    from seclake.cluster.leaves import SearcherDirectory
+
+    analytics_node.ok("ds/query", {"query": "| STATS COUNT(*) BY host.name", "dataType": "event"})
+    infos = [ray.get(h.info.remote(), timeout=60) for h in SearcherDirectory(ANALYTICS_NAMESPACE, refresh=0).live().values()]
+    assert len(infos) == 2 and all(info["aggregated"] > 0 for info in infos), infos
+
+
+def test_a_searcher_killed_mid_stats_query_never_gives_a_wrong_aggregate(analytics_node):
+    """Queries hammered while a searcher dies: each answer is the reference's (the other searcher
+    took its splits) or a clear error naming the splits; never a silently partial aggregate."""
+    import ray
+
+    from seclake.cluster.leaves import SearcherDirectory
+    from tests.analytics.golden import QUERIES, agree
+
+    golden = next(g for g in QUERIES if g.query.startswith("| STATS n = COUNT(*) BY user.name"))
+    reference = _reference(golden.query)
+    seen = {"whole": 0, "refused": 0}
+    problems: list = []
+    stop = threading.Event()
+
+    def hammer():
+        while not stop.is_set():
+            status, body = analytics_node.call("ds/query", {"query": golden.query, "dataType": "event"})
+            if status == 200 and body["verdict"] == "OK":
+                got = body["response"]
+                problem = agree(got["columns"], got["values"], golden, reference)
+                if problem or "_shards" in got:
+                    problems.append((problem, got))
+                seen["whole"] += 1
+            elif "could not be" in body.get("error", "") and "leave their records out" in body["error"]:
+                seen["refused"] += 1
+            else:
+                problems.append((status, body))
+
+    handles = SearcherDirectory(ANALYTICS_NAMESPACE, refresh=0).live()
+    victim, handle = sorted(handles.items())[0]
+    info = ray.get(handle.info.remote(), timeout=60)
+    thread = threading.Thread(target=hammer)
+    thread.start()
+    try:
+        time.sleep(1.0)
+        os.kill(info["pid"], signal.SIGSTOP)  # surely mid-call when it dies (see the search test above)
+        time.sleep(0.5)
+        os.kill(info["pid"], signal.SIGKILL)
+        wait_restarted(victim, info["pid"], namespace=ANALYTICS_NAMESPACE)
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        thread.join(120)
+    assert not thread.is_alive()
+    assert problems == [], problems[:2]
+    assert seen["whole"] > 0, seen
+    got = analytics_node.ok("ds/query", {"query": golden.query, "dataType": "event"})
+    assert agree(got["columns"], got["values"], golden, reference) is None
