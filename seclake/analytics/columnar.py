@@ -114,6 +114,9 @@ class Prepared:
     groups: list[Fn]
     aggregates: list[tuple[str, Fn | None, Fn | None, float | None]]  # (kind, argument, condition, percentile)
     paths: list[str]  # record paths read
+    # A SORT then LIMIT n right after the STATS over its columns: ((("group"|"aggregate", index),
+    # descending, nulls first) per key, n); None otherwise.
+    top: tuple[list[tuple[tuple[str, int], bool, bool]], int] | None = None
 
 
 def prepare(commands: Iterable[t.Command], dataset: Any, now: int, limits: AnalyticsLimits) -> Prepared | None:
@@ -150,7 +153,35 @@ def prepare(commands: Iterable[t.Command], dataset: Any, now: int, limits: Analy
             aggregates.append(compiler.aggregate(node, condition))
     except Unsupported:
         return None
-    return Prepared(p, at, folding, steps, groups, aggregates, sorted(scope.fields))
+    return Prepared(p, at, folding, steps, groups, aggregates, sorted(scope.fields), _sorted_top(commands, at, folding))
+
+
+def _sorted_top(commands: list[t.Command], at: int, folding: execution.Folding) -> Any:
+    """``Prepared.top`` of a STATS followed by SORT over its columns by name, then LIMIT."""
+    if len(commands) < at + 3 or not isinstance(commands[at + 1], t.Sort) or not isinstance(commands[at + 2], t.Limit):
+        return None
+    stats = folding.command
+    groups = {named.name: j for j, named in enumerate(stats.groups)}  # the last of a name stays
+    aggregates: dict[str, Any] = {}
+    for named in stats.aggregates:
+        if named.name in groups:
+            continue  # a BY column of the same name wins
+        # The rightmost of a name stays; only a bare aggregation's result is sorted here.
+        slot = next((i for i, (node, where) in enumerate(folding.aggregates) if node is named.expr and where is named.where), None)
+        aggregates[named.name] = slot
+    keys = []
+    for key in commands[at + 1].keys:
+        if not isinstance(key.expr, t.Field):
+            return None
+        name = key.expr.name
+        if name in groups:
+            source = ("group", groups[name])
+        elif aggregates.get(name) is not None:
+            source = ("aggregate", aggregates[name])
+        else:
+            return None
+        keys.append((source, key.descending, key.nulls_first))
+    return keys, commands[at + 2].count
 
 
 # -- compiling expressions --------------------------------------------------------------------
@@ -605,9 +636,55 @@ def evaluate(prepared: Prepared, batches: Iterable[Batch], limits: AnalyticsLimi
         for i, (_, arg, condition, _) in enumerate(prepared.aggregates):
             arg_parts[i].append(_column(arg(rows), n) if arg is not None else None)
             cond_parts[i].append(condition(rows).true if condition is not None else None)
-    table = _fold(prepared, total, group_parts, arg_parts, cond_parts, limits)
-    p = prepared.plan
-    return execution.run(p, prepared.folding.finish(table), start=prepared.stats_at + 1)
+    combos, results = _fold(prepared, total, group_parts, arg_parts, cond_parts, limits)
+    chosen = range(len(combos))
+    if prepared.top is not None and len(combos) > prepared.top[1]:
+        try:
+            chosen = _top(prepared, combos, results)
+        except Unsupported:
+            pass  # a result sorted here that is no number: every group to the SORT
+    table = {combos[i]: [r[i] for r in results] for i in chosen}
+    return execution.run(prepared.plan, prepared.folding.finish(table), start=prepared.stats_at + 1)
+
+
+def _top(prepared: Prepared, combos: list[tuple], results: list[list]) -> Any:
+    """The groups a ``SORT ... | LIMIT n`` right after the STATS keeps: the first ``n`` by the
+    SORT's keys (each key's direction and nulls as ``execution._sort_key`` orders them), ties
+    in the order the STATS gives its groups (by their BY values, nulls last), as the row
+    evaluator's stable sort of every group would; only those go through the row evaluator's
+    STATS output, SORT and LIMIT (over thousands of groups, those were most of the time)."""
+    keys, n = prepared.top
+    arrays: list[np.ndarray] = []  # np.lexsort's: the least significant first
+    for j in reversed(range(len(combos[0]) if combos else 0)):
+        arrays.append(_ranks([c[j] for c in combos], lambda k: k)[1])  # None last: its flag below
+        arrays.append(np.array([c[j] is None for c in combos], dtype=np.int8))
+    for source, descending, nulls_first in reversed(keys):
+        values = [c[source[1]] for c in combos] if source[0] == "group" else results[source[1]]
+        if source[0] == "group":
+            null, rank = _ranks(values, lambda k: k)
+        else:
+            null, rank = _ranks(values, _order)
+        null_flag = (0 if nulls_first else 1) if not descending else (1 if nulls_first else 0)
+        flag = np.where(null, null_flag, 1 - null_flag).astype(np.int64)
+        rank = np.where(null, 0, rank)
+        if descending:
+            flag, rank = -flag, -rank
+        arrays.extend((rank, flag))
+    return np.lexsort(arrays)[:n].tolist()
+
+
+def _order(v: Any) -> Any:
+    if type(v) is list or type(v) is bool:
+        raise Unsupported("a multi-valued or boolean result sorted")
+    return s.order(v)
+
+
+def _ranks(values: list, order: Callable[[Any], Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Per value: whether it is null, and the rank of its order among the values' distinct orders."""
+    orders = [None if v is None else order(v) for v in values]
+    ranking = {o: i for i, o in enumerate(sorted({o for o in orders if o is not None}))}
+    return (np.array([o is None for o in orders], dtype=bool),
+            np.array([0 if o is None else ranking[o] for o in orders], dtype=np.int64))
 
 
 def _concat(parts: list[Column]) -> Column:
@@ -640,84 +717,101 @@ def _concat(parts: list[Column]) -> Column:
     return Column(kinds, joined("ints", np.int64, 0), joined("floats", np.float64, 0.0), codes, strings, numbers)
 
 
+def _dense(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of non-negative integers below ``bound``: by
+    a table of ``bound`` entries, without sorting, when that is small; else by sorting."""
+    if bound <= max(4 * len(values), 1 << 16):
+        present = np.zeros(bound, dtype=bool)
+        present[values] = True
+        uniques = np.flatnonzero(present)
+        table = np.zeros(bound, dtype=np.int64)
+        table[uniques] = np.arange(len(uniques))
+        return uniques, table[values]
+    uniques, inverse = np.unique(values, return_inverse=True)
+    return uniques, inverse.reshape(-1)
+
+
 def _factorize(c: Column) -> tuple[np.ndarray, list]:
     """Each row's group id and the keys (``scalars.key``) of the ids: numbers by value (an
     integral double is its integer, a string writing a number is the number), other
     strings by their text, no value one key (None)."""
     n = len(c)
-    cls = np.zeros(n, np.int8)
-    val = np.zeros(n, np.int64)
+    out = np.zeros(n, np.int64)
+    keys: list = []
     nk = c.numeric()
-    isint, ints, isflt, floats = nk == INT, c.ints, nk == FLOAT, c.floats
-    if ints is not None and isint.any():
-        cls[isint] = 1
-        val[isint] = np.asarray(ints)[isint]
-    if floats is not None and isflt.any():
-        f = np.asarray(floats)
+    isint = nk == INT
+    isflt = nk == FLOAT
+    ints = np.asarray(c.ints) if c.ints is not None else np.zeros(n, np.int64)
+    if isflt.any():
+        f = np.asarray(c.floats)
         integral = isflt & (np.floor(f) == f) & (f >= -(2.0**63)) & (f < 2.0**63)
-        cls[integral] = 1
-        with np.errstate(invalid="ignore"):
-            val[integral] = f[integral].astype(np.int64)
+        if integral.any():
+            ints = ints.copy()
+            with np.errstate(invalid="ignore"):
+                ints[integral] = f[integral].astype(np.int64)
+            isint = isint | integral
         frac = isflt & ~integral
-        cls[frac] = 2
-        val[frac] = f[frac].view(np.int64)
+        if frac.any():
+            uniques, inverse = np.unique(f[frac], return_inverse=True)
+            out[frac] = len(keys) + inverse.reshape(-1)
+            keys.extend((1, x) for x in uniques.tolist())
+    if isint.any():
+        v = ints[isint]
+        lo = int(v.min())
+        span = int(v.max()) - lo + 1
+        if span < 2**62:
+            uniques, inverse = _dense(v - lo, span)
+            uniques = uniques + lo
+        else:
+            uniques, inverse = np.unique(v, return_inverse=True)
+        out[isint] = len(keys) + inverse.reshape(-1)
+        keys.extend((1, x) for x in uniques.tolist())
     words = (c.kinds == STR) & (nk == MISSING)
-    texts: list[str] = []
     if words.any():
         codes = np.asarray(c.codes)[words]
-        used, inverse = np.unique(codes, return_inverse=True)
+        used, inverse = _dense(codes, len(c.strings))
         # One id per distinct text: the same word in two splits' dictionaries is one key.
         ids: dict[str, int] = {}
         mapping = np.array([ids.setdefault(c.strings[i], len(ids)) for i in used.tolist()], dtype=np.int64)
-        texts = list(ids)
-        cls[words] = 3
-        val[words] = mapping[inverse]
-    order = np.lexsort((val, cls))
-    sc, sv = cls[order], val[order]
-    first = np.ones(n, dtype=bool)
-    if n:
-        first[1:] = (sc[1:] != sc[:-1]) | (sv[1:] != sv[:-1])
-    ids_sorted = np.cumsum(first) - 1
-    out = np.empty(n, np.int64)
-    out[order] = ids_sorted
-    keys: list = []
-    for k, v in zip(sc[first].tolist(), sv[first].tolist()):
-        if k == 0:
-            keys.append(None)
-        elif k == 1:
-            keys.append((1, v))
-        elif k == 2:
-            keys.append((1, float(np.int64(v).view(np.float64))))
-        else:
-            keys.append((2, texts[v]))
+        out[words] = len(keys) + mapping[inverse]
+        keys.extend((2, w) for w in ids)
+    missing = (c.kinds == MISSING) | ((c.kinds != STR) & (nk == MISSING))
+    if missing.any():
+        out[missing] = len(keys)
+        keys.append(None)
     return out, keys
 
 
-def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts, limits: AnalyticsLimits) -> dict[tuple, list]:
+def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts,
+          limits: AnalyticsLimits) -> tuple[list[tuple], list[list]]:
+    """The groups (their keys) and each aggregation's result per group."""
     budget = prepared.folding.budget
     if prepared.groups:
         if not total:
-            return {}
+            return [], []
         ids_keys = [_factorize(_concat(parts)) for parts in group_parts]
-        combined = np.zeros(total, np.int64)
-        width = 1
-        for ids, keys in ids_keys:
-            if width * len(keys) >= 2**62:
-                raise Unsupported("more combinations of BY values than an int64 numbers")
-            combined = combined * len(keys) + ids
-            width *= len(keys)
-        uniques, g = np.unique(combined, return_inverse=True)
-        g = g.reshape(-1)
-        if len(uniques) > limits.max_groups:
+        if len(ids_keys) == 1:
+            g, keys = ids_keys[0]
+            combos = [(k,) for k in keys]
+        else:
+            combined = np.zeros(total, np.int64)
+            width = 1
+            for ids, keys in ids_keys:
+                if width * len(keys) >= 2**62:
+                    raise Unsupported("more combinations of BY values than an int64 numbers")
+                combined = combined * len(keys) + ids
+                width *= len(keys)
+            uniques, g = _dense(combined, width)
+            combos = []
+            for u in uniques.tolist():
+                combo = []
+                for ids, keys in reversed(ids_keys):
+                    u, i = divmod(u, len(keys))
+                    combo.append(keys[i])
+                combos.append(tuple(reversed(combo)))
+        if len(combos) > limits.max_groups:
             raise LimitExceeded("number of STATS groups", limits.max_groups + 1, limits.max_groups)
-        combos = []
-        for u in uniques.tolist():
-            combo = []
-            for ids, keys in reversed(ids_keys):
-                u, i = divmod(u, len(keys))
-                combo.append(keys[i])
-            combos.append(tuple(reversed(combo)))
-        size = len(uniques)
+        size = len(combos)
     else:
         g = np.zeros(total, np.int64)
         combos = [()]
@@ -727,7 +821,7 @@ def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts, li
         arg = _concat(args) if args and args[0] is not None else None
         cond = np.concatenate(conds) if conds and conds[0] is not None else None
         results.append(_aggregate(kind, arg, cond, p, g, size, budget))
-    return {combo: [r[i] for r in results] for i, combo in enumerate(combos)}
+    return combos, results
 
 
 def _units_by_group(g: np.ndarray, floats: np.ndarray, size: int) -> list[int]:
@@ -770,9 +864,10 @@ def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float 
     if kind == "COUNT_DISTINCT":
         rows = np.flatnonzero(keep)
         ids, keys = _factorize(arg.take(rows))
-        pairs = np.unique(g[rows] * max(len(keys), 1) + ids)
+        width = max(len(keys), 1)
+        pairs, _ = _dense(g[rows] * width + ids, size * width)
         budget.take(len(pairs))
-        return np.bincount(pairs // max(len(keys), 1), minlength=size).tolist()
+        return np.bincount(pairs // width, minlength=size).tolist()
     isint, ints, isflt, floats = _numbers(arg)
     isint &= keep
     isflt &= keep

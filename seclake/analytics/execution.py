@@ -304,21 +304,22 @@ def _sort_keys(command: t.Sort, scope: Scope):
 
 
 def _sort(command: t.Sort, scope: Scope, keep: int | None, limits: AnalyticsLimits) -> Stage:
-    keys = _sort_keys(command, scope)
+    makers = [(_sort_key(fn, descending, nulls_first), descending) for fn, descending, nulls_first in _sort_keys(command, scope)]
 
-    def sort_rows(rows: list[Row]) -> None:
+    def sort_rows(held: list[tuple[tuple, Row]]) -> None:
         # One stable sort per key, the last key first: each key has its own direction.
-        for fn, descending, nulls_first in reversed(keys):
-            rows.sort(key=_sort_key(fn, descending, nulls_first), reverse=descending)
+        for i in reversed(range(len(makers))):
+            held.sort(key=lambda entry, i=i: entry[0][i], reverse=makers[i][1])
 
     def sort(rows):
-        held: list[Row] = []
+        # Each row held with its sort keys, computed once as it comes (not again at each cut).
+        held: list[tuple[tuple, Row]] = []
         bound = keep if keep is not None else limits.max_sorted_rows
         # With a LIMIT after it, only that many rows are kept: sorted and cut
         # whenever the buffer reaches twice that (amortized n log n, bounded memory).
         window = max(2 * bound, 1024) if keep is not None else None
         for row in rows:
-            held.append(row)
+            held.append((tuple(make(row) for make, _ in makers), row))
             if window is not None and len(held) >= window:
                 sort_rows(held)
                 del held[bound:]
@@ -327,7 +328,7 @@ def _sort(command: t.Sort, scope: Scope, keep: int | None, limits: AnalyticsLimi
         sort_rows(held)
         if keep is not None:
             del held[keep:]
-        return iter(held)
+        return iter([row for _, row in held])
 
     return sort
 

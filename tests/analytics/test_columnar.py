@@ -104,10 +104,14 @@ aggregation = st.one_of(
         ["COUNT", "COUNT_DISTINCT", "SUM", "AVG", "MIN", "MAX", "MEDIAN"]), operand),
     st.builds(lambda a, p: f"PERCENTILE({a}, {p})", operand, st.sampled_from([0, 25, 90, 100])),
     st.builds(lambda c: f"COUNT(*) WHERE {c}", condition))
-group = st.sampled_from(["", " BY k", " BY x, k", " BY e", " BY BUCKET(@timestamp, 1 hour)",
-                         " BY DATE_TRUNC(1 week, @timestamp), k"])
+# BY, and a SORT over the STATS's columns then a LIMIT (the groups kept chosen column by column).
+group = st.sampled_from([
+    ("", ""), (" BY k", " | SORT a0 DESC | LIMIT 2"), (" BY k", " | SORT k DESC NULLS FIRST, a0 | LIMIT 3"),
+    (" BY x, k", " | SORT a0 NULLS FIRST, k DESC | LIMIT 2"), (" BY x, k", " | SORT a0 DESC, x | LIMIT 1"),
+    (" BY e", ""), (" BY e", " | SORT e NULLS FIRST | LIMIT 2"), (" BY BUCKET(@timestamp, 1 hour)", ""),
+    (" BY h = DATE_TRUNC(1 week, @timestamp), k", " | SORT h DESC, a0 | LIMIT 2"), (" BY k", " | SORT a0 | LIMIT 50")])
 query = st.builds(
-    lambda where, ev, aggs, by: f"{where}| EVAL e = {ev} | STATS {', '.join(f'a{i} = {a}' for i, a in enumerate(aggs))}{by}",
+    lambda where, ev, aggs, by: f"{where}| EVAL e = {ev} | STATS {', '.join(f'a{i} = {a}' for i, a in enumerate(aggs))}{by[0]}{by[1]}",
     st.one_of(st.just(""), st.builds(lambda c: f"| WHERE {c} ", condition)), operand,
     st.lists(aggregation, min_size=1, max_size=3), group)
 
