@@ -140,7 +140,8 @@ def cluster_status(ray_address: RayAddress = None, config: ConfigFile = None) ->
             last = info.get("last_answer_ms")
             ago = f"{(now_ms - last) / 1000:.1f} s ago" if last else "never"
             typer.echo(f"{name}  node {info['node_id'][:12]}  pid {info['pid']}  splits open {info['open_splits']}  "
-                       f"answered {info.get('answered', 0)} calls, last {ago}")
+                       f"answered {info.get('answered', 0)} calls ({info.get('aggregated', 0)} splits' STATS folded), "
+                       f"last {ago}")
         else:
             typer.echo(f"{name}  node {info['node_id'][:12]}  pid {info['pid']}  built {info['built']} splits "
                        f"({info['records']} records)")

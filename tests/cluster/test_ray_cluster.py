@@ -204,6 +204,7 @@ def test_cluster_status_lists_each_searcher_and_indexer_with_its_node_and_last_a
         info = infos[line.split()[0]]
         assert f"node {info['node_id'][:12]}" in line and f"pid {info['pid']}" in line
     assert any("last " in line and "s ago" in line for line in lines), out
+    assert all("splits' STATS folded" in line for line in lines), out
     assert any(line.startswith("indexer-") and "built" in line for line in out.splitlines()), out
     # A namespace with nothing in it: said, and exit status 1.
     e = env()
