@@ -69,7 +69,8 @@ class Metrics:
             "or the first deadline, by phase.", ("phase",), registry=self.registry,
         )
         self.cluster_failed = Counter(
-            "seclake_cluster_failed_splits", "Cluster mode: splits no searcher answered (named in the reply's _shards).",
+            "seclake_cluster_failed_splits", "Cluster mode: splits no searcher answered (named in the reply's _shards; a "
+            "piped query's STATS folded on the searchers fails instead).",
             ("phase",), registry=self.registry,
         )
         self.oidc_signins = Counter(

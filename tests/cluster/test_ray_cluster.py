@@ -692,6 +692,17 @@ def test_a_searcher_killed_mid_stats_query_never_gives_a_wrong_aggregate(analyti
             else:
                 problems.append((status, body))
 
+    def counted() -> dict[str, float]:
+        """The API node's /metrics: cluster calls, retried and failed splits, by phase."""
+        out: dict[str, float] = {}
+        for line in analytics_node.http.get("/metrics").text.splitlines():
+            if line.startswith(("seclake_cluster_calls_total{", "seclake_cluster_retried_splits_total{",
+                                "seclake_cluster_failed_splits_total{")):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
+
+    before = counted()
     handles = SearcherDirectory(ANALYTICS_NAMESPACE, refresh=0).live()
     victim, handle = sorted(handles.items())[0]
     info = ray.get(handle.info.remote(), timeout=60)
@@ -712,3 +723,11 @@ def test_a_searcher_killed_mid_stats_query_never_gives_a_wrong_aggregate(analyti
     assert seen["whole"] > 0, seen
     got = analytics_node.ok("ds/query", {"query": golden.query, "dataType": "event"})
     assert agree(got["columns"], got["values"], golden, reference) is None
+    # The STATS were folded by the searchers, and what the kill cost is counted, not only absorbed.
+    after = counted()
+
+    def moved(name: str) -> float:
+        return sum(v - before.get(k, 0) for k, v in after.items() if k.startswith(name))
+
+    assert after.get('seclake_cluster_calls_total{phase="aggregate"}', 0) > before.get('seclake_cluster_calls_total{phase="aggregate"}', 0)
+    assert moved("seclake_cluster_retried_splits_total") + moved("seclake_cluster_failed_splits_total") > 0, (before, after)

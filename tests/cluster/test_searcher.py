@@ -221,3 +221,23 @@ def test_stats_over_splits_no_searcher_can_read_fail_the_query_clearly(golden, t
     with pytest.raises(Unavailable, match=r"split\(s\) could not be counted by any searcher .*leave their records out"):
         _aggregated(SimpleNamespace(search=nowhere), pipeline, selection, Progress(), NOW, 10**6)
     pool.shutdown()
+
+
+def test_a_limit_passed_on_a_searcher_reaches_the_caller_as_itself(golden, monkeypatch):
+    """A searcher past a query limit while folding answers the same LimitExceeded (pickled back),
+    not a failed split: the query is refused saying which limit, as in embedded mode."""
+    from functools import partial
+    from types import SimpleNamespace
+
+    from seclake.analytics.execution import AnalyticsLimits
+    from seclake.errors import LimitExceeded
+    from seclake.service import analytics
+    from seclake.service.analytics import Progress, _aggregated
+    from tests.analytics.golden import NOW
+
+    _embedded, cluster, _searchers = golden
+    # The query's limits travel with it: the searchers fold under the same ones.
+    monkeypatch.setattr(analytics, "AnalyticsLimits", partial(AnalyticsLimits, max_groups=3))
+    pipeline, selection, _ = _selection("| STATS n = COUNT(*) BY user.name")
+    with pytest.raises(LimitExceeded, match="number of STATS groups is 4, above the limit of 3"):
+        _aggregated(SimpleNamespace(search=cluster), pipeline, selection, Progress(), NOW, 10**6)
