@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from seclake.analytics import aggregates as ag
 from seclake.analytics import execution
 from seclake.analytics import tree as t
 from seclake.analytics.execution import AnalyticsLimits, Result
@@ -34,6 +35,8 @@ from seclake.errors import LimitExceeded
 
 # Commands a searcher runs on each record before the STATS (they neither order nor cut the rows).
 ROW_WISE = (t.Where, t.Eval, t.Rename, t.Drop, t.Keep)
+# Aggregations whose states hold values (Budget.take), not a few numbers.
+HOLDING = (ag.CountDistinct, ag.Percentile, ag.Values, ag.Top)
 
 # A part: [[group keys, [each aggregation's portable state]], ...]
 Part = list[list[Any]]
@@ -64,6 +67,12 @@ class Aggregation:
         self.at = next(i for i, stage in enumerate(self.plan.stages) if hasattr(stage, "fold"))
         self.stats = self.plan.stages[self.at]
         self.groups: dict[tuple, list] = {}  # the merged groups (API node)
+
+    @property
+    def holding(self) -> int:
+        """The aggregations whose states hold values (distinct values, values for percentiles,
+        VALUES, TOP): what a part may send grows with its records only through them."""
+        return sum(1 for a in self.stats.states if isinstance(getattr(a, "inner", a), HOLDING))
 
     def part(self, rows: Iterable[dict]) -> Part:
         """The prefix and the STATS's fold over ``rows`` (one split's records): the groups' states."""

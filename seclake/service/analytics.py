@@ -401,10 +401,9 @@ def _aggregated(services: Services, pipeline: Any, selection: Selection, progres
     _refuse(progress.total, max_records)
     limits = AnalyticsLimits()  # as execute()'s: the same bounds as one pass here
     aggregation = Aggregation(pipeline.commands, dataset, now_ms, limits)
-    todo = [sid for sid, total in totals.items() if total]
-    for at in range(0, len(todo), AGGREGATE_BATCH):
+    for batch in _batches([(sid, total) for sid, total in totals.items() if total],
+                          limits.max_held_values // max(1, aggregation.holding)):
         progress.check()
-        batch = todo[at:at + AGGREGATE_BATCH]
         left = None if progress.deadline is None else max(1.0, progress.deadline - time.monotonic())
         task = AggregateTask(plan.dataset, node, tuple(pipeline.commands), pipeline.fields, now_ms,
                              limits, {sid: totals[sid] for sid in batch}, left)
@@ -414,6 +413,23 @@ def _aggregated(services: Services, pipeline: Any, selection: Selection, progres
             aggregation.merge(parts[sid]["groups"])
             progress.read += parts[sid]["read"]
     return aggregation.result()
+
+
+def _batches(totals: list[tuple[str, int]], records: int) -> Iterator[list[str]]:
+    """The splits in their order, at most ``AGGREGATE_BATCH`` at a time and, past the first, at
+    most ``records`` matching records: the parts of a batch arrive together, before any is
+    merged (and refused past ``max_held_values``), so a batch's records bound what its values
+    may hold (each record gives a value-holding aggregation one value, but a multi-valued field)."""
+    batch: list[str] = []
+    held = 0
+    for sid, total in totals:
+        if batch and (len(batch) == AGGREGATE_BATCH or held + total > records):
+            yield batch
+            batch, held = [], 0
+        batch.append(sid)
+        held += total
+    if batch:
+        yield batch
 
 
 def _whole(failed: list[str], phase: str) -> None:

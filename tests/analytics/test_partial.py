@@ -125,3 +125,12 @@ def test_values_capped_warn_once_per_group_as_one_pass():
     want = single("| STATS VALUES(v) BY g", records, limits)
     got = merged("| STATS VALUES(v) BY g", records, [2, 7], limits)
     assert (got.values, got.warnings) == (want.values, want.warnings) and len(want.warnings) == 2
+
+
+def test_the_aggregations_that_hold_values_are_known():
+    def holding(query: str) -> int:
+        pipeline = parse(query)
+        return Aggregation(pipeline.commands, pipeline.dataset, NOW).holding
+
+    assert holding("| STATS COUNT(*), SUM(v), AVG(v), MIN(v), MAX(v), COUNT(v) BY g") == 0
+    assert holding('| STATS COUNT_DISTINCT(v), MEDIAN(v), VALUES(v), TOP(v, 2, "asc"), COUNT_DISTINCT(v) WHERE w > 1') == 5

@@ -241,3 +241,12 @@ def test_a_limit_passed_on_a_searcher_reaches_the_caller_as_itself(golden, monke
     pipeline, selection, _ = _selection("| STATS n = COUNT(*) BY user.name")
     with pytest.raises(LimitExceeded, match="number of STATS groups is 4, above the limit of 3"):
         _aggregated(SimpleNamespace(search=cluster), pipeline, selection, Progress(), NOW, 10**6)
+
+
+def test_splits_are_asked_for_in_batches_bounded_by_their_records():
+    from seclake.service.analytics import AGGREGATE_BATCH, _batches
+
+    totals = [(f"s{i}", n) for i, n in enumerate([5, 5, 20, 1, 1, 1])]
+    assert list(_batches(totals, 10)) == [["s0", "s1"], ["s2"], ["s3", "s4", "s5"]]  # one split past the bound goes alone
+    many = [(f"s{i}", 1) for i in range(AGGREGATE_BATCH + 1)]
+    assert [len(b) for b in _batches(many, 10**9)] == [AGGREGATE_BATCH, 1]
