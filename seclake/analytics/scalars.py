@@ -23,7 +23,7 @@ import re
 
 from seclake.query import datemath
 from seclake.record.moment import iso
-from seclake.record.value import as_ip, as_number, scalar_text
+from seclake.record.value import as_number, ip_text, scalar_text
 
 _INT = re.compile(r"^[+-]?[0-9]{1,18}$")  # ours, anchored, linear
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -172,7 +172,8 @@ def column_type(values: list, kind: str | None) -> str:
                 kinds.add("numeric text")
             else:
                 kinds.add("keyword")
-                if all_ip and (t is not str or as_ip(x) is None):
+                # ip_text: as_ip's answer without making an address of a dotted quad (~10 µs a value).
+                if all_ip and (t is not str or ip_text(x) is None):
                     all_ip = False
     kinds.discard("numeric text") if "keyword" not in kinds else kinds.add("keyword")
     if not kinds:

@@ -10,7 +10,8 @@ else the rows of the matching docIds, paged through the index as the row path
 pages them. So both paths read exactly the same records, in the same order.
 
 None (the row path answers) when the setting ``analytics_columnar`` is off,
-the evaluator does not take the query, a split is not open in this process
+the evaluator does not take the query, the head selects more than ``MAX_ROWS``
+records, a split is not open in this process
 (cluster mode's searchers, an API node's catalog entries, a damaged or
 format-1 split), or a column holds values the evaluator does not take
 (booleans, several values at a path: then ``progress.read`` starts again).
@@ -37,10 +38,25 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Records one query reads by columns at most: the evaluator holds the values it reads of every
+# record selected until the STATS folds them (up to ~22 bytes a value and path read, then as
+# much again for the groups' ids: ~150 MB for a million records and three paths). A query
+# selecting more takes the row path, whose memory is its groups and held values (the language's
+# limits), whatever the records.
+MAX_ROWS = 1_000_000
+
 
 def answer(services: Services, pipeline: Any, selection: analytics.Selection, progress: analytics.Progress,
            now_ms: int) -> Result | None:
-    """The pipeline's answer over the columns of the splits, or None (module doc)."""
+    """The pipeline's answer over the columns of the splits, or None (module doc); the path
+    counted in /metrics (``seclake_analytics_paths_total``)."""
+    result = _answer(services, pipeline, selection, progress, now_ms)
+    services.metrics.analytics_paths.labels("rows" if result is None else "columnar").inc()
+    return result
+
+
+def _answer(services: Services, pipeline: Any, selection: analytics.Selection, progress: analytics.Progress,
+            now_ms: int) -> Result | None:
     if not services.settings.analytics_columnar or selection.dataset.name == "summary" or \
             not isinstance(services.search.leaves, InProcessLeaves):
         return None
@@ -49,6 +65,8 @@ def answer(services: Services, pipeline: Any, selection: analytics.Selection, pr
     if prepared is None:
         return None
     counted = _counted(services, selection, progress)
+    if progress.total > MAX_ROWS:
+        return None
     if any(not isinstance(split, Split) or isinstance(split, DamagedSplit) or split.store is None
            for split, _, _ in counted):
         return None
@@ -57,6 +75,8 @@ def answer(services: Services, pipeline: Any, selection: analytics.Selection, pr
         for split, total, task in counted:
             progress.check()
             read = columns.read(split, prepared.paths)
+            if read.computed:
+                services.metrics.analytics_columns.inc(read.computed)
             if total == meta_of(split).num_records:
                 index = np.arange(len(read.docids))
             else:

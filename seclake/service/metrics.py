@@ -89,6 +89,14 @@ class Metrics:
             "seclake_analytics_records_read", "Records analytics queries read (every record their search matched).",
             registry=self.registry,
         )
+        self.analytics_paths = Counter(
+            "seclake_analytics_paths", "Analytics queries by the path that read them (columnar: the splits' columns; "
+            "rows: record by record).", ("path",), registry=self.registry,
+        )
+        self.analytics_columns = Counter(
+            "seclake_analytics_columns_computed", "Columns of splits computed for analytics queries (a split's first "
+            "query reading a field; then kept beside the split).", registry=self.registry,
+        )
 
     def request(self, call: str, outcome: str, seconds: float) -> None:
         self.requests.labels(call, outcome).inc()

@@ -166,6 +166,7 @@ class SplitColumns:
 
     docids: np.ndarray
     columns: dict[str, Column]
+    computed: int = 0  # of them, computed now (the others were kept)
 
 
 def _name(path: str) -> str:
@@ -217,7 +218,7 @@ def read(split, paths: Sequence[str]) -> SplitColumns:
         _save_docids(base, docids)
         for path in lacking:
             _save(base, path, made[path])
-    return SplitColumns(docids, columns)
+    return SplitColumns(docids, columns, len(lacking))
 
 
 def _load(directory: Path, path: str) -> Column | None:

@@ -73,11 +73,20 @@ def test_columns_are_computed_once_and_kept_beside_the_split(lake, monkeypatch):
     monkeypatch.setattr(columns, "_compute", lambda *a: pytest.fail("a kept column computed again"))
     again = columnscan.answer(lake, pipeline, selection(lake, ""), Progress(), NOW)
     assert again.values == first.values
+    # What operators see: the columns computed (one path, two splits), the queries by path.
+    metrics = lake.metrics.registry
+    assert metrics.get_sample_value("seclake_analytics_columns_computed_total") == 2
+    assert metrics.get_sample_value("seclake_analytics_paths_total", {"path": "columnar"}) == 2
 
 
-def test_the_setting_off_and_a_column_it_does_not_take_leave_it_to_the_row_path(lake, monkeypatch):
+def test_the_setting_off_a_column_it_does_not_take_and_too_many_records_leave_it_to_the_row_path(lake, monkeypatch):
     assert columnscan.answer(lake, parse("| STATS COUNT(*) BY @tags"), selection(lake, ""), Progress(), NOW) is None
     pipeline = parse("| STATS COUNT(*) BY host.name")
+    monkeypatch.setattr(columnscan, "MAX_ROWS", 10)
+    assert columnscan.answer(lake, pipeline, selection(lake, ""), Progress(), NOW) is None
+    monkeypatch.setattr(columnscan, "MAX_ROWS", 100)
+    assert columnscan.answer(lake, pipeline, selection(lake, ""), Progress(), NOW) is not None
+    assert lake.metrics.registry.get_sample_value("seclake_analytics_paths_total", {"path": "rows"}) == 2
     monkeypatch.setattr(lake.settings, "analytics_columnar", False)
     assert columnscan.answer(lake, pipeline, selection(lake, ""), Progress(), NOW) is None
     # run() still answers, by the row path.
