@@ -11,7 +11,7 @@ pages them. So both paths read exactly the same records, in the same order.
 
 None (the row path answers) when the setting ``analytics_columnar`` is off,
 the evaluator does not take the query, the head selects more than ``MAX_ROWS``
-records, a split is not open in this process
+records or it reads more than ``MAX_PATHS`` paths, a split is not open in this process
 (cluster mode's searchers, an API node's catalog entries, a damaged or
 format-1 split), or a column holds values the evaluator does not take
 (booleans, several values at a path: then ``progress.read`` starts again).
@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 # selecting more takes the row path, whose memory is its groups and held values (the language's
 # limits), whatever the records.
 MAX_ROWS = 1_000_000
+# Paths one query reads by columns at most (each a column of every split it reads, computed and
+# kept on first use): a query naming more takes the row path.
+MAX_PATHS = 32
 
 
 def answer(services: Services, pipeline: Any, selection: analytics.Selection, progress: analytics.Progress,
@@ -62,7 +65,7 @@ def _answer(services: Services, pipeline: Any, selection: analytics.Selection, p
         return None
     limits = AnalyticsLimits()  # as execute()'s
     prepared = columnar.prepare(pipeline.commands, pipeline.dataset, now_ms, limits)
-    if prepared is None:
+    if prepared is None or len(prepared.paths) > MAX_PATHS:
         return None
     counted = _counted(services, selection, progress)
     if progress.total > MAX_ROWS:

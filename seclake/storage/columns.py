@@ -61,6 +61,10 @@ log = logging.getLogger(__name__)
 
 VERSION = 1
 DIRECTORY = "columns"
+# Entries of a split's columns directory at most (its docIds and columns): a query may name any
+# path, and each kept column of a path the records hold costs up to ~22 bytes a record; past it a
+# column is computed for its query and not kept.
+MAX_KEPT = 256
 MISSING, INT, FLOAT, STR, OTHER = 0, 1, 2, 3, 4
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
@@ -228,6 +232,8 @@ def _load(directory: Path, path: str) -> Column | None:
             return None
         arrays = {name: np.load(directory / f"{name}.npy", mmap_mode="r") if name in meta["arrays"] else None
                   for name in ("kinds", "ints", "floats", "codes", "numbers")}
+        if arrays["kinds"] is None:  # no record holds the path
+            arrays["kinds"] = np.zeros(int(meta["rows"]), dtype=np.uint8)
         strings = json.loads((directory / "strings.json").read_text()) if arrays["codes"] is not None else []
     except (OSError, ValueError, KeyError):
         return None
@@ -272,17 +278,25 @@ def _save_docids(base: Path, docids: np.ndarray) -> None:
 
 def _save(base: Path, path: str, column: Column) -> None:
     final = base / _name(path)
+    try:
+        if sum(1 for _ in os.scandir(base)) >= MAX_KEPT:
+            log.info("split %s keeps %d columns already: the one of %r is not kept", base.parent, MAX_KEPT, path[:200])
+            return
+    except OSError:
+        pass  # no columns yet
     staging = base / f".staging-{uuid.uuid4().hex}"
     try:
         staging.mkdir(parents=True)
         arrays = {"kinds": column.kinds, "ints": column.ints, "floats": column.floats,
                   "codes": column.codes, "numbers": column.numbers}
-        kept = [name for name, a in arrays.items() if a is not None]
+        # A path no record of the split holds (a query may name any) is kept as its row count alone.
+        kept = [name for name, a in arrays.items() if a is not None] if column.kinds.any() else []
         for name in kept:
             np.save(staging / f"{name}.npy", arrays[name])
         if column.codes is not None:
             (staging / "strings.json").write_text(json.dumps(column.strings))
-        (staging / "column.json").write_text(json.dumps({"version": VERSION, "path": path, "arrays": kept}))
+        (staging / "column.json").write_text(json.dumps({"version": VERSION, "path": path, "arrays": kept,
+                                                         "rows": len(column)}))
         try:
             os.rename(staging, final)
         except OSError:
