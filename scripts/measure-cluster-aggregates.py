@@ -56,6 +56,7 @@ END = 1_793_491_200_000
 QUERIES = (
     "| STATS n = COUNT(*) BY @sender",
     "| STATS n = COUNT(*), sources = COUNT_DISTINCT(@fields.srcip) BY @sender, @fields.action",
+    "| STATS p95 = PERCENTILE(@fields.sentbyte, 95) BY @sender",  # every value travels: the worst case
 )
 
 
