@@ -636,34 +636,38 @@ def evaluate(prepared: Prepared, batches: Iterable[Batch], limits: AnalyticsLimi
         for i, (_, arg, condition, _) in enumerate(prepared.aggregates):
             arg_parts[i].append(_column(arg(rows), n) if arg is not None else None)
             cond_parts[i].append(condition(rows).true if condition is not None else None)
-    combos, results = _fold(prepared, total, group_parts, arg_parts, cond_parts, limits)
-    chosen = range(len(combos))
-    if prepared.top is not None and len(combos) > prepared.top[1]:
+    groups, results = _fold(prepared, total, group_parts, arg_parts, cond_parts, limits)
+    chosen: Any = range(groups.size)
+    if prepared.top is not None and groups.size > prepared.top[1]:
         try:
-            chosen = _top(prepared, combos, results)
+            chosen = _top(prepared, groups, results)
         except Unsupported:
             pass  # a result sorted here that is no number: every group to the SORT
-    table = {combos[i]: [r[i] for r in results] for i in chosen}
+    table = {groups.combo(i): [r[i] for r in results] for i in chosen}
     return execution.run(prepared.plan, prepared.folding.finish(table), start=prepared.stats_at + 1)
 
 
-def _top(prepared: Prepared, combos: list[tuple], results: list[list]) -> Any:
+def _top(prepared: Prepared, groups: Groups, results: list[list]) -> Any:
     """The groups a ``SORT ... | LIMIT n`` right after the STATS keeps: the first ``n`` by the
     SORT's keys (each key's direction and nulls as ``execution._sort_key`` orders them), ties
     in the order the STATS gives its groups (by their BY values, nulls last), as the row
     evaluator's stable sort of every group would; only those go through the row evaluator's
     STATS output, SORT and LIMIT (over thousands of groups, those were most of the time)."""
     keys, n = prepared.top
+    # A BY's keys ranked once (they are its distinct values), then each group's by its key id.
+    by_ranks = []
+    for ids, by_keys in groups.by:
+        null, rank = _ranks(by_keys, lambda k: k)  # a key is its value's order (scalars.key)
+        by_ranks.append((null[ids], rank[ids]))
     arrays: list[np.ndarray] = []  # np.lexsort's: the least significant first
-    for j in reversed(range(len(combos[0]) if combos else 0)):
-        arrays.append(_ranks([c[j] for c in combos], lambda k: k)[1])  # None last: its flag below
-        arrays.append(np.array([c[j] is None for c in combos], dtype=np.int8))
+    for null, rank in reversed(by_ranks):  # the STATS's own order: by BY values, nulls last
+        arrays.append(rank)
+        arrays.append(null.astype(np.int8))
     for source, descending, nulls_first in reversed(keys):
-        values = [c[source[1]] for c in combos] if source[0] == "group" else results[source[1]]
         if source[0] == "group":
-            null, rank = _ranks(values, lambda k: k)
+            null, rank = by_ranks[source[1]]
         else:
-            null, rank = _ranks(values, _order)
+            null, rank = _ranks(results[source[1]], _order)
         null_flag = (0 if nulls_first else 1) if not descending else (1 if nulls_first else 0)
         flag = np.where(null, null_flag, 1 - null_flag).astype(np.int64)
         rank = np.where(null, 0, rank)
@@ -783,16 +787,16 @@ def _factorize(c: Column) -> tuple[np.ndarray, list]:
 
 
 def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts,
-          limits: AnalyticsLimits) -> tuple[list[tuple], list[list]]:
-    """The groups (their keys) and each aggregation's result per group."""
+          limits: AnalyticsLimits) -> tuple[Groups, list[list]]:
+    """The groups and each aggregation's result per group."""
     budget = prepared.folding.budget
     if prepared.groups:
         if not total:
-            return [], []
+            return Groups([], 0), []
         ids_keys = [_factorize(_concat(parts)) for parts in group_parts]
         if len(ids_keys) == 1:
             g, keys = ids_keys[0]
-            combos = [(k,) for k in keys]
+            groups = Groups([(np.arange(len(keys)), keys)], len(keys))
         else:
             combined = np.zeros(total, np.int64)
             width = 1
@@ -802,26 +806,35 @@ def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts,
                 combined = combined * len(keys) + ids
                 width *= len(keys)
             uniques, g = _dense(combined, width)
-            combos = []
-            for u in uniques.tolist():
-                combo = []
-                for ids, keys in reversed(ids_keys):
-                    u, i = divmod(u, len(keys))
-                    combo.append(keys[i])
-                combos.append(tuple(reversed(combo)))
-        if len(combos) > limits.max_groups:
+            by = []
+            for _, keys in reversed(ids_keys):  # each group's key of each BY, from its combined number
+                by.append((uniques % len(keys), keys))
+                uniques = uniques // len(keys)
+            groups = Groups(by[::-1], len(by[0][0]))
+        if groups.size > limits.max_groups:
             raise LimitExceeded("number of STATS groups", limits.max_groups + 1, limits.max_groups)
-        size = len(combos)
+        size = groups.size
     else:
         g = np.zeros(total, np.int64)
-        combos = [()]
+        groups = Groups([], 1)
         size = 1
     results: list[list] = []
     for (kind, _, _, p), args, conds in zip(prepared.aggregates, arg_parts, cond_parts):
         arg = _concat(args) if args and args[0] is not None else None
         cond = np.concatenate(conds) if conds and conds[0] is not None else None
         results.append(_aggregate(kind, arg, cond, p, g, size, budget))
-    return combos, results
+    return groups, results
+
+
+@dataclass
+class Groups:
+    """The STATS's groups: per BY, each group's key id and the keys (``scalars.key``)."""
+
+    by: list[tuple[np.ndarray, list]]
+    size: int
+
+    def combo(self, i: int) -> tuple:
+        return tuple(keys[ids[i]] for ids, keys in self.by)
 
 
 def _units_by_group(g: np.ndarray, floats: np.ndarray, size: int) -> list[int]:
