@@ -37,6 +37,7 @@ from sqlalchemy.engine import make_url
 
 from seclake.db.database import Database
 from seclake.settings import Settings
+from seclake.storage import columns
 from seclake.storage.catalog import PUBLISHED, Catalog, CatalogRefused
 from seclake.storage.layout import Layout
 from seclake.storage.pathname import UnsafeName
@@ -92,6 +93,8 @@ def backup(settings: Settings, dest: Path) -> dict[str, Any]:
                                 "nothing usable was written: remove the copy and run the backup again")
         dst.parent.mkdir(parents=True, exist_ok=True)
         for path in sorted(src.iterdir()):
+            if path.name == columns.DIRECTORY and path.is_dir() and not path.is_symlink():
+                continue  # the columns analytics computed (storage/columns.py): computed again when read
             if path.is_symlink() or not path.is_file():
                 # A split is plain files; a link would copy what it leads to.
                 raise BackupRefused(f"{path} is not a plain file of split {e.split_id} (a link or a directory, "

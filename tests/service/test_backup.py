@@ -225,6 +225,23 @@ def test_a_backup_never_copies_what_a_split_directory_links_to(pristine, tmp_pat
     assert not list((tmp_path / "again").rglob("precious.txt"))
 
 
+def test_a_split_s_analytics_columns_are_not_copied_and_a_link_in_their_place_is_refused(pristine, tmp_path):
+    """``columns/`` (storage/columns.py) is computed again by the first query that reads it."""
+    copy = tmp_path / "work" / "copy"
+    shutil.copytree(pristine, copy, symlinks=True)
+    split = sorted((copy / "lake" / "splits" / "event").iterdir())[0]
+    (split / "columns").mkdir()
+    (split / "columns" / "docids.npy").write_bytes(b"x")
+    done = _seclake("backup", str(tmp_path / "again"), "--data-dir", str(copy))
+    assert done.returncode == 0, done.stdout + done.stderr
+    again = tmp_path / "again" / "lake" / "splits" / "event" / split.name
+    assert (again / "split.json").exists() and not (again / "columns").exists()
+    shutil.rmtree(split / "columns")
+    (split / "columns").symlink_to(tmp_path, target_is_directory=True)
+    done = _seclake("backup", str(tmp_path / "third"), "--data-dir", str(copy))
+    assert done.returncode == 2 and "not a plain file" in done.stderr, done.stdout + done.stderr
+
+
 def test_a_backup_of_a_data_dir_whose_catalog_was_altered_is_refused(pristine, tmp_path):
     copy, victim, _ = _tampered(pristine, tmp_path, "../../../../victim", state="published")
     done = _seclake("backup", str(tmp_path / "again"), "--data-dir", str(copy))
