@@ -30,6 +30,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from seclake.api.app import create_app
+from seclake.service import password
 from seclake.services import Services
 from seclake.settings import Settings, load_settings
 
@@ -39,6 +40,13 @@ PG_ENV = "SECLAKE_TEST_PG_URL"
 # The developer's own SECLAKE_* settings must not change what tests see.
 for _name in [n for n in os.environ if n.startswith("SECLAKE_") and n != PG_ENV]:
     del os.environ[_name]
+
+# Passwords are hashed with the real argon2id, at a cost for tests: OWASP's
+# parameters (m=19 MiB, t=2) take ~40 ms a hash or check here, and the suite
+# makes thousands (an admin and a stand-in hash per services, a check per
+# login), minutes of its wall time. Servers started as processes keep the
+# shipped parameters, which tests/service/test_password.py checks.
+password.TIME_COST, password.MEMORY_COST_KIB = 1, 1024
 
 
 # -- a running server -------------------------------------------------------
@@ -280,3 +288,18 @@ def lake_factory(tmp_path: Path, db: Any) -> Iterator[Callable[..., Any]]:
             lake.stop()
         except Exception:
             pass
+
+
+# -- where each test runs under xdist ----------------------------------------
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests sharing a module-scoped fixture (a Ray cluster, a server with
+    data, a browser's install) run on one xdist worker, so the fixture is made
+    once (``--dist loadgroup``, the Makefile's default); xdist's default
+    ``load`` spread them, and every worker made its own. The other tests are
+    still handed out one by one."""
+    for item in items:
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        if any(d.scope == "module" for chain in defs.values() for d in chain):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
