@@ -2,8 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Every core: the suite's tests have their own ports, data dirs and schemas (tests/conftest.py).
-PYTEST_ARGS ?= -n auto
+# Every core: the suite's tests have their own ports, data dirs and schemas (tests/conftest.py);
+# loadgroup: tests sharing a module-scoped fixture run on one worker (tests/conftest.py).
+PYTEST_ARGS ?= -n auto --dist loadgroup
 
 .PHONY: run test test-quick test-cluster bench install install-test native web-test-tools clean
 
