@@ -39,14 +39,14 @@ def need_browser() -> None:
         pytest.skip(why)
 
 
-def run_scenario(script: str, url: str, artifacts: Path, timeout: float = 300) -> str:
-    """Run tests/web/``script`` against ``url``; every step must pass. Its report (printed too)."""
+def run_scenario(script: str, url: str, artifacts: Path, timeout: float = 300, env: dict[str, str] | None = None) -> str:
+    """Run tests/web/``script`` against ``url`` (``env``: more of its environment); every step must pass. Its report (printed too)."""
     if artifacts.exists():
         shutil.rmtree(artifacts)
     artifacts.mkdir(parents=True)
     run = subprocess.run(
         ["node", str(HERE / script), url, ADMIN_PASSWORD, str(artifacts)],
-        cwd=HERE, capture_output=True, text=True, timeout=timeout, env={**os.environ, "CHROMIUM_PATH": CHROMIUM},
+        cwd=HERE, capture_output=True, text=True, timeout=timeout, env={**os.environ, "CHROMIUM_PATH": CHROMIUM, **(env or {})},
     )
     report = run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")
     print(report)
