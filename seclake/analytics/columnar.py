@@ -685,6 +685,14 @@ def _order(v: Any) -> Any:
 
 def _ranks(values: list, order: Callable[[Any], Any]) -> tuple[np.ndarray, np.ndarray]:
     """Per value: whether it is null, and the rank of its order among the values' distinct orders."""
+    if order is _order and all(type(v) is float or (type(v) is int and -_EXACT_IN_DOUBLE <= v <= _EXACT_IN_DOUBLE)
+                               or v is None for v in values):
+        # Numbers a double holds exactly (an aggregation's results): ranked by numpy, as by (1, v).
+        null = np.array([v is None for v in values], dtype=bool)
+        numbers = np.array([0.0 if v is None else v for v in values], dtype=np.float64)
+        rank = np.zeros(len(values), np.int64)
+        rank[~null] = np.unique(numbers[~null], return_inverse=True)[1].reshape(-1)
+        return null, rank
     orders = [None if v is None else order(v) for v in values]
     ranking = {o: i for i, o in enumerate(sorted({o for o in orders if o is not None}))}
     return (np.array([o is None for o in orders], dtype=bool),

@@ -116,7 +116,7 @@ def _counted(services: Services, selection: analytics.Selection, progress: analy
 def _positions(docids: np.ndarray, pages) -> np.ndarray:
     """The rows of a split's columns holding the docIds ``pages`` give (ascending), the ones
     its store holds (as the row path skips a docId whose record the store lacks)."""
-    wanted = np.fromiter((d for page in pages for d in page), dtype=np.uint64)
+    wanted = np.concatenate([np.array(page, dtype=np.uint64) for page in pages] or [np.zeros(0, np.uint64)])
     at = np.searchsorted(docids, wanted)
     inside = at < len(docids)
     at, wanted = at[inside], wanted[inside]
