@@ -44,7 +44,7 @@ from seclake.analytics import scalars as s
 from seclake.analytics import tree as t
 from seclake.analytics.execution import AnalyticsLimits, Result
 from seclake.errors import LimitExceeded
-from seclake.storage.columns import FLOAT, INT, MISSING, OTHER, STR, Column
+from seclake.storage.columns import FLOAT, INT, MISSING, STR, Column
 
 _EXACT_IN_DOUBLE = 2**53  # integers a float64 holds exactly
 _WRAP_GUARD = float(2**62)  # an int64 sum whose absolute values add up past this is summed in Python

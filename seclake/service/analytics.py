@@ -197,8 +197,11 @@ def _listed(root: Any, plan: SearchPlan, dataset: Dataset, node: ast.Node) -> li
     return prune(listed, node, dataset)
 
 
-def _lake(services: Services, selection: Selection, progress: Progress, max_records: int,
-          decode: Callable[[bytes], dict]) -> Iterator[dict]:
+def counted(services: Services, selection: Selection, progress: Progress,
+            max_records: int) -> list[tuple[str, Any, int, LeafTask]]:
+    """The splits whose records the selection matches: (split id, split, matches, the task that
+    pages them), in the order they are read; refused past ``max_records`` in all. The columnar
+    path (service/columnscan.py) reads the same."""
     root = services.search
     plan, dataset = selection.plan, selection.dataset
     node = _bounded(plan, dataset)
@@ -213,17 +216,20 @@ def _lake(services: Services, selection: Selection, progress: Progress, max_reco
     totals = {sid: answered[sid].total for sid in by_id if sid in answered}
     progress.total = sum(totals.values())
     _refuse(progress.total, max_records)
-    for sid, total in totals.items():
-        if total == 0:
-            continue
-        split = by_id[sid]
-        if isinstance(split, Split) and not isinstance(split, DamagedSplit) and isinstance(root.leaves, InProcessLeaves):
+    return [(sid, by_id[sid], total, replace(count, k=total)) for sid, total in totals.items() if total]
+
+
+def _lake(services: Services, selection: Selection, progress: Progress, max_records: int,
+          decode: Callable[[bytes], dict]) -> Iterator[dict]:
+    leaves_ = services.search.leaves
+    for sid, split, total, task in counted(services, selection, progress, max_records):
+        if isinstance(split, Split) and not isinstance(split, DamagedSplit) and isinstance(leaves_, InProcessLeaves):
             if total == meta_of(split).num_records and split.store is not None:
                 yield from _scanned(split, progress, decode)
             else:
-                yield from _paged(split, replace(count, k=total), progress, decode)
+                yield from _paged(split, task, progress, decode)
         else:
-            yield from _fetched(root.leaves, sid, split, replace(count, k=total), progress, selection)
+            yield from _fetched(leaves_, sid, split, task, progress, selection)
 
 
 def _scanned(split: Split, progress: Progress, decode: Callable[[bytes], dict]) -> Iterator[dict]:

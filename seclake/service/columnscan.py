@@ -20,14 +20,12 @@ format-1 split), or a column holds values the evaluator does not take
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from seclake.analytics import columnar
 from seclake.analytics.execution import AnalyticsLimits, Result
-from seclake.search.leaf import LeafTask
 from seclake.search.root import InProcessLeaves
 from seclake.service import analytics
 from seclake.storage import columns
@@ -67,7 +65,8 @@ def _answer(services: Services, pipeline: Any, selection: analytics.Selection, p
     prepared = columnar.prepare(pipeline.commands, pipeline.dataset, now_ms, limits)
     if prepared is None or len(prepared.paths) > MAX_PATHS:
         return None
-    counted = _counted(services, selection, progress)
+    counted = [(split, total, task) for _, split, total, task in
+               analytics.counted(services, selection, progress, services.settings.analytics_max_records)]
     if progress.total > MAX_ROWS:
         return None
     if any(not isinstance(split, Split) or isinstance(split, DamagedSplit) or split.store is None
@@ -93,24 +92,6 @@ def _answer(services: Services, pipeline: Any, selection: analytics.Selection, p
         log.debug("analytics: the row path answers %r (%s)", pipeline.text[:200], e)
         progress.read = 0
         return None
-
-
-def _counted(services: Services, selection: analytics.Selection, progress: analytics.Progress) -> list[tuple[Any, int, LeafTask]]:
-    """The splits with matching records, each with its count and the task that pages them, in
-    the order the row path reads them (``analytics._lake``); refused past the bound."""
-    root = services.search
-    plan, dataset = selection.plan, selection.dataset
-    node = analytics._bounded(plan, dataset)
-    splits = analytics._listed(root, plan, dataset, node)
-    by_id = {meta_of(s).split_id: s for s in splits}
-    count = LeafTask(dataset=plan.dataset, query=node, sort_path=analytics._BY_DOCID, descending=False, k=0)
-    progress.check()
-    answered, failed = root.leaves.search(splits, count)
-    selection.failed = sorted(failed)
-    totals = {sid: answered[sid].total for sid in by_id if sid in answered}
-    progress.total = sum(totals.values())
-    analytics._refuse(progress.total, services.settings.analytics_max_records)
-    return [(by_id[sid], total, replace(count, k=total)) for sid, total in totals.items() if total]
 
 
 def _positions(docids: np.ndarray, pages) -> np.ndarray:
