@@ -46,7 +46,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +66,7 @@ DIRECTORY = "columns"
 # column is computed for its query and not kept.
 MAX_KEPT = 256
 MISSING, INT, FLOAT, STR, OTHER = 0, 1, 2, 3, 4
+CHECK_EVERY = 4096  # records computed between two calls of a reader's check (~50 ms)
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 
@@ -201,9 +202,10 @@ def _cached(key: tuple[str, str], load):
     return found
 
 
-def read(split, paths: Sequence[str]) -> SplitColumns:
+def read(split, paths: Sequence[str], check: Callable[[], None] | None = None) -> SplitColumns:
     """The columns of ``paths`` of an open split (format 2 or later: a record store),
-    computed and kept for the ones it lacks (module doc)."""
+    computed and kept for the ones it lacks (module doc); ``check`` is called every
+    ``CHECK_EVERY`` records computing them (a query's deadline and cancel: it raises)."""
     store = split.store
     assert store is not None
     base = Path(split.path) / DIRECTORY
@@ -217,7 +219,7 @@ def read(split, paths: Sequence[str]) -> SplitColumns:
             columns[path] = loaded
     docids = _cached((str(base), ""), lambda: _load_docids(base))
     if lacking or docids is None:
-        docids, made = _compute(store, lacking)
+        docids, made = _compute(store, lacking, check)
         columns.update(made)
         _save_docids(base, docids)
         for path in lacking:
@@ -247,14 +249,16 @@ def _load_docids(base: Path) -> np.ndarray | None:
         return None
 
 
-def _compute(store, paths: Sequence[str]) -> tuple[np.ndarray, dict[str, Column]]:
+def _compute(store, paths: Sequence[str], check: Callable[[], None] | None = None) -> tuple[np.ndarray, dict[str, Column]]:
     docids = []
     found: dict[str, list] = {p: [] for p in paths}
     if not paths:  # the docIds alone: blocks decompressed, no record decoded
         docids = [d for d, _ in store]
     else:
         decode = decoder(paths)
-        for docid, body in store:
+        for i, (docid, body) in enumerate(store):
+            if check is not None and i % CHECK_EVERY == 0:
+                check()  # nothing is kept of a column not computed whole
             docids.append(docid)
             record = decode(body)
             for p in paths:

@@ -92,3 +92,24 @@ def test_the_setting_off_a_column_it_does_not_take_and_too_many_records_leave_it
     # run() still answers, by the row path.
     result, _ = analytics.run(lake, pipeline, selection(lake, ""), Progress(), now_ms=NOW)
     assert result.values == row_path(lake, pipeline, selection(lake, "")).values
+
+
+def test_computing_a_split_s_columns_stops_when_the_query_is_cancelled(lake, monkeypatch):
+    monkeypatch.setattr(columns, "CHECK_EVERY", 5)
+    progress = Progress()
+    checks = []
+
+    def check():
+        checks.append(1)
+        if len(checks) == 3:
+            progress.stop.set()
+        Progress.check(progress)
+
+    monkeypatch.setattr(progress, "check", check)
+    with pytest.raises(analytics.Cancelled):
+        columnscan.answer(lake, parse("| STATS COUNT(*) BY host.name"), selection(lake, ""), progress, NOW)
+    # Nothing half computed is kept: the next query computes the columns whole.
+    kept = [s.path / columns.DIRECTORY for s in lake.lake.splits("event")]
+    assert not any((d / columns._name("@fields.host.name")).exists() for d in kept)
+    again = columnscan.answer(lake, parse("| STATS COUNT(*) BY host.name"), selection(lake, ""), Progress(), NOW)
+    assert again.values == row_path(lake, parse("| STATS COUNT(*) BY host.name"), selection(lake, "")).values
