@@ -637,22 +637,27 @@ def evaluate(prepared: Prepared, batches: Iterable[Batch], limits: AnalyticsLimi
             arg_parts[i].append(_column(arg(rows), n) if arg is not None else None)
             cond_parts[i].append(condition(rows).true if condition is not None else None)
     groups, results = _fold(prepared, total, group_parts, arg_parts, cond_parts, limits)
-    chosen: Any = range(groups.size)
-    if prepared.top is not None and groups.size > prepared.top[1]:
+    if prepared.top is not None and groups.size:
         try:
             chosen = _top(prepared, groups, results)
         except Unsupported:
             pass  # a result sorted here that is no number: every group to the SORT
-    table = {groups.combo(i): [r[i] for r in results] for i in chosen}
+        else:
+            # The groups the SORT then LIMIT keep, in the SORT's order: the SORT stage is not run.
+            table = {groups.combo(i): [r[i] for r in results] for i in chosen}
+            return execution.run(prepared.plan, prepared.folding.finish(table, in_order=True),
+                                 start=prepared.stats_at + 2)
+    table = {groups.combo(i): [r[i] for r in results] for i in range(groups.size)}
     return execution.run(prepared.plan, prepared.folding.finish(table), start=prepared.stats_at + 1)
 
 
 def _top(prepared: Prepared, groups: Groups, results: list[list]) -> Any:
-    """The groups a ``SORT ... | LIMIT n`` right after the STATS keeps: the first ``n`` by the
-    SORT's keys (each key's direction and nulls as ``execution._sort_key`` orders them), ties
-    in the order the STATS gives its groups (by their BY values, nulls last), as the row
-    evaluator's stable sort of every group would; only those go through the row evaluator's
-    STATS output, SORT and LIMIT (over thousands of groups, those were most of the time)."""
+    """The groups a ``SORT ... | LIMIT n`` right after the STATS keeps, in its order: the first
+    ``n`` by the SORT's keys (each key's direction and nulls as ``execution._sort_key`` orders
+    them), ties in the order the STATS gives its groups (by their BY values, nulls last), as
+    the row evaluator's stable sort of every group would; only those go through the row
+    evaluator's STATS output, and no SORT after (over thousands of groups, those were most of
+    the time)."""
     keys, n = prepared.top
     # A BY's keys ranked once (they are its distinct values), then each group's by its key id.
     by_ranks = []

@@ -613,11 +613,13 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
         return finish({combo: [a.result(state) for a, state in zip(aggregates, states)]
                        for combo, states in table.items()})
 
-    def finish(table: dict[tuple, list]) -> Iterator[Row]:
-        """The rows of the groups ``table`` holds (group keys -> each aggregation's result)."""
+    def finish(table: dict[tuple, list], in_order: bool = False) -> Iterator[Row]:
+        """The rows of the groups ``table`` holds (group keys -> each aggregation's result);
+        ``in_order``: in the table's order (the columnar evaluator sorted them already)."""
         # Groups in the order of their BY values (nulls last): a timechart comes in time order.
         # A group key is its value's order already (scalars.key): no value is read again.
-        ordered = sorted(table.items(), key=lambda kv: tuple((k is None, k or ()) for k in kv[0]))
+        ordered = table.items() if in_order else \
+            sorted(table.items(), key=lambda kv: tuple((k is None, k or ()) for k in kv[0]))
         for combo, results in ordered:
             row = {name: s.unkey(k) for (name, _, _), k in zip(groups, combo)}
             for i, result in enumerate(results):
@@ -642,7 +644,7 @@ class Folding:
     command: t.Stats
     groups: list[t.Expr]
     aggregates: list[tuple[t.Call, t.Expr | None]]
-    finish: Callable[[dict[tuple, list]], Iterator[Row]]
+    finish: Callable[..., Iterator[Row]]
     budget: ag.Budget
 
 
