@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 import numpy as np
@@ -147,6 +148,7 @@ def prepare(commands: Iterable[t.Command], dataset: Any, now: int, limits: Analy
                     scope.add(named.name, kind)
                 steps.append(("eval", made))
         groups = [compiler.value(expr) for expr in folding.groups]
+        compiler.memo = {}  # the STATS's arguments: one function for one expression (MEDIAN and PERCENTILE of x)
         aggregates = []
         for node, where in folding.aggregates:
             condition = compiler.condition(where) if where is not None else None
@@ -190,6 +192,15 @@ def _sorted_top(commands: list[t.Command], at: int, folding: execution.Folding) 
 class _Compiler:
     def __init__(self, scope: execution.Scope):
         self.scope = scope
+        self.memo: dict | None = None  # expression shape -> (fn, kind), when on
+
+    def shared(self, node: t.Expr) -> tuple[Fn, str | None]:
+        if self.memo is None:
+            return self.expr(node)
+        key = _shape(node)
+        if key not in self.memo:
+            self.memo[key] = self.expr(node)
+        return self.memo[key]
 
     def expr(self, node: t.Expr) -> tuple[Fn, str | None]:
         method = getattr(self, "_" + type(node).__name__, None)
@@ -199,13 +210,13 @@ class _Compiler:
 
     def value(self, node: t.Expr) -> Fn:
         """An expression whose rows are values (a column), not a condition."""
-        fn, kind = self.expr(node)
+        fn, kind = self.shared(node)
         if kind in ("span", "boolean"):
             raise Unsupported("a boolean or span column")
         return fn
 
     def condition(self, node: t.Expr) -> Fn:
-        fn, kind = self.expr(node)
+        fn, kind = self.shared(node)
         if kind != "boolean":
             raise Unsupported("a condition that is not a comparison or logic")
         return fn
@@ -361,6 +372,16 @@ class _Compiler:
                 fn = self._as_date(date, fn)
             return (lambda rows: _truncate(_column(fn(rows), len(rows)), span)), "date"
         raise Unsupported(node.name)
+
+
+def _shape(node: Any) -> Any:
+    """An expression without its positions: equal for two expressions that compute the same."""
+    if isinstance(node, t.Expr):
+        return (type(node).__name__, *(_shape(getattr(node, f.name)) for f in dataclass_fields(node)
+                                       if f.name not in ("pos", "end", "pattern_pos")))
+    if isinstance(node, tuple):
+        return tuple(_shape(x) for x in node)
+    return (type(node).__name__, node)  # 1, 1.0 and True are equal in Python, not here
 
 
 # -- values -----------------------------------------------------------------------------------
@@ -832,10 +853,11 @@ def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts,
         groups = Groups([], 1)
         size = 1
     results: list[list] = []
-    for (kind, _, _, p), args, conds in zip(prepared.aggregates, arg_parts, cond_parts):
+    ordered: dict = {}  # (argument, condition) -> its values sorted per group, for every percentile of them
+    for (kind, arg_fn, cond_fn, p), args, conds in zip(prepared.aggregates, arg_parts, cond_parts):
         arg = _concat(args) if args and args[0] is not None else None
         cond = np.concatenate(conds) if conds and conds[0] is not None else None
-        results.append(_aggregate(kind, arg, cond, p, g, size, budget))
+        results.append(_aggregate(kind, arg, cond, p, g, size, budget, ordered, (id(arg_fn), id(cond_fn))))
     return groups, results
 
 
@@ -876,7 +898,7 @@ def _units_by_group(g: np.ndarray, floats: np.ndarray, size: int) -> list[int]:
 
 
 def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float | None, g: np.ndarray,
-               size: int, budget) -> list:
+               size: int, budget, ordered: dict | None = None, same: Any = None) -> list:
     if kind == "rows":
         gg = g if cond is None else g[cond]
         return np.bincount(gg, minlength=size).tolist()
@@ -932,15 +954,21 @@ def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float 
     # MEDIAN, PERCENTILE: every value kept, sorted per group (stable), numpy's "linear".
     if (_beyond(ints[isint], _EXACT_IN_DOUBLE)).any():
         raise Unsupported("percentiles of integers past 2**53")
-    values = np.where(isint, ints.astype(np.float64), floats)
     taken = isint | isflt
-    gv, vv = g[taken], values[taken]
-    if len(vv):
-        budget.take(len(vv))
-    order = np.lexsort((vv, gv))
-    gv, vv = gv[order], vv[order]
-    starts = np.searchsorted(gv, np.arange(size), side="left")
-    ends = np.searchsorted(gv, np.arange(size), side="right")
+    held = int(taken.sum())
+    if held:
+        budget.take(held)  # each percentile holds its values, as the row evaluator's
+    if ordered is None or same not in ordered:
+        values = np.where(isint, ints.astype(np.float64), floats)
+        gv, vv = g[taken], values[taken]
+        order = np.lexsort((vv, gv))
+        gv, vv = gv[order], vv[order]
+        starts = np.searchsorted(gv, np.arange(size), side="left")
+        ends = np.searchsorted(gv, np.arange(size), side="right")
+        if ordered is not None:
+            ordered[same] = (vv, starts, ends)
+    else:
+        vv, starts, ends = ordered[same]
     out = []
     for a, b in zip(starts.tolist(), ends.tolist()):
         m = b - a
