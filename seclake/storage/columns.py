@@ -272,7 +272,7 @@ def _save_docids(base: Path, docids: np.ndarray) -> None:
         return
     staging = base / f".staging-{uuid.uuid4().hex}.npy"
     try:
-        base.mkdir(parents=True, exist_ok=True)
+        base.mkdir(exist_ok=True)  # not its parents: a split deleted meanwhile (merged, retired) stays gone
         np.save(staging, docids)
         os.replace(staging, final)
     except OSError as e:
@@ -290,7 +290,8 @@ def _save(base: Path, path: str, column: Column) -> None:
         pass  # no columns yet
     staging = base / f".staging-{uuid.uuid4().hex}"
     try:
-        staging.mkdir(parents=True)
+        base.mkdir(exist_ok=True)  # not its parents (as above)
+        staging.mkdir()
         arrays = {"kinds": column.kinds, "ints": column.ints, "floats": column.floats,
                   "codes": column.codes, "numbers": column.numbers}
         # A path no record of the split holds (a query may name any) is kept as its row count alone.

@@ -62,3 +62,15 @@ def test_past_the_columns_a_split_keeps_and_when_they_cannot_be_written_they_are
     assert read.columns["@fields.host"].codes.tolist() == [i % 3 for i in range(30)]
     assert "could not be kept" in caplog.text
     assert not [p for p in (split.path / columns.DIRECTORY).iterdir() if p.name.startswith(".staging")]
+
+
+def test_a_split_deleted_while_its_columns_are_computed_is_not_made_again(split):
+    """A merge or retention removes a split a query is reading: its columns answer that query, and
+    keeping them does not bring back a directory of the split."""
+    import shutil
+
+    split.store  # open: the query holds it
+    shutil.rmtree(split.path)
+    read = columns.read(split, ["@fields.n"])
+    assert read.columns["@fields.n"].ints.tolist() == list(range(30))
+    assert not split.path.exists()
