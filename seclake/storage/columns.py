@@ -45,6 +45,7 @@ import math
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from collections import OrderedDict
@@ -65,6 +66,7 @@ DIRECTORY = "columns"
 # path, and each kept column of a path the records hold costs up to ~22 bytes a record; past it a
 # column is computed for its query and not kept.
 MAX_KEPT = 256
+STALE_SECONDS = 3600  # a staging directory this old was left by a process that died writing it
 MISSING, INT, FLOAT, STR, OTHER = 0, 1, 2, 3, 4
 CHECK_EVERY = 4096  # records computed between two calls of a reader's check (~50 ms)
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
@@ -283,7 +285,13 @@ def _save_docids(base: Path, docids: np.ndarray) -> None:
 def _save(base: Path, path: str, column: Column) -> None:
     final = base / _name(path)
     try:
-        if sum(1 for _ in os.scandir(base)) >= MAX_KEPT:
+        kept = 0
+        for entry in os.scandir(base):
+            if not entry.name.startswith(".staging-"):
+                kept += 1
+            elif entry.stat(follow_symlinks=False).st_mtime < time.time() - STALE_SECONDS:
+                shutil.rmtree(entry.path, ignore_errors=True)  # a process that died writing it
+        if kept >= MAX_KEPT:
             log.info("split %s keeps %d columns already: the one of %r is not kept", base.parent, MAX_KEPT, path[:200])
             return
     except OSError:

@@ -4,6 +4,8 @@ cannot be kept."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -62,6 +64,13 @@ def test_past_the_columns_a_split_keeps_and_when_they_cannot_be_written_they_are
     assert read.columns["@fields.host"].codes.tolist() == [i % 3 for i in range(30)]
     assert "could not be kept" in caplog.text
     assert not [p for p in (split.path / columns.DIRECTORY).iterdir() if p.name.startswith(".staging")]
+    # What a process that died writing a column left is removed once old, not counted as kept.
+    left = split.path / columns.DIRECTORY / ".staging-dead"
+    left.mkdir()
+    os.utime(left, (0, 0))
+    monkeypatch.undo()
+    columns.read(split, ["@fields.seq"])
+    assert not left.exists()
 
 
 def test_a_split_deleted_while_its_columns_are_computed_is_not_made_again(split):
