@@ -4,9 +4,11 @@ The row evaluator (``execution.py``) runs every command over rows, one dict
 per record, in Python. A query's STATS over its WHERE and EVAL is most of
 its time, and maps onto arrays: here WHERE, EVAL and the STATS that follows
 them run over typed columns (``storage/columns.py``) with numpy, and the
-groups the STATS makes (few rows) go to the row evaluator's own stages for the
-rest of the pipe (``Folding.finish``, then SORT, LIMIT, ...). Anything else
-runs on the row path: ``prepare`` says None for a query it does not take, and
+groups the STATS makes go to the row evaluator's own stages for the rest of
+the pipe (``Folding.finish``: the STATS's output expressions, then SORT,
+LIMIT, ...); a SORT then LIMIT right after the STATS is done here on arrays
+too, and only the groups it keeps go on, in its order. Anything else runs on
+the row path: ``prepare`` says None for a query it does not take, and
 ``Unsupported`` raised while evaluating (a column of values it does not take:
 booleans, multi-valued fields, an integer past int64) makes the caller run
 the row path instead, from the start.
@@ -14,13 +16,18 @@ the row path instead, from the start.
 Exactness is the contract: each operation here is the row evaluator's over
 the same values (``scalars``: numbers written as strings are numbers in
 arithmetic and numeric aggregations, a string and a number compare as
-numbers when the string writes one, groups key "443", 443 and 443.0 as one),
-in the same order where order changes a float (a group's float sum is added
-value by value in the records' order, as ``np.bincount``'s weights are);
-where an array operation could differ (an int64 sum that could overflow, an
-integer past 2**53 compared with a float) the exact computation is done for
-those values or the row path runs. tests/analytics/test_columnar.py runs the
-golden set both ways and compares the two on random records and queries.
+numbers when the string writes one, groups key "443", 443 and 443.0 as one;
+a sum of decimals exact, rounded once, as ``aggregates`` keeps it); where an
+array operation could differ (an int64 sum that could overflow, an integer
+past 2**53 compared with a double) the exact computation is done for those
+values or the row path runs. tests/analytics/test_columnar.py runs the golden
+set both ways and compares the two on random records and queries.
+
+Why by hand over numpy, not an SQL engine over the columns (DuckDB, Arrow's
+compute): the semantics are seclake's (fields without a mapping, numbers
+written as strings, kinds that do not compare giving null, exact distinct
+counts and percentiles, the row evaluator's group keys and order), and must
+equal the row path's value for value; numpy does the array work.
 
 Taken: WHERE and EVAL over comparisons, AND/OR/NOT, IS [NOT] NULL, IN,
 ``+ - *`` and unary minus, fields, literals, BUCKET/DATE_TRUNC of a date by a
