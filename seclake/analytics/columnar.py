@@ -879,6 +879,29 @@ class Groups:
         return tuple(keys[ids[i]] for ids, keys in self.by)
 
 
+def _extreme_of_numbers(kind: str, isint: np.ndarray, ints: np.ndarray, isflt: np.ndarray, floats: np.ndarray,
+                        g: np.ndarray, size: int) -> list:
+    """MIN/MAX over integers and doubles (``aggregates.Extreme``): the least or greatest number,
+    and of equal ones (3 and 3.0, 0.0 and -0.0) the first in the records' order, as it is kept."""
+    if _beyond(ints[isint], _EXACT_IN_DOUBLE).any():
+        raise Unsupported("MIN/MAX of integers past 2**53 beside doubles")
+    taken = np.flatnonzero(isint | isflt)
+    values = np.where(isint, ints.astype(np.float64), floats)[taken]
+    groups = g[taken]
+    acc = np.full(size, np.inf if kind == "MIN" else -np.inf)
+    (np.minimum if kind == "MIN" else np.maximum).at(acc, groups, values)
+    at = values == acc[groups]  # the rows holding their group's extreme
+    first = np.full(size, len(g), np.int64)
+    np.minimum.at(first, groups[at], taken[at])
+    out = []
+    for i in first.tolist():
+        if i == len(g):
+            out.append(None)
+        else:
+            out.append(int(ints[i]) if isint[i] else float(floats[i]))
+    return out
+
+
 def _units_by_group(g: np.ndarray, floats: np.ndarray, size: int) -> list[int]:
     """Each group's exact sum of ``floats`` in 2**-1074 (``aggregates._units`` added up, as the
     row evaluator's SUM and AVG keep decimals): a double is a 53-bit integer times a power of
@@ -947,8 +970,10 @@ def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float 
                 out.append(ag._ratio(it * ag._SCALE + ut, (ni + nf) * ag._SCALE))
         return out
     if kind in ("MIN", "MAX"):
-        if isflt.any() or ((arg.kinds == STR) & keep & ~isint).any():
-            raise Unsupported("MIN/MAX of doubles or words")
+        if ((arg.kinds == STR) & keep & ~isint & ~isflt).any():
+            raise Unsupported("MIN/MAX of words")
+        if isflt.any():
+            return _extreme_of_numbers(kind, isint, ints, isflt, floats, g, size)
         gi, vi = g[isint], ints[isint]
         if kind == "MIN":
             acc = np.full(size, s.I64_MAX, np.int64)

@@ -68,6 +68,17 @@ def test_sums_are_exact_and_past_a_long_are_null():
         assert got is not None and (got.columns, got.values) == (want.columns, want.values), query
 
 
+def test_min_and_max_of_equal_numbers_are_the_first_seen():
+    """3 and 3.0, 0.0 and -0.0 are equal to MIN/MAX: the one kept is the first, in the records' order."""
+    for values in ([3, 3.0, "3"], [3.0, 3, 1.5], ["3.0", 3, 2], [-0.0, 0.0, 1], [0.0, -0.0, 1]):
+        records = [{"@fields.x": v, "@fields.k": "a"} for v in values]
+        query = "| STATS lo = MIN(x), hi = MAX(x) BY k"
+        got, want = answer(query, records, cuts=(1,)), execute(parse(query), records, now=NOW)
+        assert got is not None and got.values == want.values, values
+        assert [type(v) for v in got.values[0]] == [type(v) for v in want.values[0]], values
+        assert str(got.values) == str(want.values), values  # -0.0 is not 0.0 here
+
+
 def test_the_limits_are_the_row_evaluators():
     records = [{"@fields.k": i, "@fields.v": i} for i in range(50)]
     limits = AnalyticsLimits(max_groups=10, max_held_values=20)
