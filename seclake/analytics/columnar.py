@@ -30,7 +30,7 @@ counts and percentiles, the row evaluator's group keys and order), and must
 equal the row path's value for value; numpy does the array work.
 
 Taken: WHERE and EVAL over comparisons, AND/OR/NOT, IS [NOT] NULL, IN,
-``+ - *`` and unary minus, fields, literals, BUCKET/DATE_TRUNC of a date by a
+``+ - * / %`` and unary minus, fields, literals, BUCKET/DATE_TRUNC of a date by a
 fixed span or weeks; STATS with COUNT(*), COUNT, COUNT_DISTINCT, SUM, AVG,
 MIN/MAX (of integers and dates), MEDIAN, PERCENTILE, each with an optional
 WHERE, BY any expression taken.
@@ -303,7 +303,7 @@ class _Compiler:
                 left = self._as_date(node.left, left)
             op = node.op
             return (lambda rows: _compare(op, left(rows), right(rows), len(rows))), "boolean"
-        if node.op not in ("+", "-", "*") or "date" in (lk, rk):
+        if node.op not in ("+", "-", "*", "/", "%") or "date" in (lk, rk):
             raise Unsupported(f"arithmetic {node.op}")
         op = node.op
         return (lambda rows: _arith(op, _column(left(rows), len(rows)), _column(right(rows), len(rows)))), None
@@ -505,23 +505,38 @@ def _arith(op: str, a: Column, b: Column) -> Column:
     n = len(a)
     kinds = np.zeros(n, np.uint8)
     both = ai & bi
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if op == "+":
             r = av + bv
             over = ((av >= 0) == (bv >= 0)) & ((r >= 0) != (av >= 0))
         elif op == "-":
             r = av - bv
             over = ((av >= 0) != (bv >= 0)) & ((r >= 0) != (av >= 0))
-        else:
+        elif op == "*":
             r = av * bv
             # A product whose doubles pass 2**62 is done again exactly (Python's ints).
             over = np.abs(av.astype(np.float64) * bv.astype(np.float64)) >= _WRAP_GUARD
+        else:
+            # Java's long / and %: toward zero, the dividend's sign; by zero null (never a row's value);
+            # -2**63 (whose magnitude no long holds) done again in Python.
+            zero = bv == 0
+            over = (av == s.I64_MIN) | (bv == s.I64_MIN)
+            safe = both & ~zero & ~over
+            x, y = np.abs(np.where(safe, av, 0)), np.abs(np.where(safe, bv, 1))
+            if op == "/":
+                q = x // y
+                r = np.where((av >= 0) == (bv >= 0), q, -q)
+            else:
+                m = x % y
+                r = np.where(av >= 0, m, -m)
+            over = over & ~zero
+            both = both & ~zero
         ints = np.where(both, r, 0)
         kinds[both & ~over] = INT
         redo = np.flatnonzero(both & over)
         for i in redo.tolist():
-            x = int(av[i]) * int(bv[i]) if op == "*" else (int(av[i]) + int(bv[i]) if op == "+" else int(av[i]) - int(bv[i]))
-            if s.I64_MIN <= x <= s.I64_MAX:
+            x = expressions._ARITH[op](int(av[i]), int(bv[i]))
+            if x is not None:
                 kinds[i] = INT
                 ints[i] = x
         # A double where a side is one: an integer side becomes a double (Python's int + float).
@@ -531,7 +546,11 @@ def _arith(op: str, a: Column, b: Column) -> Column:
         big = mixed & ((ai & (_beyond(av, _EXACT_IN_DOUBLE))) | (bi & (_beyond(bv, _EXACT_IN_DOUBLE))))
         if big.any():
             raise Unsupported("an integer past 2**53 with a double")
-        f = x + y if op == "+" else (x - y if op == "-" else x * y)
+        if op in ("/", "%"):
+            mixed = mixed & (y != 0)  # by zero (0.0 or -0.0 too): null
+            f = x / y if op == "/" else np.fmod(x, y)
+        else:
+            f = x + y if op == "+" else (x - y if op == "-" else x * y)
         finite = mixed & np.isfinite(f)
         kinds[finite] = FLOAT
         floats = np.where(finite, f, 0.0)
