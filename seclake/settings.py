@@ -131,8 +131,8 @@ class Settings(BaseSettings):
         description="A day (of a partition) that has received nothing for this long is merged into one split; until then its splits merge in tiers.",
     )
     build_niceness: int = Field(
-        0, ge=0, le=19,
-        description="CPU priority of the split-building worker processes (nice); higher lets the server's searches and ingest go first (docs/operations.md).",
+        10, ge=0, le=19,
+        description="CPU priority of the split-building worker processes (nice): above 0 the server's searches and ingest take the CPU first; 0: the server's priority (docs/operations.md).",
     )
     ingest_yield_share: float = Field(
         0.1, ge=0, le=0.9,
