@@ -29,7 +29,8 @@ written as strings, kinds that do not compare giving null, exact distinct
 counts and percentiles, the row evaluator's group keys and order), and must
 equal the row path's value for value; numpy does the array work.
 
-Taken: WHERE and EVAL over comparisons, AND/OR/NOT, IS [NOT] NULL, IN,
+Taken: WHERE and EVAL over comparisons, AND/OR/NOT, IS [NOT] NULL, IN, LIKE,
+RLIKE, CIDR_MATCH,
 ``+ - * / %`` and unary minus, fields, literals, BUCKET/DATE_TRUNC of a date by a
 fixed span or weeks; STATS with COUNT(*), COUNT, COUNT_DISTINCT, SUM, AVG,
 MIN/MAX (of integers and dates), MEDIAN, PERCENTILE, each with an optional
@@ -38,6 +39,7 @@ WHERE, BY any expression taken.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -52,6 +54,8 @@ from seclake.analytics import scalars as s
 from seclake.analytics import tree as t
 from seclake.analytics.execution import AnalyticsLimits, Result
 from seclake.errors import LimitExceeded
+from seclake.query.pattern import full_matcher, translate
+from seclake.record.value import as_ip, ip_in_network
 from seclake.storage.columns import FLOAT, INT, MISSING, STR, Column
 
 _EXACT_IN_DOUBLE = 2**53  # integers a float64 holds exactly
@@ -363,7 +367,35 @@ class _Compiler:
 
         return in_, "boolean"
 
+    def _Like(self, node: t.Like):
+        fn, kind = self.expr(node.operand)
+        if kind in ("boolean", "span"):
+            raise Unsupported("LIKE of a condition")
+        if node.regex:
+            test = full_matcher(translate(node.pattern, node.pattern_pos), node.pattern_pos, cased=True)
+        else:
+            test = expressions._like_test(node.pattern, node.pattern_pos)
+        negated = node.negated
+        # A string's answer once per distinct string (RE2, linear); any other value is null.
+        return (lambda rows: _per_string(_column(fn(rows), len(rows)), lambda v: test(v) != negated)), "boolean"
+
+    def _cidr_match(self, node: t.Call):
+        fn, kind = self.expr(node.args[0])
+        if kind in ("boolean", "span"):
+            raise Unsupported("CIDR_MATCH of a condition")
+        networks = [ipaddress.ip_network(str(expressions.constant(a, "a CIDR_MATCH block")), strict=False)
+                    for a in node.args[1:]]  # the planner refused what is no block
+
+        def inside(v: str) -> bool | None:
+            if as_ip(v) is None:
+                return None
+            return any(ip_in_network(v, n) for n in networks)
+
+        return (lambda rows: _per_string(_column(fn(rows), len(rows)), inside)), "boolean"
+
     def _Call(self, node: t.Call):
+        if node.name == "CIDR_MATCH" and len(node.args) >= 2:
+            return self._cidr_match(node)
         if node.name in ("BUCKET", "DATE_TRUNC") and len(node.args) == 2:
             date, span_node = (node.args[0], node.args[1]) if node.name == "BUCKET" else (node.args[1], node.args[0])
             try:
@@ -473,6 +505,23 @@ def _dates(c: Value) -> Column:
             kinds[at] = np.where(found[pos], INT, MISSING)
             out[at] = values[pos]
     return Column(kinds, out, None, None, [])
+
+
+def _per_string(c: Column, test: Callable[[str], bool | None]) -> Bools:
+    """A condition of a string value, asked once per distinct string of the rows; null for a
+    row without a string (a number, no value), as the row evaluator's functions of strings."""
+    _refuse_other(c)
+    n = len(c)
+    true = np.zeros(n, dtype=bool)
+    false = np.zeros(n, dtype=bool)
+    if c.codes is not None:
+        at = np.flatnonzero(c.kinds == STR)
+        if len(at):
+            used, inverse = _dense(np.asarray(c.codes)[at], len(c.strings))
+            answers = [test(c.strings[i]) for i in used.tolist()]
+            true[at] = np.array([a is True for a in answers], dtype=bool)[inverse]
+            false[at] = np.array([a is False for a in answers], dtype=bool)[inverse]
+    return Bools(true, false)
 
 
 def _truncate(c: Column, span: t.Duration) -> Column:
