@@ -30,7 +30,7 @@ counts and percentiles, the row evaluator's group keys and order), and must
 equal the row path's value for value; numpy does the array work.
 
 Taken: WHERE and EVAL over comparisons, AND/OR/NOT, IS [NOT] NULL, IN, LIKE,
-RLIKE, CIDR_MATCH,
+RLIKE, CIDR_MATCH, TO_LOWER, TO_UPPER, COALESCE,
 ``+ - * / %`` and unary minus, fields, literals, BUCKET/DATE_TRUNC of a date by a
 fixed span or weeks; STATS with COUNT(*), COUNT, COUNT_DISTINCT, SUM, AVG,
 MIN/MAX (of integers and dates), MEDIAN, PERCENTILE, each with an optional
@@ -396,6 +396,19 @@ class _Compiler:
     def _Call(self, node: t.Call):
         if node.name == "CIDR_MATCH" and len(node.args) >= 2:
             return self._cidr_match(node)
+        if node.name in ("TO_LOWER", "TO_UPPER") and len(node.args) == 1:
+            fn, kind = self.expr(node.args[0])
+            if kind in ("boolean", "span"):
+                raise Unsupported(f"{node.name} of a condition")
+            f = str.lower if node.name == "TO_LOWER" else str.upper
+            return (lambda rows: _map_strings(_column(fn(rows), len(rows)), f)), "keyword"
+        if node.name == "COALESCE" and node.args:
+            compiled = [self.expr(a) for a in node.args]
+            if any(k in ("boolean", "span") for _, k in compiled):
+                raise Unsupported("COALESCE of a condition")
+            fns = [f for f, _ in compiled]
+            kind = "date" if {k for _, k in compiled} == {"date"} else None
+            return (lambda rows: _first_present([_column(f(rows), len(rows)) for f in fns])), kind
         if node.name in ("BUCKET", "DATE_TRUNC") and len(node.args) == 2:
             date, span_node = (node.args[0], node.args[1]) if node.name == "BUCKET" else (node.args[1], node.args[0])
             try:
@@ -505,6 +518,72 @@ def _dates(c: Value) -> Column:
             kinds[at] = np.where(found[pos], INT, MISSING)
             out[at] = values[pos]
     return Column(kinds, out, None, None, [])
+
+
+def _map_strings(c: Column, f: Callable[[str], str]) -> Column:
+    """``f`` of each string value (once per distinct string), a column of strings; null for a row
+    without a string, as the row evaluator's string functions."""
+    _refuse_other(c)
+    n = len(c)
+    kinds = np.zeros(n, np.uint8)
+    codes = np.full(n, -1, np.int32)
+    strings: list[str] = []
+    if c.codes is not None:
+        at = np.flatnonzero(c.kinds == STR)
+        if len(at):
+            used, inverse = _dense(np.asarray(c.codes)[at], len(c.strings))
+            made: dict[str, int] = {}
+            mapping = np.array([made.setdefault(f(c.strings[i]), len(made)) for i in used.tolist()], dtype=np.int32)
+            strings = list(made)
+            kinds[at] = STR
+            codes[at] = mapping[inverse]
+    return _with_numbers(Column(kinds, None, None, codes, strings))
+
+
+def _with_numbers(c: Column) -> Column:
+    """A column of strings with the numbers its strings write (``Column.numbers``)."""
+    if not c.strings:
+        return c
+    per = [s.number(x) for x in c.strings]
+    if all(x is None for x in per):
+        return c
+    kind = np.array([INT if type(x) is int else (FLOAT if x is not None else MISSING) for x in per], dtype=np.uint8)
+    whole = np.array([x if type(x) is int else 0 for x in per], dtype=np.int64)
+    part = np.array([x if type(x) is float else 0.0 for x in per], dtype=np.float64)
+    at = c.kinds == STR
+    codes = np.where(at, c.codes, 0)
+    numbers = np.where(at, kind[codes], MISSING).astype(np.uint8)
+    return Column(c.kinds, np.where(at, whole[codes], 0), np.where(at, part[codes], 0.0), c.codes, c.strings, numbers)
+
+
+def _first_present(columns: list[Column]) -> Column:
+    """COALESCE: each row's value from the first column that has one (no value: null)."""
+    for c in columns:
+        _refuse_other(c)
+    n = len(columns[0])
+    chosen = np.full(n, -1, np.int64)
+    for j, c in enumerate(columns):
+        chosen[(chosen < 0) & (c.kinds != MISSING)] = j
+    kinds = np.zeros(n, np.uint8)
+    ints = np.zeros(n, np.int64)
+    floats = np.zeros(n, np.float64)
+    codes = np.full(n, -1, np.int64)
+    numbers = np.zeros(n, np.uint8)
+    strings: list[str] = []
+    for j, c in enumerate(columns):
+        rows = chosen == j
+        if not rows.any():
+            continue
+        kinds[rows] = np.asarray(c.kinds)[rows]
+        numbers[rows] = c.numeric()[rows]
+        if c.ints is not None:
+            ints[rows] = np.asarray(c.ints)[rows]
+        if c.floats is not None:
+            floats[rows] = np.asarray(c.floats)[rows]
+        if c.codes is not None:
+            codes[rows] = np.where(np.asarray(c.codes)[rows] >= 0, np.asarray(c.codes)[rows] + len(strings), -1)
+            strings.extend(c.strings)
+    return Column(kinds, ints, floats, codes, strings, numbers)
 
 
 def _per_string(c: Column, test: Callable[[str], bool | None]) -> Bools:
