@@ -34,7 +34,8 @@ def test_the_head_told_without_alembic_is_alembics_head() -> None:
     assert head_revision() == ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
-def test_a_database_of_an_older_revision_is_brought_to_the_head(database_url: str) -> None:
+def test_a_database_of_an_older_revision_is_brought_to_the_head(empty_database_url: str) -> None:
+    database_url = empty_database_url
     db = Database(database_url)
     db.upgrade("0012")
     assert db.revision() == "0012"
@@ -43,7 +44,8 @@ def test_a_database_of_an_older_revision_is_brought_to_the_head(database_url: st
     db.dispose()
 
 
-def test_migrate_creates_tables_and_is_repeatable(database_url: str) -> None:
+def test_migrate_creates_tables_and_is_repeatable(empty_database_url: str) -> None:
+    database_url = empty_database_url
     db = Database(database_url)
     db.migrate()
     db.migrate()  # a restart runs it again: nothing to do, no error
@@ -52,8 +54,9 @@ def test_migrate_creates_tables_and_is_repeatable(database_url: str) -> None:
     db.dispose()
 
 
-def test_models_match_the_migrations(database_url: str) -> None:
+def test_models_match_the_migrations(empty_database_url: str) -> None:
     """A model changed without a migration shows up here as a difference."""
+    database_url = empty_database_url
     db = Database(database_url)
     db.migrate()
     with db.engine.connect() as c:

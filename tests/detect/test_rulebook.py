@@ -310,9 +310,10 @@ def test_first_start_imports_the_legacy_rule_files_once(db: Database, node: Any,
 
 
 def test_an_existing_deployment_keeps_its_rule_files_on_upgrade(
-    database_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    empty_database_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A data dir with rules/ and a database at revision 0008 (rules were files), started by this version."""
+    database_url = empty_database_url
     from seclake.services import Services
     from seclake.settings import load_settings
 

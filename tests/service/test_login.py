@@ -104,15 +104,6 @@ def test_login_records_last_login_and_audit(services, clock) -> None:
     assert (entry["kind"], entry["username"], entry["client"], entry["outcome"]) == ("login", "admin", "192.0.2.7", "OK")
 
 
-@pytest.fixture
-def shipped_password_cost(monkeypatch):
-    """The hasher's shipped parameters for the services made after it (tests/conftest.py lowers them)."""
-    from seclake.service import password  # noqa: PLC0415
-
-    monkeypatch.setattr(password, "TIME_COST", 2)
-    monkeypatch.setattr(password, "MEMORY_COST_KIB", 19456)
-
-
 def test_unknown_user_costs_about_as_much_as_a_wrong_password(shipped_password_cost, services) -> None:
     def timed(username: str) -> float:
         started = time.perf_counter()

@@ -28,7 +28,7 @@ def test_first_start_generates_a_password_when_none_is_set(database_url, tmp_pat
     svc.stop()
 
 
-def test_passwords_are_argon2id_at_owasp_parameters(services) -> None:
+def test_passwords_are_argon2id_at_owasp_parameters(shipped_password_cost, services) -> None:
     with services.db.session() as s:
         stored = s.scalar(select(User.password_hash).where(User.username == "admin"))
     assert stored.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
