@@ -35,10 +35,11 @@ def bench_ray_processes() -> list[str]:
 
 def test_cluster_stage_reports_cluster_mode_beside_embedded_with_agreeing_answers(tmp_path, monkeypatch):
     out, results = tmp_path / "benchmarks.md", tmp_path / "tiny.json"
-    # Only the cluster stage is looked at: no ingest scaling, no baseline, a short wait for the last merges.
+    # Only the cluster stage is looked at: no ingest scaling, no baseline, no cold runs of embedded
+    # mode (a restart per class: half of the run), few pairs, a short wait for the last merges.
     monkeypatch.setenv("SECLAKE_MERGE_QUIET_SECONDS", "3")
     opts = BenchOptions(events=10_000, days=30, reps=5, load_seconds=2, clients=4, arrival_seconds=0, out=out, results=results,
-                        data_dir=tmp_path / "data", cli_ingest=False, peers=False, cluster=True,
+                        data_dir=tmp_path / "data", cli_ingest=False, peers=False, cluster=True, cold=False, pairs=4,
                         parse_lines=0, scaling_events=None, baseline=None, sigma=None)
     try:
         r = run(opts, echo=lambda s: None)
