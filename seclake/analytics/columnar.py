@@ -56,8 +56,11 @@ from seclake.analytics.execution import AnalyticsLimits, Result
 from seclake.errors import LimitExceeded
 from seclake.query.pattern import full_matcher, translate
 from seclake.record.value import as_ip, ip_in_network
-from seclake.storage.columns import FLOAT, INT, MISSING, STR, Column
+from seclake.analytics.projection import decoder
+from seclake.storage.columns import FLOAT, INT, MISSING, STR, Column, Reading
 
+# What a stored value means to analytics, for the split's columns (storage/columns.py).
+READING = Reading(decoder, s.number)
 _EXACT_IN_DOUBLE = 2**53  # integers a float64 holds exactly
 _WRAP_GUARD = float(2**62)  # an int64 sum whose absolute values add up past this is summed in Python
 

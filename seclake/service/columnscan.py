@@ -76,7 +76,7 @@ def _answer(services: Services, pipeline: Any, selection: analytics.Selection, p
     def batches():
         for split, total, task in counted:
             progress.check()
-            read = columns.read(split, prepared.paths, progress.check)
+            read = columns.read(split, prepared.paths, columnar.READING, progress.check)
             if read.computed:
                 services.metrics.analytics_columns.inc(read.computed)
             if total == meta_of(split).num_records:

@@ -23,6 +23,10 @@ kind, so the two evaluators read the same values:
   ``floats`` (a string's too), else ``MISSING``; None when no string writes a
   number (then it is ``kinds``' numbers).
 
+What a value means (which strings write numbers, how a stored record is
+decoded for a few paths) is the analytics layer's: it hands its functions in
+(``Reading``), so this storage module imports nothing above it.
+
 Splits are immutable, so a column computed once is valid for the split's
 life: it is computed on first use (one pass over the record store, every
 column a query lacks at once) and kept in the split's directory
@@ -54,8 +58,6 @@ from pathlib import Path
 
 import numpy as np
 
-from seclake.analytics.projection import decoder
-from seclake.analytics.scalars import number
 from seclake.record.flatten import values_at
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,16 @@ STALE_SECONDS = 3600  # a staging directory this old was left by a process that 
 MISSING, INT, FLOAT, STR, OTHER = 0, 1, 2, 3, 4
 CHECK_EVERY = 4096  # records computed between two calls of a reader's check (~50 ms)
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the reader reads values: ``decoder(paths)`` is a function of a stored record's JSON
+    giving the record (pruned to those paths: ``analytics/projection.py``), ``number(v)`` the
+    number a value is or writes, else None (``analytics/scalars.number``)."""
+
+    decoder: Callable[[Sequence[str]], Callable[[bytes], dict]]
+    number: Callable[[object], int | float | None]
 
 
 @dataclass
@@ -109,8 +121,9 @@ class Column:
         return np.where((self.kinds == INT) | (self.kinds == FLOAT), self.kinds, MISSING).astype(np.uint8)
 
 
-def column_of(values: Sequence[object]) -> Column:
-    """The column of ``values`` (one per row: what ``values_at`` found, a list of scalars)."""
+def column_of(values: Sequence[object], number: Callable[[object], int | float | None]) -> Column:
+    """The column of ``values`` (one per row: what ``values_at`` found, a list of scalars);
+    ``number`` as ``Reading.number``."""
     n = len(values)
     kinds = np.zeros(n, dtype=np.uint8)
     ints = np.zeros(n, dtype=np.int64)
@@ -133,7 +146,7 @@ def column_of(values: Sequence[object]) -> Column:
             if code is None:
                 code = strings[v] = len(strings)
             codes[i] = code
-            x = number(v)  # at most 18 digits as an integer (scalars._INT), else a float
+            x = number(v)  # an integer (of at most 18 digits: scalars._INT), else a float
             if type(x) is int:
                 numbers[i], ints[i], numeric_text = INT, x, True
             elif x is not None:
@@ -158,13 +171,13 @@ def column_of(values: Sequence[object]) -> Column:
                   codes if STR in present else None, list(strings), numbers if numeric_text else None)
 
 
-def of_records(records: Iterable[dict], paths: Sequence[str]) -> dict[str, Column]:
+def of_records(records: Iterable[dict], paths: Sequence[str], number: Callable[[object], int | float | None]) -> dict[str, Column]:
     """Columns of ``paths`` over records already decoded (nested, as stored)."""
     found: dict[str, list] = {p: [] for p in paths}
     for record in records:
         for p in paths:
             found[p].append(values_at(record, p))
-    return {p: column_of(v) for p, v in found.items()}
+    return {p: column_of(v, number) for p, v in found.items()}
 
 
 @dataclass
@@ -204,7 +217,7 @@ def _cached(key: tuple[str, str], load):
     return found
 
 
-def read(split, paths: Sequence[str], check: Callable[[], None] | None = None) -> SplitColumns:
+def read(split, paths: Sequence[str], reading: Reading, check: Callable[[], None] | None = None) -> SplitColumns:
     """The columns of ``paths`` of an open split (format 2 or later: a record store),
     computed and kept for the ones it lacks (module doc); ``check`` is called every
     ``CHECK_EVERY`` records computing them (a query's deadline and cancel: it raises)."""
@@ -221,7 +234,7 @@ def read(split, paths: Sequence[str], check: Callable[[], None] | None = None) -
             columns[path] = loaded
     docids = _cached((str(base), ""), lambda: _load_docids(base))
     if lacking or docids is None:
-        docids, made = _compute(store, lacking, check)
+        docids, made = _compute(store, lacking, reading, check)
         columns.update(made)
         _save_docids(base, docids)
         for path in lacking:
@@ -251,13 +264,14 @@ def _load_docids(base: Path) -> np.ndarray | None:
         return None
 
 
-def _compute(store, paths: Sequence[str], check: Callable[[], None] | None = None) -> tuple[np.ndarray, dict[str, Column]]:
+def _compute(store, paths: Sequence[str], reading: Reading,
+             check: Callable[[], None] | None = None) -> tuple[np.ndarray, dict[str, Column]]:
     docids = []
     found: dict[str, list] = {p: [] for p in paths}
     if not paths:  # the docIds alone: blocks decompressed, no record decoded
         docids = [d for d, _ in store]
     else:
-        decode = decoder(paths)
+        decode = reading.decoder(paths)
         for i, (docid, body) in enumerate(store):
             if check is not None and i % CHECK_EVERY == 0:
                 check()  # nothing is kept of a column not computed whole
@@ -265,7 +279,7 @@ def _compute(store, paths: Sequence[str], check: Callable[[], None] | None = Non
             record = decode(body)
             for p in paths:
                 found[p].append(values_at(record, p))
-    return np.asarray(docids, dtype=np.uint64), {p: column_of(v) for p, v in found.items()}
+    return np.asarray(docids, dtype=np.uint64), {p: column_of(v, reading.number) for p, v in found.items()}
 
 
 def _save_docids(base: Path, docids: np.ndarray) -> None:

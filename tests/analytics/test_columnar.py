@@ -27,7 +27,7 @@ def answer(query: str, records: list[dict], cuts: tuple[int, ...] = (), limits: 
     batches = []
     for lo, hi in zip(bounds, bounds[1:]):
         part = records[lo:hi]
-        batches.append(columnar.Batch(of_records(part, prepared.paths), np.arange(len(part))))
+        batches.append(columnar.Batch(of_records(part, prepared.paths, columnar.READING.number), np.arange(len(part))))
     try:
         return columnar.evaluate(prepared, batches, limits)
     except columnar.Unsupported:
