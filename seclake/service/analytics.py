@@ -197,21 +197,26 @@ def _listed(root: Any, plan: SearchPlan, dataset: Dataset, node: ast.Node) -> li
     return prune(listed, node, dataset)
 
 
+def listed(services: Services, selection: Selection) -> tuple[list, LeafTask]:
+    """The splits the selection may match (the time range, customer pruning), in the order they
+    are read, and the task that counts and pages their matches (k=0: counting). One list of
+    splits for counting and reading: a merge publishing meanwhile does not make a record
+    counted twice or missed."""
+    plan, dataset = selection.plan, selection.dataset
+    node = _bounded(plan, dataset)
+    splits = _listed(services.search, plan, dataset, node)
+    return splits, LeafTask(dataset=plan.dataset, query=node, sort_path=_BY_DOCID, descending=False, k=0)
+
+
 def counted(services: Services, selection: Selection, progress: Progress,
             max_records: int) -> list[tuple[str, Any, int, LeafTask]]:
     """The splits whose records the selection matches: (split id, split, matches, the task that
     pages them), in the order they are read; refused past ``max_records`` in all. The columnar
     path (service/columnscan.py) reads the same."""
-    root = services.search
-    plan, dataset = selection.plan, selection.dataset
-    node = _bounded(plan, dataset)
-    splits = _listed(root, plan, dataset, node)
+    splits, count = listed(services, selection)
     by_id = {meta_of(s).split_id: s for s in splits}
-    # One list of splits for counting and reading: a merge publishing
-    # meanwhile does not make a record counted twice or missed.
-    count = LeafTask(dataset=plan.dataset, query=node, sort_path=_BY_DOCID, descending=False, k=0)
     progress.check()
-    answered, failed = root.leaves.search(splits, count)
+    answered, failed = services.search.leaves.search(splits, count)
     selection.failed = sorted(failed)
     totals = {sid: answered[sid].total for sid in by_id if sid in answered}
     progress.total = sum(totals.values())

@@ -8,6 +8,7 @@ import pytest
 
 from seclake.analytics import execute, parse
 from seclake.api.options import build_plan
+from seclake.errors import LimitExceeded
 from seclake.query.parser import parse as parse_query
 from seclake.record.dataset import EVENTS
 from seclake.service import analytics, columnscan
@@ -62,6 +63,25 @@ def test_a_head_selects_the_same_records(lake):
         got = columnscan.answer(lake, pipeline, selection(lake, head), Progress(), NOW)
         assert got is not None
         assert got.values == row_path(lake, pipeline, selection(lake, head)).values, head
+
+
+def test_a_head_s_docids_gathered_at_once_or_counted_first_give_one_answer_and_one_refusal(lake, monkeypatch):
+    head = "event.outcome:failure"
+    pipeline = parse(f"{head} | STATS n = COUNT(*), b = SUM(bytes) BY host.name | SORT host.name")
+    want = row_path(lake, pipeline, selection(lake, head)).values
+    progress = Progress()  # one search per split: its count and its docIds
+    assert columnscan.answer(lake, pipeline, selection(lake, head), progress, NOW).values == want
+    assert 0 < progress.read == progress.total
+    # The splits hold more records than MAX_ROWS, the head selects no more: counted first, then paged.
+    monkeypatch.setattr(columnscan, "MAX_ROWS", progress.total)
+    again = Progress()
+    assert columnscan.answer(lake, pipeline, selection(lake, head), again, NOW).values == want
+    assert again.read == again.total == progress.total
+    monkeypatch.setattr(lake.settings, "analytics_max_records", progress.total - 1)
+    for most in (progress.total, 1_000_000):  # refused both ways, as the row path refuses
+        monkeypatch.setattr(columnscan, "MAX_ROWS", most)
+        with pytest.raises(LimitExceeded):
+            columnscan.answer(lake, pipeline, selection(lake, head), Progress(), NOW)
 
 
 def test_columns_are_computed_once_and_kept_beside_the_split(lake, monkeypatch):
