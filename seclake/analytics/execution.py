@@ -706,8 +706,8 @@ def _answer(rows: list[Row], p: Plan, warnings: list[str]) -> Result:
         column = [None if type(v) is dict else v for v in column]
         ctype = s.column_type(column, "date" if kind == "raw_date" else kind)
         columns.append({"name": name, "type": ctype})
-        for out, v in zip(values, column):
-            out.append(s.shown(v, ctype))
+        for out, v in zip(values, s.shown_all(column, ctype)):
+            out.append(v)
     return Result(columns, values, warnings)
 
 

@@ -22,7 +22,9 @@ import math
 import re
 
 from seclake.query import datemath
-from seclake.record.moment import iso
+import numpy as np
+
+from seclake.record.moment import MAX_MS, iso
 from seclake.record.value import as_number, ip_text, scalar_text
 
 _INT = re.compile(r"^[+-]?[0-9]{1,18}$")  # ours, anchored, linear
@@ -185,6 +187,30 @@ def column_type(values: list, kind: str | None) -> str:
     if kinds == {"long", "double"}:
         return "double"
     return "keyword"
+
+
+def shown_all(values: list, ctype: str) -> list:
+    """``shown`` of every value of a column: the same values, a column at a time where its
+    values are of one kind (a date column of epoch-ms integers written by numpy in one call,
+    ``iso``'s text: ~4 µs a value by ``strftime``, most of a timechart's answer of 1,000 rows;
+    a long column of integers, a double column of doubles, a keyword column of strings as
+    they are), else value by value."""
+    kinds = set(map(type, values))
+    kinds.discard(type(None))
+    if list in kinds:  # multi-values: each shown as shown() shows them
+        return [shown(v, ctype) for v in values]
+    if ctype == "date" and kinds <= {int}:
+        present = [v for v in values if v is not None]
+        try:
+            ms = np.clip(np.array(present, dtype=np.int64), 0, MAX_MS)
+        except OverflowError:  # an integer past int64: clamped one by one
+            return [shown(v, ctype) for v in values]
+        texts = iter((np.char.add(np.datetime_as_string(ms.astype("datetime64[ms]"), unit="ms"), "Z")).tolist())
+        return [None if v is None else next(texts) for v in values]
+    if kinds <= {"long": {int}, "double": {float}, "keyword": {str}}.get(ctype, set()) \
+            or ctype not in ("date", "long", "double", "boolean", "keyword"):
+        return list(values)  # shown() gives each as it is
+    return [shown(v, ctype) for v in values]
 
 
 def shown(v: object, ctype: str) -> object:
