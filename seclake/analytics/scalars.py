@@ -154,29 +154,37 @@ def column_type(values: list, kind: str | None) -> str:
     ``kind`` where the expression says it ("date", "keyword"...)."""
     if kind in ("date", "keyword", "long", "double", "boolean"):
         return kind
+    # Each distinct value once (by kind and value: 1, 1.0 and True are three): the type
+    # depends on which values there are, not on how often (an answer's 1,000 rows of a few
+    # hundred addresses or hours).
+    flat = values if list not in set(map(type, values)) else \
+        [x for v in values for x in (v if type(v) is list else (v,))]
+    try:
+        distinct: list = list(dict.fromkeys(zip(map(type, flat), flat)))
+    except TypeError:  # a value that is no scalar: each looked at
+        distinct = [(type(x), x) for x in flat]
     kinds: set[str] = set()
     all_ip = True
-    for v in values:
-        for x in v if type(v) is list else (v,):
-            if x is None:
-                continue
-            t = type(x)
-            if t is bool:
-                kinds.add("boolean")
-            elif t is int:
-                kinds.add("long")
-            elif t is float:
-                kinds.add("double")
-            elif t is str and (n := number(x)) is not None:
-                # A source that writes its numbers as strings: a numeric column
-                # if every value is a number (else a keyword, as written).
-                kinds.add("long" if type(n) is int else "double")
-                kinds.add("numeric text")
-            else:
-                kinds.add("keyword")
-                # ip_text: as_ip's answer without making an address of a dotted quad (~10 µs a value).
-                if all_ip and (t is not str or ip_text(x) is None):
-                    all_ip = False
+    for _, x in distinct:
+        if x is None:
+            continue
+        t = type(x)
+        if t is bool:
+            kinds.add("boolean")
+        elif t is int:
+            kinds.add("long")
+        elif t is float:
+            kinds.add("double")
+        elif t is str and (n := number(x)) is not None:
+            # A source that writes its numbers as strings: a numeric column
+            # if every value is a number (else a keyword, as written).
+            kinds.add("long" if type(n) is int else "double")
+            kinds.add("numeric text")
+        else:
+            kinds.add("keyword")
+            # ip_text: as_ip's answer without making an address of a dotted quad (~10 µs a value).
+            if all_ip and (t is not str or ip_text(x) is None):
+                all_ip = False
     kinds.discard("numeric text") if "keyword" not in kinds else kinds.add("keyword")
     if not kinds:
         return "null"

@@ -31,3 +31,31 @@ def test_a_column_shown_at_once_equals_each_value_shown(ctype, data):
         values = [v for v in values if v is None or type(v) is list or s.number(v) is not None]
         values = [v for v in values if type(v) is not list or all(s.number(x) is not None for x in v if x is not None)]
     assert s.shown_all(values, ctype) == [s.shown(v, ctype) for v in values]
+
+
+def _column_type_value_by_value(values: list) -> str:
+    """The rule of docs/analytics.md ("Types and values"), one value at a time: the reference."""
+    kinds, all_ip = set(), True
+    for v in values:
+        for x in v if type(v) is list else (v,):
+            if x is None:
+                continue
+            if type(x) is bool:
+                kinds.add("boolean")
+            elif type(x) in (int, float):
+                kinds.add("long" if type(x) is int else "double")
+            elif type(x) is str and s.number(x) is not None:
+                kinds |= {"long" if type(s.number(x)) is int else "double", "numeric text"}
+            else:
+                kinds.add("keyword")
+                all_ip = all_ip and type(x) is str and s.ip_text(x) is not None
+    if "keyword" in kinds:
+        return "ip" if kinds <= {"keyword"} and all_ip else "keyword"
+    kinds.discard("numeric text")
+    return "null" if not kinds else kinds.pop() if len(kinds) == 1 else "double" if kinds == {"long", "double"} else "keyword"
+
+
+@given(st.lists(CELLS, max_size=30))
+def test_a_column_s_type_is_decided_by_its_distinct_values_as_by_each(values):
+    assert s.column_type(values, None) == _column_type_value_by_value(values)
+    assert s.column_type(values * 3, None) == s.column_type(values, None)
