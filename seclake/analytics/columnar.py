@@ -868,11 +868,12 @@ def _order(v: Any) -> Any:
 
 def _ranks(values: list, order: Callable[[Any], Any]) -> tuple[np.ndarray, np.ndarray]:
     """Per value: whether it is null, and the rank of its order among the values' distinct orders."""
-    if order is _order and all(type(v) is float or (type(v) is int and -_EXACT_IN_DOUBLE <= v <= _EXACT_IN_DOUBLE)
-                               or v is None for v in values):
+    if order is _order and _exact_numbers(values):
         # Numbers a double holds exactly (an aggregation's results): ranked by numpy, as by (1, v).
-        null = np.array([v is None for v in values], dtype=bool)
-        numbers = np.array([0.0 if v is None else v for v in values], dtype=np.float64)
+        as_array = np.array(values, dtype=object)
+        null = as_array == None  # noqa: E711 (elementwise)
+        as_array[null] = 0.0
+        numbers = as_array.astype(np.float64)
         rank = np.zeros(len(values), np.int64)
         rank[~null] = np.unique(numbers[~null], return_inverse=True)[1].reshape(-1)
         return null, rank
@@ -880,6 +881,22 @@ def _ranks(values: list, order: Callable[[Any], Any]) -> tuple[np.ndarray, np.nd
     ranking = {o: i for i, o in enumerate(sorted({o for o in orders if o is not None}))}
     return (np.array([o is None for o in orders], dtype=bool),
             np.array([0 if o is None else ranking[o] for o in orders], dtype=np.int64))
+
+
+def _exact_numbers(values: list) -> bool:
+    """Whether every value is null, a double, or an integer a double holds exactly (|v| < 2**53),
+    looked at a kind at a time: an integer past 2**53 is a double of 2**53 or more."""
+    kinds = set(map(type, values))
+    kinds.discard(type(None))
+    if not kinds <= {int, float}:
+        return False
+    if int not in kinds:
+        return True
+    ints = [v for v in values if type(v) is int] if float in kinds else [v for v in values if v is not None]
+    try:
+        return not ints or bool((np.abs(np.array(ints, dtype=np.float64)) < _EXACT_IN_DOUBLE).all())
+    except OverflowError:  # past a double's range
+        return False
 
 
 def _concat(parts: list[Column]) -> Column:
@@ -1107,6 +1124,14 @@ def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float 
         wide = np.bincount(gi, weights=np.abs(vi.astype(np.float64)), minlength=size)
         for j in np.flatnonzero(wide >= _WRAP_GUARD).tolist():  # an int64 total that may have wrapped
             totals[j] = sum(vi[gi == j].tolist())
+        if kind == "SUM" and not isflt.any():
+            # Integers only: each group's total as it is (a wrapped one's exact total checked),
+            # no value where the group has none; not a Python step per group for every group.
+            for j in np.flatnonzero(wide >= _WRAP_GUARD).tolist():
+                totals[j] = s.checked(totals[j])
+            for j in np.flatnonzero(np.bincount(gi, minlength=size) == 0).tolist():
+                totals[j] = None
+            return totals
         units = _units_by_group(g[isflt], floats[isflt], size)
         n_int = np.bincount(gi, minlength=size).tolist()
         n_float = np.bincount(g[isflt], minlength=size).tolist()
