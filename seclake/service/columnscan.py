@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -150,7 +151,7 @@ def _matching(split: Split, task: LeafTask) -> np.ndarray:
     hits = res.hits
     if res.count > len(hits):  # more matches than documents: not a split as written here
         raise RuntimeError(f"split {meta_of(split).split_id}: {res.count} matches of {limit} documents")
-    return np.fromiter((d for d, _ in hits), dtype=np.uint64, count=len(hits))
+    return np.fromiter(map(itemgetter(0), hits), dtype=np.uint64, count=len(hits))
 
 
 def _paged(split: Split, task: LeafTask, progress: analytics.Progress) -> np.ndarray:

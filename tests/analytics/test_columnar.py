@@ -159,3 +159,17 @@ def test_random_queries_over_random_records_answer_as_the_row_evaluator(records,
     assert (got_error is None) == (want_error is None), (text, want_error, got_error)
     if want_error is None and got is not None:
         assert (got.columns, got.values, got.warnings) == (want.columns, want.values, want.warnings), text
+
+
+GROUP_KEYS = st.one_of(st.none(), st.tuples(st.just(1), st.integers(min_value=-(2**64), max_value=2**64)),
+                       st.tuples(st.just(1), st.floats(allow_nan=False)), st.tuples(st.just(2), st.text(max_size=4)),
+                       st.tuples(st.just(0), st.booleans()))
+
+
+@given(st.lists(GROUP_KEYS, max_size=40, unique=True))
+def test_a_by_s_keys_ranked_by_numpy_as_by_python_s_order(keys):
+    # The SORT after a STATS ranks each BY's distinct keys (numbers, then words by code point).
+    null, rank = columnar._key_ranks(keys)
+    want_null, want_rank = columnar._ranks(keys, lambda k: k)
+    assert null.tolist() == want_null.tolist()
+    assert np.where(null, 0, rank).tolist() == np.where(want_null, 0, want_rank).tolist()
