@@ -103,7 +103,8 @@ def enrich(fields: dict[str, Any], dataset: str = "event") -> Any:
         common["event"].update({"category": category, "type": kind, "action": action})
         common.update(_of(event_id, data))
         sysmon_type = data.get("EventType")
-        if category == "registry" and sysmon_type in _REGISTRY_TYPES:
+        # A hostile line's EventType may be a list or an object: only a string names a type.
+        if category == "registry" and isinstance(sysmon_type, str) and sysmon_type in _REGISTRY_TYPES:
             common["event"]["type"] = _REGISTRY_TYPES[sysmon_type]
     merge(fields, compact(common))
     # Sysmon's UtcTime is UTC to the millisecond; NXLog's EventTime is the sender's local time without a

@@ -140,3 +140,11 @@ def test_one_query_finds_the_event_from_both_shippers_on_a_real_server(start_ser
     both('file.name:"\\\\MSSE-1337-server" AND event.type:access')
     # Sysmon's own names, where each shipper puts them.
     both("winlog.event_data.GrantedAccess:0x1010 OR GrantedAccess:0x1010")
+
+
+def test_a_registry_event_whose_event_type_is_not_a_string_is_kept_whole():
+    # Found by tests/ingest/test_ecs.py's mutations: a list there raised (unhashable) and lost the line.
+    nxlog = next(json.loads(line) for line in LINES if '"EventID":12' in line and '"SourceModuleName"' in line)
+    for odd in ([], ["CreateKey"], {"a": 1}, 7):
+        record = _parse(json.dumps({**nxlog, "EventType": odd}))
+        assert record["@fields"]["event"]["category"] == "registry" and record["@fields"]["EventType"] == odd
