@@ -42,7 +42,7 @@ def srv(tmp_path_factory):
         assert r.json()["response"]["accepted"] == 60
         flows = '{"@timestamp": %d, "@type": "flow", "@fields": {"sip": "10.0.0.1", "dp": 22}}' % (T0 + 5)
         server.http.post("/api/import/nf", content=flows.encode(), params={"type": "flow"}, headers={"Servicetoken": token})
-        server.services.lake.wait_indexed(61, timeout=10)
+        assert server.services.lake.wait_indexed(61, timeout=10)
         server.token = token
         yield server
 

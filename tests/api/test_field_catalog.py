@@ -33,7 +33,7 @@ def srv(tmp_path_factory):
             assert r.json()["response"]["accepted"] == len(lines), r.text
         server.http.post("/api/import/nf", content=FLOW.encode(), params={"type": "flow"},
                          headers={"Servicetoken": token})
-        server.services.lake.wait_indexed(len(SSHD) + len(OKTA) + 1, timeout=10)
+        assert server.services.lake.wait_indexed(len(SSHD) + len(OKTA) + 1, timeout=10)
         server.token = token
         server.call("auth/dataPolicyAdd", {"policy": {"name": "only-acme", "filters": {"event": "@customer:acme"}}},
                     token)

@@ -124,7 +124,8 @@ def test_an_import_through_the_api_lands_in_the_bucket_and_a_node_without_shared
     for part in range(3):  # three imports, three commits: several splits per day
         r = ingest.http.post("/api/import/fw", content=_events(40 + part), headers={"Servicetoken": token})
         assert r.status_code == 200 and r.json()["response"]["accepted"] == 40 + part, r.text
-        ingest.services.lake.wait_indexed(r.json()["response"]["lastDocId"], timeout=10)
+        # lastDocId is the public number; the lake waits for its log sequence (it waited out the timeout).
+        assert ingest.services.lake.wait_indexed(ingest.services.record_ids.sequence(r.json()["response"]["lastDocId"]), timeout=10)
     published = {e.split_id for e in ingest.services.lake.catalog.entries(PUBLISHED)}
     assert len(published) >= 4
     assert _objects(ingest.services.split_store) == published
