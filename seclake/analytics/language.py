@@ -8,6 +8,7 @@ record is read.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -53,6 +54,25 @@ def parse(text: str, dataset: Dataset | str = EVENTS, limits: AnalyticsLimits | 
     limits = limits or AnalyticsLimits()
     if len(text) > limits.max_query_length:
         raise LimitExceeded("query length", len(text), limits.max_query_length)
+    if len(text) <= PARSED_TEXT_MOST:
+        return _parsed(text, dataset, limits)
+    return _parse(text, dataset, limits)
+
+
+# Parsed pipelines kept by their text: an analyst's page, a dashboard or the bench asks the same
+# query again and again, and lark's parse and the plan that checks it took ~1 ms of a query
+# answered in a few. A Pipeline is immutable (frozen dataclasses, tuples, frozensets all the
+# way down), so one serves every caller. Bounded: 128 texts of at most 2,048 characters
+# (longer ones are parsed each time); an error is raised each time, never kept.
+PARSED_TEXT_MOST = 2_048
+
+
+@functools.lru_cache(maxsize=128)  # thread-safe: ds/query runs in several threads
+def _parsed(text: str, dataset: Dataset, limits: AnalyticsLimits) -> Pipeline:
+    return _parse(text, dataset, limits)
+
+
+def _parse(text: str, dataset: Dataset, limits: AnalyticsLimits) -> Pipeline:
     pipe = first_pipe(text)
     if pipe is None:
         return Pipeline(text, text, (), dataset, None, False)
