@@ -822,11 +822,48 @@ def evaluate(prepared: Prepared, batches: Iterable[Batch], limits: AnalyticsLimi
             pass  # a result sorted here that is no number: every group to the SORT
         else:
             # The groups the SORT then LIMIT keep, in the SORT's order: the SORT stage is not run.
+            if len(prepared.plan.stages) == prepared.stats_at + 3:  # nothing after but that LIMIT
+                direct = _direct(prepared, groups, results, chosen)
+                if direct is not None:
+                    return direct
             table = {groups.combo(i): [r[i] for r in results] for i in chosen}
             return execution.run(prepared.plan, prepared.folding.finish(table, in_order=True),
                                  start=prepared.stats_at + 2)
+    if len(prepared.plan.stages) == prepared.stats_at + 1:  # the STATS is the last command
+        # The STATS's own order: by the BY values, nulls last (execution's finish).
+        order = sorted(range(groups.size), key=lambda i: tuple((k is None, k or ()) for k in groups.combo(i)))
+        direct = _direct(prepared, groups, results, order)
+        if direct is not None:
+            return direct
     table = {groups.combo(i): [r[i] for r in results] for i in range(groups.size)}
     return execution.run(prepared.plan, prepared.folding.finish(table), start=prepared.stats_at + 1)
+
+
+def _direct(prepared: Prepared, groups: Groups, results: list[list], order: list[int]) -> Result | None:
+    """The answer of the groups ``order`` lists, in that order, a column at a time, when the
+    STATS's outputs are its bare aggregations and BY columns and no command follows (but the
+    LIMIT the SORT done on arrays already applied); None otherwise (the row stages answer).
+    The same answer as the STATS's rows through ``execution.run``, without a dict per group
+    (a timechart's 1,000 rows, 591 groups of a WHERE over a computed value)."""
+    folding = prepared.folding
+    if folding.direct is None:
+        return None
+    by = {name: j for j, name in enumerate(folding.group_names)}  # the last BY of a name stays
+
+    def column(name: str, n: int) -> list:
+        taken = order[:n]
+        if not taken:
+            return []
+        if name in by:
+            ids, keys = groups.by[by[name]]
+            unkey = s.unkey
+            return [unkey(keys[k]) for k in ids[taken].tolist()]
+        values = results[folding.direct[name]]
+        return [values[i] for i in taken]
+
+    if not folding.group_names and not groups.size:
+        return None  # no group and no BY: the row stages make the one row of empty aggregations
+    return execution.answer_of_columns(prepared.plan, column, len(order))
 
 
 def _top(prepared: Prepared, groups: Groups, results: list[list]) -> Any:

@@ -173,3 +173,27 @@ def test_a_by_s_keys_ranked_by_numpy_as_by_python_s_order(keys):
     want_null, want_rank = columnar._ranks(keys, lambda k: k)
     assert null.tolist() == want_null.tolist()
     assert np.where(null, 0, rank).tolist() == np.where(want_null, 0, want_rank).tolist()
+
+
+def test_a_stats_of_bare_aggregations_is_answered_a_column_at_a_time_as_by_rows():
+    """The answer made from the arrays (no dict per group) equals the row stages': the implicit
+    LIMIT's cut and warning, columns of one name (the rightmost, a BY's over an aggregation's),
+    no records, and a STATS whose outputs are expressions (the row stages answer it)."""
+    many = [{"@fields.k": i % 1_200, "@fields.x": i} for i in range(2_400)]
+    cases = [
+        ("| STATS n = COUNT(*), s = SUM(x) BY k", many),  # 1,200 groups: cut at 1,000, warned
+        ("| STATS n = COUNT(*), s = SUM(x) BY k | SORT s DESC | LIMIT 7", many),
+        ("| STATS n = COUNT(*), n = MAX(x), k = MIN(x) BY k, k = x % 3", many),
+        ("| STATS n = COUNT(*), s = SUM(x) BY k", []),
+        ("| STATS n = COUNT(*), s = SUM(x)", []),
+        ("| STATS n = COUNT(*) + 1 BY k | SORT n | LIMIT 3", many),
+    ]
+    for text, records in cases:
+        got = answer(text, records, cuts=(len(records) // 3,))
+        want = execute(parse(text), records, now=NOW)
+        assert got is not None, text
+        assert (got.columns, got.values, got.warnings) == (want.columns, want.values, want.warnings), text
+    assert answer(cases[0][0], many).warnings and len(answer(cases[0][0], many).values) == 1_000
+    folding = columnar.prepare(parse(cases[0][0]).commands, None, NOW, AnalyticsLimits()).folding
+    assert folding.direct == {"n": 0, "s": 1}
+    assert columnar.prepare(parse(cases[-1][0]).commands, None, NOW, AnalyticsLimits()).folding.direct is None
