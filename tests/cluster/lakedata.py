@@ -27,6 +27,22 @@ CASES = load_match_cases()
 CHUNKS = 3
 
 
+def build_golden_lake(base: Path) -> tuple[Lake, Database]:
+    """A started lake (no background threads) under ``base/data`` holding the analytics golden set's
+    records (tests/analytics/golden.py) in 6 splits: imports of 30 records, each flushed."""
+    from tests.analytics.golden import documents
+
+    db = Database(f"sqlite:///{base / 'meta.db'}")
+    db.migrate()
+    lake = Lake(base / "data", db)
+    lake.start(background=False)
+    docs = documents()
+    for at in range(0, len(docs), 30):
+        lake.append([("event", d) for d in docs[at:at + 30]])
+        lake.flush()
+    return lake, db
+
+
 def build_lake(base: Path, store: SplitStore | None = None) -> tuple[Lake, Database, dict[str, dict[int, str]]]:
     """A started lake (no background threads) under ``base/data`` holding every case's records.
 

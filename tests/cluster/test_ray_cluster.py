@@ -568,21 +568,12 @@ def analytics_node(cluster, tmp_path_factory):
     """An API node in cluster mode (its own namespace on this module's Ray cluster) over a lake of
     the analytics golden set's records in 6 splits (3 imports over 2 days), a searcher on each
     worker node; an admin and an analyst restricted by a data policy."""
-    from seclake.db.database import Database
-    from seclake.storage.lake import Lake
-    from tests.analytics.golden import documents
     from tests.cluster.apinodes import ApiNode, wait_for
+    from tests.cluster.lakedata import build_golden_lake
     from tests.cluster.raycluster import BIN, env
 
     base = tmp_path_factory.mktemp("analytics")
-    db = Database(f"sqlite:///{base / 'meta.db'}")
-    db.migrate()
-    lake = Lake(base / "data", db)
-    lake.start(background=False)
-    docs = documents()
-    for at in range(0, len(docs), 30):
-        lake.append([("event", d) for d in docs[at:at + 30]])
-        lake.flush()
+    lake, db = build_golden_lake(base)
     lake.stop()
     db.dispose()
     settings = {"SECLAKE_RAY_NAMESPACE": ANALYTICS_NAMESPACE, "SECLAKE_DATA_DIR": str(base / "data"),

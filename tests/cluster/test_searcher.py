@@ -135,19 +135,9 @@ def test_query_errors_cross_as_themselves(modes):
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory):
     """The analytics golden set's records as a lake of 6 splits (3 imports over 2 days), two searchers."""
-    from seclake.db.database import Database
-    from seclake.storage.lake import Lake
-    from tests.analytics.golden import documents
+    from tests.cluster.lakedata import build_golden_lake
 
-    base = tmp_path_factory.mktemp("golden")
-    db = Database(f"sqlite:///{base / 'meta.db'}")
-    db.migrate()
-    lake = Lake(base / "data", db)
-    lake.start(background=False)
-    docs = documents()
-    for at in range(0, len(docs), 30):
-        lake.append([("event", d) for d in docs[at:at + 30]])
-        lake.flush()
+    lake, db = build_golden_lake(tmp_path_factory.mktemp("golden"))
     pool = ThreadPoolExecutor(4)
     searchers = {f"searcher-{n}": Searcher(str(lake.layout.splits)) for n in ("a", "b")}
     yield Root(lake.splits, pool), Root(lake.splits, ThreadLeaves(searchers, pool)), searchers
