@@ -374,6 +374,7 @@ def lake_factory(tmp_path: Path, db: Any) -> Iterator[Callable[..., Any]]:
 # -- where each test runs under xdist ----------------------------------------
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests sharing a module-scoped fixture (a Ray cluster, a server with
     data, a browser's install) run on one xdist worker, so the fixture is made
