@@ -84,6 +84,19 @@ def searchers() -> dict[str, dict]:
     return {name: ray.get(h.info.remote(), timeout=60) for name, h in handles.items()}
 
 
+def kill_mid_call(name: str, pid: int, namespace: str | None = None) -> dict:
+    """A second into the calls running, SIGKILL the searcher's worker process ``pid`` mid-call; once restarted,
+    a second more of calls. The process is stopped first, so that a call is surely waiting on it when it
+    dies (killed between two calls, Ray would hold the next one until the restart, and nothing would fail)."""
+    time.sleep(1.0)
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(0.5)
+    os.kill(pid, signal.SIGKILL)
+    restarted = wait_restarted(name, pid, namespace=namespace)
+    time.sleep(1.0)
+    return restarted
+
+
 def wait_restarted(name: str, old_pid: int, timeout: float = 120, namespace: str | None = None) -> dict:
     import ray
 
@@ -336,15 +349,7 @@ def test_a_searcher_killed_mid_query_never_gives_a_silently_wrong_answer(cluster
     thread = threading.Thread(target=hammer)
     thread.start()
     try:
-        time.sleep(1.0)
-        # The searcher's worker process, mid-query: stopped first, so that a
-        # call is surely waiting on it when it dies (killed between two calls,
-        # Ray would hold the next one until the restart, and nothing would fail).
-        os.kill(info["pid"], signal.SIGSTOP)
-        time.sleep(0.5)
-        os.kill(info["pid"], signal.SIGKILL)
-        restarted = wait_restarted(victim, info["pid"])
-        time.sleep(1.0)
+        restarted = kill_mid_call(victim, info["pid"])
     finally:
         stop.set()
         thread.join(120)
@@ -700,12 +705,7 @@ def test_a_searcher_killed_mid_stats_query_never_gives_a_wrong_aggregate(analyti
     thread = threading.Thread(target=hammer)
     thread.start()
     try:
-        time.sleep(1.0)
-        os.kill(info["pid"], signal.SIGSTOP)  # surely mid-call when it dies (see the search test above)
-        time.sleep(0.5)
-        os.kill(info["pid"], signal.SIGKILL)
-        wait_restarted(victim, info["pid"], namespace=ANALYTICS_NAMESPACE)
-        time.sleep(1.0)
+        kill_mid_call(victim, info["pid"], namespace=ANALYTICS_NAMESPACE)
     finally:
         stop.set()
         thread.join(120)
