@@ -224,11 +224,16 @@ def counted(services: Services, selection: Selection, progress: Progress,
     return [(sid, by_id[sid], total, replace(count, k=total)) for sid, total in totals.items() if total]
 
 
+def open_here(split: Any) -> bool:
+    """A split this process holds open and readable (not a catalog entry, a searcher's, or damaged)."""
+    return isinstance(split, Split) and not isinstance(split, DamagedSplit)
+
+
 def _lake(services: Services, selection: Selection, progress: Progress, max_records: int,
           decode: Callable[[bytes], dict]) -> Iterator[dict]:
     leaves_ = services.search.leaves
     for sid, split, total, task in counted(services, selection, progress, max_records):
-        if isinstance(split, Split) and not isinstance(split, DamagedSplit) and isinstance(leaves_, InProcessLeaves):
+        if open_here(split) and isinstance(leaves_, InProcessLeaves):
             if total == meta_of(split).num_records and split.store is not None:
                 yield from _scanned(split, progress, decode)
             else:

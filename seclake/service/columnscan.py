@@ -36,7 +36,7 @@ from seclake.search.leaf import LeafTask, _compiled
 from seclake.search.root import InProcessLeaves
 from seclake.service import analytics
 from seclake.storage import columns
-from seclake.storage.split import DamagedSplit, Split, meta_of
+from seclake.storage.split import Split, meta_of
 
 if TYPE_CHECKING:
     from seclake.services import Services
@@ -139,7 +139,7 @@ def _counted(services: Services, selection: analytics.Selection, progress: analy
 
 
 def _readable(split: Any) -> bool:
-    return isinstance(split, Split) and not isinstance(split, DamagedSplit) and split.store is not None
+    return analytics.open_here(split) and split.store is not None
 
 
 def _matching(split: Split, task: LeafTask) -> np.ndarray:
