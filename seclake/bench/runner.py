@@ -93,7 +93,9 @@ class BenchOptions:
     # Back-to-back pairs per class: HTTP against the engine layer, and this code against the baseline's
     # (fewer only in the tests' tiny runs: the pairs' medians need 40 to hold still on this machine).
     pairs: int = WIRE_PAIRS
-    cold: bool = True  # each class's first run after its engine reopened (off only where a test looks at other stages)
+    # Each class's first run after its engine reopened (a server restart per class): True for every
+    # class, or the names of the classes to run cold (fewer or none only where a test looks at other stages).
+    cold: bool | tuple[str, ...] = True
     classes: tuple[str, ...] = field(default_factory=lambda: tuple(c.name for c in CLASSES))
 
     def run_name(self) -> str:
@@ -299,7 +301,7 @@ def run(opts: BenchOptions, echo: Callable[[str], None] = print) -> dict[str, An
             quiet_collector()
             # Cold: the first run of a class right after its engine opened the data (OS page cache not dropped).
             with log.stage(f"{scale}x: cold runs"):
-                for qc in classes if opts.cold else ():
+                for qc in [c for c in classes if opts.cold is True or (opts.cold and c.name in opts.cold)]:
                     for name in [e for e in qc.engines if e in active]:
                         if name == "http":
                             peak_rss.append(server.peak_rss_kb() or 0)

@@ -108,6 +108,8 @@ def test_every_class_has_a_peer_query_and_a_window():
 
 # Back-to-back pairs per class in the tiny run (make bench: 40): a tenth of its time.
 TINY_PAIRS = 6
+# The classes the tiny run times cold: each restarts the server (2.6 s; all twelve were a quarter of the run).
+TINY_COLD = ("Q1", "SUMM")
 
 
 @pytest.mark.slow
@@ -118,7 +120,7 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path, monkeypatch
     opts = BenchOptions(events=20_000, days=30, reps=5, load_seconds=2, clients=4, out=out, results=results,
                         arrival_seconds=2, arrival_rate=5,
                         data_dir=tmp_path / "data", cli_ingest=False, parse_lines=200, baseline="HEAD",
-                        scaling_events=3_000, pairs=TINY_PAIRS,
+                        scaling_events=3_000, pairs=TINY_PAIRS, cold=TINY_COLD,
                         # SigmaHQ's rules beside the starter pack: tests/bench/test_sigma.py runs that stage.
                         sigma=None)
     try:
@@ -155,7 +157,8 @@ def test_a_tiny_run_completes_agrees_and_writes_the_tables(tmp_path, monkeypatch
     for qc in CLASSES:
         for engine in qc.engines:
             t = one["queries"][qc.name][engine]
-            assert t["n"] == 5 and t["median"] > 0 and t["cold"] > 0
+            assert t["n"] == 5 and t["median"] > 0
+            assert (t["cold"] > 0) if qc.name in TINY_COLD else ("cold" not in t), (qc.name, engine)
     assert one["queries"]["Q2"]["total"] == 1  # the needle: one record in the last 7 days
     # Piped queries over HTTP against DuckDB on the same records: timed cold and warm, every value equal.
     from seclake.bench.analytics import CLASSES as ANALYTICS
