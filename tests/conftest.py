@@ -385,3 +385,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
         if any(d.scope == "module" for chain in defs.values() for d in chain):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+    # Modules with a slow test first: xdist hands work out in collection order
+    # (after the groups, largest first), and a two-minute test handed out last
+    # made the suite's tail; a stable sort keeps each module's tests together.
+    slow = {item.module.__name__ for item in items if item.module and item.get_closest_marker("slow")}
+    items.sort(key=lambda item: not (item.module and item.module.__name__ in slow))
