@@ -112,6 +112,7 @@ class Services:
                 merge_after=ONE_SHOT_MERGE_AFTER if one_shot else 0.0,
                 open_splits=not one_shot,
                 build_niceness=settings.build_niceness,
+                spread_hold=settings.spread_hold_seconds,
             )
         else:
             from seclake.cluster.catalogview import CatalogView

@@ -134,6 +134,10 @@ class Settings(BaseSettings):
         10, ge=0, le=19,
         description="CPU priority of the split-building worker processes (nice): above 0 the server's searches and ingest take the CPU first; 0: the server's priority (docs/operations.md).",
     )
+    spread_hold_seconds: float = Field(
+        5.0, ge=0, le=60,
+        description="How long the indexer holds records spread over many days (an import of past days) for more, so that it writes fewer, larger splits and searches stay fast meanwhile (docs/operations.md); 0: never.",
+    )
     ingest_yield_share: float = Field(
         0.1, ge=0, le=0.9,
         description="The largest share of time bulk imports wait for running searches (searches first: docs/operations.md); 0 never waits.",

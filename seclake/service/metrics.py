@@ -215,6 +215,12 @@ class LakeCollector(Collector):
                 "bodies kept whole; the server log names each with the reason.")
             quarantined.add_metric([], flusher.records_quarantined)
             yield quarantined
+            holds = CounterMetricFamily(
+                "seclake_indexer_spread_holds", "Times since start the indexer held records spread over many days "
+                "(an import of past days) for more, so that a flush makes fewer, larger splits (a few seconds "
+                "at most: storage/flusher.py).")
+            holds.add_metric([], flusher.spread_holds)
+            yield holds
         if self.parsers is not None:
             bodies = CounterMetricFamily(
                 "seclake_parse_worker_bodies", "Import bodies parsed in parse worker processes since start.")

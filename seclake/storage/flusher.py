@@ -54,6 +54,17 @@ MAX_FLIGHTS = 2
 # Records a batch started beside another waits for: a smaller split costs
 # more per record to build (its fixed costs) and makes more merges.
 MIN_SIDE_BATCH = 4000
+# A batch spread over many days (an import of last month's logs) makes a split per dataset and
+# day at every flush: two minutes of a 30-day import took a lake from ~90 published splits to
+# 380-450, which searched 2.2x slower at the median until merged (docs/operations.md, "Where
+# searches wait under an import"). The indexer holds such a batch (``Flusher.held``) until its
+# splits would average ``SPREAD_SPLIT_RECORDS``, it is a full batch, or its oldest record has
+# waited ``SPREAD_HOLD_SECONDS`` (setting spread_hold_seconds): fewer, larger splits. A batch of few days (a live stream) or
+# of few records (a test's import, a quiet source) goes at once, as an explicit flush does.
+SPREAD_GROUPS = 8  # (dataset, UTC day) pairs
+SPREAD_MIN_RECORDS = 2_000
+SPREAD_SPLIT_RECORDS = 2_000
+SPREAD_HOLD_SECONDS = 5.0
 # Seconds over which ``busy_share`` is taken.
 BUSY_WINDOW = 10.0
 # How often a flush waiting for its builds looks whether a worker is free
@@ -76,15 +87,21 @@ _MACHINE = (OSError, MemoryError, Unavailable)
 
 class Flusher:
     def __init__(self, layout: Layout, wal: WriteAheadLog, shelf: Shelf, builder: SplitBuilder, janitor: Janitor,
-                 partitions: int):
+                 partitions: int, spread_hold: float = SPREAD_HOLD_SECONDS):
         self.layout = layout
         self.wal = wal
         self.shelf = shelf
         self.builder = builder
         self.janitor = janitor
         self.partitions = partitions
+        self.spread_hold = spread_hold
         self._pending: list[tuple[int, str, int, bytes, str]] = []
         self._pending_bytes = 0
+        # (last log sequence of an enqueue, when it came): the age of the oldest pending record (``held``).
+        self._arrivals: deque[tuple[int, float]] = deque()
+        # Since start (``/metrics``): times the indexer held a spread batch for more records.
+        self.spread_holds = 0
+        self._spread_seen: tuple[tuple[int, int] | None, bool] = (None, False)
         self.cond = threading.Condition()
         self.stopping = False
         self.indexed_seq = 0
@@ -108,6 +125,7 @@ class Flusher:
             self.stopping = False
             self._pending = []
             self._pending_bytes = 0
+            self._arrivals.clear()
             self.indexed_seq = checkpoint
 
     def stop(self) -> None:
@@ -146,6 +164,8 @@ class Flusher:
         with self.cond:
             self._pending.extend(rows)
             self._pending_bytes += sum(len(r[3]) for r in rows)
+            if rows:
+                self._arrivals.append((rows[-1][0], time.monotonic()))
             self.cond.notify_all()
 
     def pending(self) -> int:
@@ -184,8 +204,38 @@ class Flusher:
                 self.cond.wait(left)
         return True
 
-    def flush(self) -> int:
-        """Index everything pending now; return the number of records indexed.
+    def held(self) -> bool:
+        """Whether the pending records are a batch spread over many days that waits for more
+        (``spread_hold`` seconds at most): the indexer thread's flush asks, an explicit one does not."""
+        with self.cond:
+            if self.stopping or not self.spread_hold or not self._pending or not self._spread(0):
+                return False
+            oldest = self._pending[0][0]
+            while len(self._arrivals) > 1 and self._arrivals[0][0] < oldest:
+                self._arrivals.popleft()
+            if not self._arrivals or time.monotonic() - self._arrivals[0][1] >= self.spread_hold:
+                return False
+            self.spread_holds += 1
+            return True
+
+    def _spread(self, start: int) -> bool:
+        """Whether the next batch, the pending records from ``start`` (``MAX_BATCH`` at most), is spread
+        over ``SPREAD_GROUPS`` dataset days or more, too thin for splits of ``SPREAD_SPLIT_RECORDS``
+        (called holding ``cond``)."""
+        n = min(len(self._pending) - start, MAX_BATCH)
+        if n < SPREAD_MIN_RECORDS or n >= MAX_BATCH:
+            return False
+        # Asked every poll of a flush waiting for its builds (POLL_SECONDS): counted again only
+        # when the pending records changed (a set of up to 50,000 pairs takes a few ms).
+        key = (self._pending[start][0], n)
+        if self._spread_seen[0] != key:
+            groups = len({(row[1], row[2]) for row in self._pending[start : start + n]})
+            self._spread_seen = (key, groups >= SPREAD_GROUPS and n < groups * SPREAD_SPLIT_RECORDS)
+        return self._spread_seen[1]
+
+    def flush(self, hold: bool = False) -> int:
+        """Index everything pending now; return the number of records indexed. With ``hold``
+        (the indexer thread), a batch spread over many days may wait for more (``held``).
 
         Batches of pending records are built side by side, up to
         ``MAX_FLIGHTS`` at once, and published in log order: a worker that
@@ -206,6 +256,13 @@ class Flusher:
                     with self.cond:
                         more = len(self._pending) - taken
                     side = len(flights) < MAX_FLIGHTS and more >= MIN_SIDE_BATCH and self.builder.idle()
+                    if side and hold and self.spread_hold:
+                        # A side batch of a spread import made a split per day of a few dozen
+                        # records each (4,000 over 60 dataset days): it waits for the flight.
+                        with self.cond:
+                            side = not self._spread(taken)
+                    if more and not flights and hold and self.held():
+                        return done
                     if more and (not flights or side):
                         with self.cond:
                             batch = self._pending[taken : taken + MAX_BATCH]
@@ -281,6 +338,8 @@ class Flusher:
         with self.cond:
             del self._pending[: len(batch)]
             self._pending_bytes -= sum(len(r[3]) for r in batch)
+            while self._arrivals and (not self._pending or self._arrivals[0][0] < self._pending[0][0]):
+                self._arrivals.popleft()
             self.indexed_seq = max(self.indexed_seq, batch[-1][0])
             self.cond.notify_all()
         self.wal.trim(min([self.indexed_seq] + [hold() for hold in self.holds]))

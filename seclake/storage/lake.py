@@ -32,7 +32,7 @@ from seclake.record.moment import iso
 from seclake.storage import memory, partition
 from seclake.storage.builder import SplitBuilder
 from seclake.storage.catalog import PUBLISHED, Catalog
-from seclake.storage.flusher import Flusher, Items, Placement
+from seclake.storage.flusher import SPREAD_HOLD_SECONDS, Flusher, Items, Placement
 from seclake.storage.janitor import Janitor
 from seclake.storage.layout import Layout
 from seclake.storage.merger import Merger
@@ -66,11 +66,13 @@ class Lake:
         merge_after: float = 0.0,
         open_splits: bool = True,
         build_niceness: int = 0,
+        spread_hold: float = SPREAD_HOLD_SECONDS,
     ):
         """``merge_after``: seconds after ``start`` before the first merge
         round; ``open_splits`` False: splits are opened on first use, not as
         they are published (both for one-shot commands: ``Services``);
-        ``build_niceness``: the split builders' CPU priority (setting build_niceness)."""
+        ``build_niceness``: the split builders' CPU priority (setting build_niceness);
+        ``spread_hold``: see ``Flusher.held`` (setting spread_hold_seconds)."""
         self.layout = Layout(data_dir)
         # Object storage the splits are uploaded to before they are published
         # (setting split_store_url); None: the shared filesystem only.
@@ -84,7 +86,8 @@ class Lake:
         self.janitor = Janitor(self.layout, self.catalog, self.shelf, store)
         # Splits a dataset's day is written in, by customer (setting
         # customer_partitions; partition.py); 1: one.
-        self.flusher = Flusher(self.layout, self.wal, self.shelf, self.builder, self.janitor, partitions)
+        self.flusher = Flusher(self.layout, self.wal, self.shelf, self.builder, self.janitor, partitions,
+                               spread_hold=spread_hold)
         self.merger = Merger(self.layout, self.catalog, self.shelf, self.builder, self.janitor, partitions,
                              stopping=lambda: self.flusher.stopping, busy_share=self.flusher.busy_share,
                              settle_ms=None if merge_quiet is None else int(merge_quiet * 1000))
@@ -128,7 +131,8 @@ class Lake:
             self.flusher.enqueue([(seq, ds, rec, encoded(rec)) for seq, ds, rec in replayed])
         if background:
             self._threads = [
-                threading.Thread(target=self._run, args=(self.flush, self.commit_interval), name="seclake-indexer", daemon=True),
+                threading.Thread(target=self._run, args=(self._index, self.commit_interval), name="seclake-indexer",
+                                 daemon=True),
                 threading.Thread(target=self._run, args=(self.merge, MERGE_INTERVAL, self.merge_after, False),
                                  name="seclake-merger", daemon=True),
             ]
@@ -300,6 +304,10 @@ class Lake:
     def flush(self) -> int:
         """Index everything pending now; return the number of records indexed."""
         return self.flusher.flush()
+
+    def _index(self) -> int:
+        """The indexer thread's flush: a batch spread over many days may wait for more (``Flusher.held``)."""
+        return self.flusher.flush(hold=True)
 
     # -- merging and retention -----------------------------------------
 

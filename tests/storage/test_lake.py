@@ -218,6 +218,42 @@ def test_background_indexer_makes_records_searchable_quickly(lake_factory):
     assert _docids(lake) == list(range(first, last + 1))
 
 
+def _spread(first: int, n: int, days: int) -> list:
+    return [("event", _event(first + i, day=i % days)) for i in range(n)]
+
+
+def test_an_import_spread_over_many_days_waits_for_more_and_makes_fewer_splits(lake_factory):
+    # A backfill of 30 days in three posts: each post alone would make a split per day.
+    lake = lake_factory(background=True, spread_hold=1.5)
+    started = time.monotonic()
+    for post in range(3):
+        _first, last = lake.append(_spread(post * 2500, 2500, days=30))
+        time.sleep(0.2)
+    assert lake.wait_indexed(last, timeout=15)
+    assert time.monotonic() - started >= 1.5 and lake.flusher.spread_holds > 0
+    assert len(lake.splits("event")) == 30  # one flush of all three posts
+    assert _docids(lake) == list(range(1, 7501))
+
+
+def test_a_live_stream_a_small_import_and_an_explicit_flush_are_not_held(lake_factory):
+    lake = lake_factory(background=True)
+    _first, last = lake.append(_spread(0, 5000, days=2))  # today's and yesterday's logs
+    assert lake.wait_indexed(last, timeout=10)
+    _first, last = lake.append(_spread(0, 1000, days=30))  # a small import of a month
+    assert lake.wait_indexed(last, timeout=10)
+    assert lake.flusher.spread_holds == 0
+    lake.stop()
+    again = lake_factory()  # no indexer thread: the caller flushes
+    again.append(_spread(0, 5000, days=30))
+    assert again.flush() == 5000 and again.flusher.spread_holds == 0
+
+
+def test_spread_hold_0_indexes_a_spread_import_at_once(lake_factory):
+    lake = lake_factory(background=True, spread_hold=0)
+    _first, last = lake.append(_spread(0, 5000, days=30))
+    assert lake.wait_indexed(last, timeout=10) and lake.flusher.spread_holds == 0
+
+
 def test_merges_keep_every_record_and_reduce_splits(lake_factory):
     lake = lake_factory()
     for batch in range(9):
