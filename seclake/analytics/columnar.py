@@ -830,8 +830,8 @@ def evaluate(prepared: Prepared, batches: Iterable[Batch], limits: AnalyticsLimi
             return execution.run(prepared.plan, prepared.folding.finish(table, in_order=True),
                                  start=prepared.stats_at + 2)
     if len(prepared.plan.stages) == prepared.stats_at + 1:  # the STATS is the last command
-        # The STATS's own order: by the BY values, nulls last (execution's finish).
-        order = sorted(range(groups.size), key=lambda i: tuple((k is None, k or ()) for k in groups.combo(i)))
+        # The STATS's own order (execution's finish).
+        order = sorted(range(groups.size), key=lambda i: execution.group_order(groups.combo(i)))
         direct = _direct(prepared, groups, results, order)
         if direct is not None:
             return direct

@@ -240,6 +240,8 @@ def _warnings(p: Plan, rows: int) -> list[str]:
     return warnings
 
 
+# The hidden column of an aggregation's result in a STATS's row: AGG_SLOT + its index (names never hold NUL).
+AGG_SLOT = "\x00agg"
 TIME = "\x00time"  # the hidden column of a record's time (names never hold NUL)
 
 
@@ -537,7 +539,7 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
                 folded.append((node, named.where))
                 if condition is not None:
                     aggregate = ag.Filtered(aggregate, condition)
-                slot = f"\x00agg{len(aggregates)}"
+                slot = f"{AGG_SLOT}{len(aggregates)}"
                 aggregates.append(aggregate)
                 if node.name in ("COUNT", "COUNT_DISTINCT"):
                     kind = "long"
@@ -565,7 +567,7 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
         fn, kind = compile_expr(expr, final_scope)
         names_seen[named.name] = len(outputs)
         outputs.append((named.name, fn, kind))
-        bare.append(int(expr.name[len("\x00agg"):]) if is_aggregate(named.expr) and isinstance(expr, t.Field) else None)
+        bare.append(int(expr.name[len(AGG_SLOT):]) if is_aggregate(named.expr) and isinstance(expr, t.Field) else None)
     # Of two columns with one name the rightmost stays (ES|QL).
     kept = [i for i, o in enumerate(outputs) if names_seen[o[0]] == i]
     outputs = [outputs[i] for i in kept]
@@ -639,12 +641,11 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
         ``in_order``: in the table's order (the columnar evaluator sorted them already)."""
         # Groups in the order of their BY values (nulls last): a timechart comes in time order.
         # A group key is its value's order already (scalars.key): no value is read again.
-        ordered = table.items() if in_order else \
-            sorted(table.items(), key=lambda kv: tuple((k is None, k or ()) for k in kv[0]))
+        ordered = table.items() if in_order else sorted(table.items(), key=lambda kv: group_order(kv[0]))
         for combo, results in ordered:
             row = {name: s.unkey(k) for (name, _, _), k in zip(groups, combo)}
             for i, result in enumerate(results):
-                row[f"\x00agg{i}"] = result
+                row[f"{AGG_SLOT}{i}"] = result
             out = {name: fn(row) for name, fn, _ in outputs}
             for name, _, _ in groups:
                 out[name] = row[name]
@@ -656,6 +657,12 @@ def _stats(command: t.Stats, scope: Scope, budget: ag.Budget, limits: AnalyticsL
     # Cluster mode folds the groups on the searchers and merges them here (analytics/partial.py).
     stats.fold, stats.emit, stats.states, stats.max_groups = fold, emit, aggregates, max_groups  # type: ignore[attr-defined]
     return stats
+
+
+def group_order(combo: tuple) -> tuple:
+    """The order of a STATS's groups: by their BY keys (``scalars.key``: a key is its value's
+    order), nulls last. A timechart comes in time order."""
+    return tuple((k is None, k or ()) for k in combo)
 
 
 @dataclass

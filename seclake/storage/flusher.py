@@ -210,9 +210,7 @@ class Flusher:
         with self.cond:
             if self.stopping or not self.spread_hold or not self._pending or not self._spread(0):
                 return False
-            oldest = self._pending[0][0]
-            while len(self._arrivals) > 1 and self._arrivals[0][0] < oldest:
-                self._arrivals.popleft()
+            # The first arrival is the oldest pending record's (``_publish`` drops the indexed ones).
             if not self._arrivals or time.monotonic() - self._arrivals[0][1] >= self.spread_hold:
                 return False
             self.spread_holds += 1
