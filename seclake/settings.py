@@ -136,7 +136,7 @@ class Settings(BaseSettings):
     )
     spread_hold_seconds: float = Field(
         5.0, ge=0, le=60,
-        description="How long the indexer holds records spread over many days (an import of past days) for more, so that it writes fewer, larger splits and searches stay fast meanwhile (docs/operations.md); 0: never.",
+        description="How long the indexer holds records spread over many days (an import of past days) for more while more keeps coming, so that it writes fewer, larger splits and searches stay fast meanwhile (docs/operations.md); 0: never.",
     )
     ingest_yield_share: float = Field(
         0.1, ge=0, le=0.9,

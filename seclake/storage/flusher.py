@@ -60,11 +60,14 @@ MIN_SIDE_BATCH = 4000
 # searches wait under an import"). The indexer holds such a batch (``Flusher.held``) until its
 # splits would average ``SPREAD_SPLIT_RECORDS``, it is a full batch, or its oldest record has
 # waited ``SPREAD_HOLD_SECONDS`` (setting spread_hold_seconds): fewer, larger splits. A batch of few days (a live stream) or
-# of few records (a test's import, a quiet source) goes at once, as an explicit flush does.
+# of few records (a test's import, a quiet source) goes at once, as an explicit flush does, and so
+# does a spread batch once nothing came for ``SPREAD_QUIET_SECONDS``: the import ended, and waiting
+# longer would only delay its last records' searchability.
 SPREAD_GROUPS = 8  # (dataset, UTC day) pairs
 SPREAD_MIN_RECORDS = 2_000
 SPREAD_SPLIT_RECORDS = 2_000
 SPREAD_HOLD_SECONDS = 5.0
+SPREAD_QUIET_SECONDS = 1.0
 # Seconds over which ``busy_share`` is taken.
 BUSY_WINDOW = 10.0
 # How often a flush waiting for its builds looks whether a worker is free
@@ -211,7 +214,10 @@ class Flusher:
             if self.stopping or not self.spread_hold or not self._pending or not self._spread(0):
                 return False
             # The first arrival is the oldest pending record's (``_publish`` drops the indexed ones).
-            if not self._arrivals or time.monotonic() - self._arrivals[0][1] >= self.spread_hold:
+            now = time.monotonic()
+            if not self._arrivals or now - self._arrivals[0][1] >= self.spread_hold:
+                return False
+            if now - self._arrivals[-1][1] >= min(SPREAD_QUIET_SECONDS, self.spread_hold):
                 return False
             self.spread_holds += 1
             return True
