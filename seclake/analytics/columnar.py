@@ -926,8 +926,23 @@ def _order(v: Any) -> Any:
     return s.order(v)
 
 
+class _Totals(list):
+    """A SUM's results (a list, as every aggregation's) that are int64 totals, with those totals as
+    an array and which are null: ranked by numpy without a Python object per group (a
+    timechart's 41,827 sums took ~15 ms to rank from the list at 2M events)."""
+
+    def __init__(self, values: list, array: np.ndarray, null: np.ndarray):
+        super().__init__(values)
+        self.array = array
+        self.null = null
+
+
 def _ranks(values: list, order: Callable[[Any], Any]) -> tuple[np.ndarray, np.ndarray]:
     """Per value: whether it is null, and the rank of its order among the values' distinct orders."""
+    if order is _order and isinstance(values, _Totals):
+        rank = np.zeros(len(values), np.int64)
+        rank[~values.null] = np.unique(values.array[~values.null], return_inverse=True)[1].reshape(-1)
+        return values.null, rank
     if order is _order and _exact_numbers(values):
         # Numbers a double holds exactly (an aggregation's results): ranked by numpy, as by (1, v).
         as_array = np.array(values, dtype=object)
@@ -999,6 +1014,25 @@ def _dense(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
         table = np.zeros(bound, dtype=np.int64)
         table[uniques] = np.arange(len(uniques))
         return uniques, table[values]
+    if len(values) and bound <= 1 << 48:
+        # Sorted by a radix sort of 16-bit digits (numpy's stable sort of uint16 is one): a
+        # timechart's 110,897 (address, hour) numbers below 2**23 in ~1 ms, np.unique's
+        # comparison sort ~9 ms.
+        order: np.ndarray | None = None
+        shift = 0
+        while (1 << shift) < bound:
+            digits = (((values if order is None else values[order]) >> shift) & 0xFFFF).astype(np.uint16)
+            step = np.argsort(digits, kind="stable")
+            order = step if order is None else order[step]
+            shift += 16
+        assert order is not None
+        ordered = values[order]
+        first = np.empty(len(values), dtype=bool)
+        first[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+        inverse = np.empty(len(values), dtype=np.int64)
+        inverse[order] = np.cumsum(first) - 1
+        return ordered[first], inverse
     uniques, inverse = np.unique(values, return_inverse=True)
     return uniques, inverse.reshape(-1)
 
@@ -1187,11 +1221,14 @@ def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float 
         if kind == "SUM" and not isflt.any():
             # Integers only: each group's total as it is (a wrapped one's exact total checked),
             # no value where the group has none; not a Python step per group for every group.
-            for j in np.flatnonzero(wide >= _WRAP_GUARD).tolist():
+            wrapped = np.flatnonzero(wide >= _WRAP_GUARD).tolist()
+            for j in wrapped:
                 totals[j] = s.checked(totals[j])
-            for j in np.flatnonzero(np.bincount(gi, minlength=size) == 0).tolist():
+            empty = np.bincount(gi, minlength=size) == 0
+            for j in np.flatnonzero(empty).tolist():
                 totals[j] = None
-            return totals
+            # None wrapped: the int64 totals are the values, kept for a SORT over them (``_ranks``).
+            return totals if wrapped else _Totals(totals, int_totals, empty)
         units = _units_by_group(g[isflt], floats[isflt], size)
         n_int = np.bincount(gi, minlength=size).tolist()
         n_float = np.bincount(g[isflt], minlength=size).tolist()
@@ -1228,7 +1265,11 @@ def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float 
     if ordered is None or same not in ordered:
         values = np.where(isint, ints.astype(np.float64), floats)
         gv, vv = g[taken], values[taken]
-        order = np.lexsort((vv, gv))
+        # Sorted by group, each group's values ascending (equal values are alike: any order of
+        # them will do): the values sorted, then their groups by a stable sort, a radix sort
+        # when the group numbers fit 16 bits (half of np.lexsort's time over 110,897 values).
+        order = np.argsort(vv)
+        order = order[np.argsort(gv[order].astype(np.uint16) if size <= 1 << 16 else gv[order], kind="stable")]
         gv, vv = gv[order], vv[order]
         starts = np.searchsorted(gv, np.arange(size), side="left")
         ends = np.searchsorted(gv, np.arange(size), side="right")

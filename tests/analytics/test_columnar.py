@@ -175,6 +175,15 @@ def test_a_by_s_keys_ranked_by_numpy_as_by_python_s_order(keys):
     assert np.where(null, 0, rank).tolist() == np.where(want_null, 0, want_rank).tolist()
 
 
+@given(st.lists(st.integers(0, 2**50 - 1), max_size=60), st.sampled_from([1, 2**17, 2**33, 2**48, 2**50]))
+def test_group_numbers_are_np_unique_s_whatever_their_bound(values, bound):
+    # A STATS numbers its groups by a table, a radix sort or np.unique, by how far the keys reach.
+    values = np.array(values, dtype=np.int64) % bound
+    uniques, inverse = columnar._dense(values, bound)
+    want_uniques, want_inverse = np.unique(values, return_inverse=True)
+    assert uniques.tolist() == want_uniques.tolist() and inverse.tolist() == want_inverse.reshape(-1).tolist()
+
+
 def test_a_stats_of_bare_aggregations_is_answered_a_column_at_a_time_as_by_rows():
     """The answer made from the arrays (no dict per group) equals the row stages': the implicit
     LIMIT's cut and warning, columns of one name (the rightmost, a BY's over an aggregation's),
@@ -186,6 +195,9 @@ def test_a_stats_of_bare_aggregations_is_answered_a_column_at_a_time_as_by_rows(
         ("| STATS n = COUNT(*), n = MAX(x), k = MIN(x) BY k, k = x % 3", many),
         ("| STATS n = COUNT(*), s = SUM(x) BY k", []),
         ("| STATS n = COUNT(*), s = SUM(x)", []),
+        # 2.88 million (k, x) pairs: the groups numbered by a radix sort, not a table.
+        ("| STATS n = COUNT(*), s = SUM(x) BY k, x | SORT s DESC, k | LIMIT 5", many),
+        ("| STATS m = MEDIAN(x), p = PERCENTILE(x, 90), n = COUNT(*) BY k | SORT k DESC | LIMIT 4", many),
         ("| STATS n = COUNT(*) + 1 BY k | SORT n | LIMIT 3", many),
     ]
     for text, records in cases:
