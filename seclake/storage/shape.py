@@ -89,6 +89,13 @@ class Shapes:
             self._having = having  # built once per split; a race builds it twice, equal
         return having.get(path, [])
 
+    def only_leaves_at(self, path: str) -> bool:
+        """Whether every record of the split is in the table (not spilled) and none holds
+        anything below ``path`` (an object there): then ``path`` exists in a record exactly when
+        a non-null scalar lies at it (what a column of ``path`` holds: service/columnscan.py)."""
+        below = path + "."
+        return not self.spilled and not any(p.startswith(below) for p in self.paths)
+
     def count_paths(self, shape_counts: Iterable[tuple[str, int]], into: dict[str, int]) -> dict[str, int]:
         """Add to ``into`` the records per path of (``sh`` term, records) counts."""
         paths, sets = self.paths, self.sets

@@ -14,7 +14,9 @@ from seclake.record.dataset import EVENTS
 from seclake.service import analytics, columnscan
 from seclake.service.analytics import Progress, Selection, records
 from seclake.storage import columns
-from tests.analytics.golden import HOUR, NOW, QUERIES, T0, documents
+
+_matching = columnscan._matching
+from tests.analytics.golden import HOUR, NOW, QUERIES, RECORDS, T0, documents
 
 POLICY = "host.name:(web-1 OR db-1)"
 
@@ -63,6 +65,47 @@ def test_a_head_selects_the_same_records(lake):
         got = columnscan.answer(lake, pipeline, selection(lake, head), Progress(), NOW)
         assert got is not None
         assert got.values == row_path(lake, pipeline, selection(lake, head)).values, head
+
+
+def test_a_head_of_existence_is_read_from_the_columns_and_selects_what_its_search_selects(lake, monkeypatch):
+    # A null is no value, an empty string is one (docs/analytics.md): both as the search reads them.
+    lake.lake.append([("event", {"@timestamp": T0 + HOUR, "@fields": {"user": {"name": ""}, "bytes": 7,
+                                                                        "host": {"name": "web-1"}}})])
+    lake.lake.flush()
+    heads = ("bytes:*", "_exists_:user.name AND bytes:*", "user.name:*")
+    stats = "| STATS n = COUNT(*), b = SUM(bytes), u = COUNT_DISTINCT(user.name) BY host.name | SORT host.name"
+    wanted = {head: row_path(lake, parse(f"{head} {stats}"), selection(lake, head)).values for head in heads}
+    assert all(wanted.values()) and wanted["bytes:*"] != wanted["user.name:*"]
+    monkeypatch.setattr(columnscan, "_matching", lambda *a: pytest.fail("the head was searched"))
+    for head in heads:
+        progress = Progress()
+        got = columnscan.answer(lake, parse(f"{head} {stats}"), selection(lake, head), progress, NOW)
+        assert got.values == wanted[head], head
+        assert 0 < progress.read == progress.total
+    # A path the query does not read, or beside a data policy: searched as any head.
+    searched = []
+    monkeypatch.setattr(columnscan, "_matching", lambda split, task: searched.append(split) or _matching(split, task))
+    for head, restriction in (("process.name:*", None), ("bytes:*", parse_query(POLICY, EVENTS))):
+        pipeline = parse(f"{head} {stats}")
+        got = columnscan.answer(lake, pipeline, selection(lake, head, restriction), Progress(), NOW)
+        assert got.values == row_path(lake, pipeline, selection(lake, head, restriction)).values and searched
+        searched.clear()
+
+
+def test_a_head_of_existence_is_searched_where_a_record_holds_an_object_under_its_path(lake, monkeypatch):
+    # {"bytes": {"in": 5}}: "bytes" exists (a value below it), its column holds none at "bytes".
+    lake.lake.append([("event", {"@timestamp": T0 + HOUR, "@fields": {"bytes": {"in": 5}, "host": {"name": "db-1"}}})])
+    lake.lake.flush()
+    pipeline = parse("bytes:* | STATS n = COUNT(*), b = SUM(bytes) BY host.name | SORT host.name")
+    want = row_path(lake, pipeline, selection(lake, "bytes:*")).values
+    searched = []
+    monkeypatch.setattr(columnscan, "_matching", lambda split, task: searched.append(split) or _matching(split, task))
+    got = columnscan.answer(lake, pipeline, selection(lake, "bytes:*"), Progress(), NOW)
+    assert got.values == want and searched
+    # The new record counts: the ones before it that hold bytes (and a time the range holds), and it.
+    assert dict((host, n) for n, _, host in want)["db-1"] == 1 + sum(
+        1 for r in RECORDS if r.get("@fields.host.name") == "db-1" and r.get("@fields.bytes") is not None
+        and isinstance(r["@timestamp"], int))
 
 
 def test_a_head_s_docids_gathered_at_once_or_counted_first_give_one_answer_and_one_refusal(lake, monkeypatch):
