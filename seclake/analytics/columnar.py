@@ -630,10 +630,27 @@ def _negate(c: Column) -> Column:
 
 def _arith(op: str, a: Column, b: Column) -> Column:
     """``a op b`` as ``expressions._arithmetic``: integers exact (null past a long), else doubles
-    (null when not finite); null where a side is no number."""
+    (null when not finite); null where a side is no number. Computed over the rows where both
+    sides are numbers when those are fewer than half (a sum of two byte counters most records
+    lack: 110,897 of the 2M bench's 378,202)."""
     ai, av, af, aw = _numbers(a)
     bi, bv, bf, bw = _numbers(b)
     n = len(a)
+    at = np.flatnonzero((ai | af) & (bi | bf))
+    if len(at) * 2 >= n:
+        return _arith_rows(op, ai, av, af, aw, bi, bv, bf, bw)
+    some = _arith_rows(op, ai[at], av[at], af[at], aw[at], bi[at], bv[at], bf[at], bw[at])
+    kinds = np.zeros(n, np.uint8)
+    ints = np.zeros(n, np.int64)
+    floats = np.zeros(n, np.float64)
+    kinds[at], ints[at], floats[at] = some.kinds, some.ints, some.floats
+    return Column(kinds, ints, floats, None, [])
+
+
+def _arith_rows(op: str, ai: np.ndarray, av: np.ndarray, af: np.ndarray, aw: np.ndarray,
+                bi: np.ndarray, bv: np.ndarray, bf: np.ndarray, bw: np.ndarray) -> Column:
+    """``_arith`` over the sides' numbers (``_numbers``)."""
+    n = len(ai)
     kinds = np.zeros(n, np.uint8)
     both = ai & bi
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -1088,6 +1105,34 @@ def _factorize(c: Column) -> tuple[np.ndarray, list]:
     return out, keys
 
 
+def _factorized(parts: list[Column]) -> tuple[np.ndarray, list]:
+    """``_factorize`` of the parts joined (a BY's values over the batches), a part at a time
+    when every part holds words only (no number, no text writing one): each part's codes
+    mapped through its own dictionary's used words, not joined into one dictionary first
+    (A1 of the 2M bench: one BY over 378,202 records of 7 splits, ~2x faster). The same ids
+    and keys: words by first use, split by split, then the null key."""
+    if len(parts) == 1 or not all(c.codes is not None and c.ints is None and c.floats is None and c.numbers is None
+                                  for c in parts):
+        return _factorize(_concat(parts))
+    ids: dict[str, int] = {}
+    pieces = []
+    for c in parts:
+        codes = np.asarray(c.codes)
+        present = codes >= 0  # a word (no number is in a part: the kinds are words and nulls)
+        used, inverse = _dense(codes[present], len(c.strings))
+        mapping = np.array([ids.setdefault(c.strings[i], len(ids)) for i in used.tolist()], dtype=np.int64)
+        piece = np.full(len(c), -1, np.int64)
+        piece[present] = mapping[inverse]
+        pieces.append(piece)
+    out = np.concatenate(pieces)
+    keys: list = [(2, w) for w in ids]
+    missing = out < 0
+    if missing.any():
+        out[missing] = len(keys)
+        keys.append(None)
+    return out, keys
+
+
 def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts,
           limits: AnalyticsLimits) -> tuple[Groups, list[list]]:
     """The groups and each aggregation's result per group."""
@@ -1095,7 +1140,7 @@ def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts,
     if prepared.groups:
         if not total:
             return Groups([], 0), []
-        ids_keys = [_factorize(_concat(parts)) for parts in group_parts]
+        ids_keys = [_factorized(parts) for parts in group_parts]
         if len(ids_keys) == 1:
             g, keys = ids_keys[0]
             groups = Groups([(np.arange(len(keys)), keys)], len(keys))
