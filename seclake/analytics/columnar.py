@@ -1146,13 +1146,13 @@ def _factorized(parts: list[Column]) -> tuple[np.ndarray, list]:
     ids: dict[str, int] = {}
     pieces = []
     for c in parts:
-        codes = np.asarray(c.codes)
-        present = codes >= 0  # a word (no number is in a part: the kinds are words and nulls)
-        used, inverse = _dense(codes[present], len(c.strings))
-        mapping = np.array([ids.setdefault(c.strings[i], len(ids)) for i in used.tolist()], dtype=np.int64)
-        piece = np.full(len(c), -1, np.int64)
-        piece[present] = mapping[inverse]
-        pieces.append(piece)
+        # A part's codes shifted by one (a null, -1, is 0: no number is in a part, the kinds are
+        # words and nulls), each used word's id looked up in a table of the dictionary's size.
+        shifted = np.asarray(c.codes).astype(np.int64) + 1
+        used = np.flatnonzero(np.bincount(shifted, minlength=len(c.strings) + 1)[1:]).tolist()
+        lookup = np.full(len(c.strings) + 1, -1, np.int64)
+        lookup[[i + 1 for i in used]] = [ids.setdefault(c.strings[i], len(ids)) for i in used]
+        pieces.append(lookup[shifted])
     out = np.concatenate(pieces)
     keys: list = [(2, w) for w in ids]
     missing = out < 0
