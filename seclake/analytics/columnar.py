@@ -107,7 +107,9 @@ class Rows:
             column = self.source.get(key)
             if column is None:
                 raise Unsupported(f"no column {key}")
-            v = self.env[key] = column.take(self.index)
+            # Every row (positions are ascending and distinct): the column itself, not a copy
+            # (its arrays are read-only where mapped: nothing here writes into a column).
+            v = self.env[key] = column if len(self.index) == len(column) else column.take(self.index)
         return v
 
     def keep(self, mask: np.ndarray) -> None:
@@ -1148,7 +1150,7 @@ def _factorized(parts: list[Column]) -> tuple[np.ndarray, list]:
     for c in parts:
         # A part's codes shifted by one (a null, -1, is 0: no number is in a part, the kinds are
         # words and nulls), each used word's id looked up in a table of the dictionary's size.
-        shifted = np.asarray(c.codes).astype(np.int64) + 1
+        shifted = np.asarray(c.codes) + 1
         used = np.flatnonzero(np.bincount(shifted, minlength=len(c.strings) + 1)[1:]).tolist()
         lookup = np.full(len(c.strings) + 1, -1, np.int64)
         lookup[[i + 1 for i in used]] = [ids.setdefault(c.strings[i], len(ids)) for i in used]
@@ -1197,8 +1199,11 @@ def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts,
     results: list[list] = []
     ordered: dict = {}  # (argument, condition) -> its values sorted per group, for every percentile of them
     for (kind, arg_fn, cond_fn, p), args, conds in zip(prepared.aggregates, arg_parts, cond_parts):
-        arg = _concat(args) if args and args[0] is not None else None
         cond = np.concatenate(conds) if conds and conds[0] is not None else None
+        if kind == "COUNT_DISTINCT" and args and args[0] is not None:
+            results.append(_count_distinct(args, cond, g, size, budget))
+            continue
+        arg = _concat(args) if args and args[0] is not None else None
         results.append(_aggregate(kind, arg, cond, p, g, size, budget, ordered, (id(arg_fn), id(cond_fn))))
     return groups, results
 
@@ -1262,6 +1267,20 @@ def _units_by_group(g: np.ndarray, floats: np.ndarray, size: int) -> list[int]:
     return units
 
 
+def _count_distinct(parts: list[Column], cond: np.ndarray | None, g: np.ndarray, size: int, budget) -> list:
+    """COUNT_DISTINCT per group of the values ``parts`` hold (a batch each), numbered as a BY's
+    (``_factorized``: split by split for words), where ``cond`` holds; no value is none."""
+    ids, keys = _factorized(parts)
+    keep = ids != len(keys) - 1 if keys and keys[-1] is None else np.ones(len(ids), dtype=bool)  # the null key is last
+    if cond is not None:
+        keep &= cond
+    rows = np.flatnonzero(keep)
+    width = max(len(keys), 1)
+    pairs, _ = _dense(g[rows] * width + ids[rows], size * width)
+    budget.take(len(pairs))
+    return np.bincount(pairs // width, minlength=size).tolist()
+
+
 def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float | None, g: np.ndarray,
                size: int, budget, ordered: dict | None = None, same: Any = None) -> list:
     if kind == "rows":
@@ -1275,12 +1294,7 @@ def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float 
     if kind == "COUNT":
         return np.bincount(g[keep], minlength=size).tolist()
     if kind == "COUNT_DISTINCT":
-        rows = np.flatnonzero(keep)
-        ids, keys = _factorize(arg.take(rows))
-        width = max(len(keys), 1)
-        pairs, _ = _dense(g[rows] * width + ids, size * width)
-        budget.take(len(pairs))
-        return np.bincount(pairs // width, minlength=size).tolist()
+        return _count_distinct([arg], cond, g, size, budget)
     isint, ints, isflt, floats = _numbers(arg)
     isint &= keep
     isflt &= keep
