@@ -97,6 +97,12 @@ class Rows:
         self.source = source
         self.index = index
         self.env: dict[str, Value] = {}
+        self.made: set[str] = set()  # the keys of env EVAL made (the others are source columns taken)
+
+    def set(self, key: str, value: Value) -> None:
+        """A column EVAL made."""
+        self.env[key] = value
+        self.made.add(key)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -114,7 +120,9 @@ class Rows:
 
     def keep(self, mask: np.ndarray) -> None:
         self.index = self.index[mask]
-        self.env = {k: (v if isinstance(v, Const) else v.take(mask)) for k, v in self.env.items()}
+        # A source column is taken again if it is used again, not now: a WHERE over a computed
+        # value (A4 of the bench) used the two columns it added up no more.
+        self.env = {k: (v if isinstance(v, Const) else v.take(mask)) for k, v in self.env.items() if k in self.made}
 
 
 # -- preparing --------------------------------------------------------------------------------
@@ -823,7 +831,7 @@ def evaluate(prepared: Prepared, batches: Iterable[Batch], limits: AnalyticsLimi
             else:
                 for key, fn in step:
                     v = fn(rows)
-                    rows.env[key] = v if not isinstance(v, Const) else _constant_column(v.value, len(rows))
+                    rows.set(key, v if not isinstance(v, Const) else _constant_column(v.value, len(rows)))
         n = len(rows)
         if not n:
             continue
