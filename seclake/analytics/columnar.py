@@ -1206,13 +1206,21 @@ def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts,
         size = 1
     results: list[list] = []
     ordered: dict = {}  # (argument, condition) -> its values sorted per group, for every percentile of them
-    for (kind, arg_fn, cond_fn, p), args, conds in zip(prepared.aggregates, arg_parts, cond_parts):
+    # An argument's batches joined once for every aggregation of it (MEDIAN and two PERCENTILEs
+    # of one field): the same column objects (``Rows.get`` keeps each), so known by their ids.
+    joined: dict[tuple[int, ...], Column] = {}
+    for (kind, _, _, p), args, conds in zip(prepared.aggregates, arg_parts, cond_parts):
         cond = np.concatenate(conds) if conds and conds[0] is not None else None
         if kind == "COUNT_DISTINCT" and args and args[0] is not None:
             results.append(_count_distinct(args, cond, g, size, budget))
             continue
-        arg = _concat(args) if args and args[0] is not None else None
-        results.append(_aggregate(kind, arg, cond, p, g, size, budget, ordered, (id(arg_fn), id(cond_fn))))
+        arg = None
+        same = (tuple(map(id, args)), tuple(map(id, conds)))
+        if args and args[0] is not None:
+            arg = joined.get(same[0])
+            if arg is None:
+                arg = joined[same[0]] = _concat(args)  # type: ignore[arg-type]
+        results.append(_aggregate(kind, arg, cond, p, g, size, budget, ordered, same))
     return groups, results
 
 

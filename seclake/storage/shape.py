@@ -40,6 +40,7 @@ class Shapes:
         self._numbers: dict[frozenset[str], int] = {}
         self._members = sum(len(s) for s in self.sets)
         self._having: dict[str, list[str]] | None = None
+        self._leaves: dict[str, bool] = {}  # only_leaves_at's answers (a table read back is not written to)
 
     # -- writing -----------------------------------------------------------
 
@@ -93,8 +94,13 @@ class Shapes:
         """Whether every record of the split is in the table (not spilled) and none holds
         anything below ``path`` (an object there): then ``path`` exists in a record exactly when
         a non-null scalar lies at it (what a column of ``path`` holds: service/columnscan.py)."""
-        below = path + "."
-        return not self.spilled and not any(p.startswith(below) for p in self.paths)
+        leaves = self._leaves.get(path)
+        if leaves is None:
+            below = path + "."
+            if len(self._leaves) >= 256:  # any path may be asked: kept for the latest few
+                self._leaves.clear()
+            leaves = self._leaves[path] = not self.spilled and not any(p.startswith(below) for p in self.paths)
+        return leaves
 
     def count_paths(self, shape_counts: Iterable[tuple[str, int]], into: dict[str, int]) -> dict[str, int]:
         """Add to ``into`` the records per path of (``sh`` term, records) counts."""
