@@ -652,8 +652,11 @@ def _arith(op: str, a: Column, b: Column) -> Column:
     some = _arith_rows(op, ai[at], av[at], af[at], aw[at], bi[at], bv[at], bf[at], bw[at])
     kinds = np.zeros(n, np.uint8)
     ints = np.zeros(n, np.int64)
-    floats = np.zeros(n, np.float64)
-    kinds[at], ints[at], floats[at] = some.kinds, some.ints, some.floats
+    kinds[at], ints[at] = some.kinds, some.ints
+    floats = None
+    if some.floats is not None:
+        floats = np.zeros(n, np.float64)
+        floats[at] = some.floats
     return Column(kinds, ints, floats, None, [])
 
 
@@ -699,6 +702,8 @@ def _arith_rows(op: str, ai: np.ndarray, av: np.ndarray, af: np.ndarray, aw: np.
                 ints[i] = x
         # A double where a side is one: an integer side becomes a double (Python's int + float).
         mixed = (ai | af) & (bi | bf) & ~both
+        if not mixed.any():  # integers only (two counters): no double to make
+            return Column(kinds, ints, None, None, [])
         x = np.where(af, aw, av.astype(np.float64))
         y = np.where(bf, bw, bv.astype(np.float64))
         big = mixed & ((ai & (_beyond(av, _EXACT_IN_DOUBLE))) | (bi & (_beyond(bv, _EXACT_IN_DOUBLE))))
