@@ -1092,7 +1092,8 @@ def _dense(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
         first[0] = True
         np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
         inverse = np.empty(len(values), dtype=np.int64)
-        inverse[order] = np.cumsum(first) - 1
+        # int32's cumsum is ~10x a bool's (which goes through int64 a value at a time).
+        inverse[order] = np.cumsum(first, dtype=np.int32 if len(values) < 2**31 else np.int64) - 1
         return ordered[first], inverse
     uniques, inverse = np.unique(values, return_inverse=True)
     return uniques, inverse.reshape(-1)
@@ -1127,8 +1128,11 @@ def _factorize(c: Column) -> tuple[np.ndarray, list]:
         lo = int(v.min())
         span = int(v.max()) - lo + 1
         if span < 2**62:
-            uniques, inverse = _dense(v - lo, span)
-            uniques = uniques + lo
+            # Values a common step apart (a timechart's hours: 3,600,000 ms) numbered by their
+            # steps from the least: a table of 168 entries for a week, not a sort of 110,897.
+            step = int(np.gcd.reduce(v - lo)) or 1
+            uniques, inverse = _dense((v - lo) // step if step > 1 else v - lo, (span - 1) // step + 1)
+            uniques = uniques * step + lo
         else:
             uniques, inverse = np.unique(v, return_inverse=True)
         out[isint] = len(keys) + inverse.reshape(-1)
