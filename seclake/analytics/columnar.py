@@ -911,9 +911,15 @@ def _top(prepared: Prepared, groups: Groups, results: list[list]) -> Any:
     keys, n = prepared.top
     chosen = np.arange(groups.size)
     if groups.size > 2 * n:
-        rank, flag = _sort_key_ranks(keys[0], groups, results, chosen)
-        score = flag * (int(np.abs(rank).max()) + 1) + rank  # the flag first, then the rank
-        chosen = np.flatnonzero(score <= np.partition(score, n - 1)[n - 1])
+        (source, descending, _), first = keys[0], None
+        if source[0] != "group" and isinstance(results[source[1]], _Totals):
+            totals = results[source[1]]
+            if not totals.null.any() and totals.array.min() > s.I64_MIN:
+                first = -totals.array if descending else totals.array  # the sums are their own order
+        if first is None:
+            rank, flag = _sort_key_ranks(keys[0], groups, results, chosen)
+            first = flag * (int(np.abs(rank).max()) + 1) + rank  # the flag first, then the rank
+        chosen = np.flatnonzero(first <= np.partition(first, n - 1)[n - 1])
     arrays: list[np.ndarray] = []  # np.lexsort's: the least significant first
     for j in reversed(range(len(groups.by))):  # the STATS's own order: by BY values, nulls last
         null, rank = _by_ranks(groups.by[j], chosen)
