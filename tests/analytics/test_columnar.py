@@ -195,6 +195,10 @@ def test_a_stats_of_bare_aggregations_is_answered_a_column_at_a_time_as_by_rows(
         ("| STATS n = COUNT(*), n = MAX(x), k = MIN(x) BY k, k = x % 3", many),
         ("| STATS n = COUNT(*), s = SUM(x) BY k", []),
         ("| STATS n = COUNT(*), s = SUM(x)", []),
+        # COUNT(*) alone BY words (counted per split's dictionary, no group id per record), nulls too.
+        ("| STATS n = COUNT(*), m = COUNT(*) BY w | SORT n DESC, w | LIMIT 3",
+         [{"@fields.w": ["web-1", "db-1", None, "web-1", "Web-1"][i % 5]} | ({} if i % 7 else {"@fields.k": 1})
+          for i in range(100)]),
         # 2.88 million (k, x) pairs: the groups numbered by a radix sort, not a table.
         ("| STATS n = COUNT(*), s = SUM(x) BY k, x | SORT s DESC, k | LIMIT 5", many),
         ("| STATS m = MEDIAN(x), p = PERCENTILE(x, 90), n = COUNT(*) BY k | SORT k DESC | LIMIT 4", many),
