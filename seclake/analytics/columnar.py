@@ -1377,13 +1377,16 @@ def _aggregate(kind: str, arg: Column | None, cond: np.ndarray | None, p: float 
         int_totals = np.zeros(size, np.int64)
         np.add.at(int_totals, gi, vi)
         totals: list = int_totals.tolist()
-        wide = np.bincount(gi, weights=np.abs(vi.astype(np.float64)), minlength=size)
-        for j in np.flatnonzero(wide >= _WRAP_GUARD).tolist():  # an int64 total that may have wrapped
+        if not len(vi) or float(max(-int(vi.min()), int(vi.max()))) * len(vi) < _WRAP_GUARD:
+            wrapped = []  # no total of these values can come near a wrap (byte counters)
+        else:
+            wide = np.bincount(gi, weights=np.abs(vi.astype(np.float64)), minlength=size)
+            wrapped = np.flatnonzero(wide >= _WRAP_GUARD).tolist()
+        for j in wrapped:  # an int64 total that may have wrapped
             totals[j] = sum(vi[gi == j].tolist())
         if kind == "SUM" and not isflt.any():
             # Integers only: each group's total as it is (a wrapped one's exact total checked),
             # no value where the group has none; not a Python step per group for every group.
-            wrapped = np.flatnonzero(wide >= _WRAP_GUARD).tolist()
             for j in wrapped:
                 totals[j] = s.checked(totals[j])
             empty = np.bincount(gi, minlength=size) == 0
