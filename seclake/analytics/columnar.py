@@ -1105,13 +1105,40 @@ def _dense(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
     return uniques, inverse.reshape(-1)
 
 
+def _numbered(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(v, return_inverse=True)`` of integers (at least one)."""
+    lo = int(v.min())
+    span = int(v.max()) - lo + 1
+    if span >= 2**62:
+        uniques, inverse = np.unique(v, return_inverse=True)
+        return uniques, inverse.reshape(-1)
+    # Values a common step apart (a timechart's hours: 3,600,000 ms) numbered by their
+    # steps from the least: a table of 168 entries for a week, not a sort of 110,897.
+    step = int(np.gcd.reduce(v - lo)) or 1
+    uniques, inverse = _dense((v - lo) // step if step > 1 else v - lo, (span - 1) // step + 1)
+    return uniques * step + lo, inverse
+
+
 def _factorize(c: Column) -> tuple[np.ndarray, list]:
     """Each row's group id and the keys (``scalars.key``) of the ids: numbers by value (an
     integral double is its integer, a string writing a number is the number), other
     strings by their text, no value one key (None)."""
     n = len(c)
+    if c.codes is None and c.floats is None and c.ints is not None and c.numbers is None:
+        # Integers and nulls only (a BUCKET of dates, a port): no double, no word to look for.
+        isint = c.kinds == INT
+        if not isint.any():
+            return np.zeros(n, np.int64), [None] if n else []
+        whole = bool(isint.all())
+        uniques, inverse = _numbered(np.asarray(c.ints) if whole else np.asarray(c.ints)[isint])
+        keys: list = [(1, x) for x in uniques.tolist()]
+        if whole:
+            return inverse, keys
+        out = np.full(n, len(keys), np.int64)
+        out[isint] = inverse
+        return out, keys + [None]
     out = np.zeros(n, np.int64)
-    keys: list = []
+    keys = []
     nk = c.numeric()
     isint = nk == INT
     isflt = nk == FLOAT
@@ -1130,18 +1157,8 @@ def _factorize(c: Column) -> tuple[np.ndarray, list]:
             out[frac] = len(keys) + inverse.reshape(-1)
             keys.extend((1, x) for x in uniques.tolist())
     if isint.any():
-        v = ints[isint]
-        lo = int(v.min())
-        span = int(v.max()) - lo + 1
-        if span < 2**62:
-            # Values a common step apart (a timechart's hours: 3,600,000 ms) numbered by their
-            # steps from the least: a table of 168 entries for a week, not a sort of 110,897.
-            step = int(np.gcd.reduce(v - lo)) or 1
-            uniques, inverse = _dense((v - lo) // step if step > 1 else v - lo, (span - 1) // step + 1)
-            uniques = uniques * step + lo
-        else:
-            uniques, inverse = np.unique(v, return_inverse=True)
-        out[isint] = len(keys) + inverse.reshape(-1)
+        uniques, inverse = _numbered(ints[isint])
+        out[isint] = len(keys) + inverse
         keys.extend((1, x) for x in uniques.tolist())
     words = (c.kinds == STR) & (nk == MISSING)
     if words.any():
