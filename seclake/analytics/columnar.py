@@ -1079,14 +1079,16 @@ def _concat(parts: list[Column]) -> Column:
 
 def _dense(values: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)`` of non-negative integers below ``bound``: by
-    a table of ``bound`` entries, without sorting, when that is small; else by sorting."""
-    if bound <= max(4 * len(values), 1 << 16):
+    a table of ``bound`` entries, without sorting, when that is small; else by sorting. The
+    table (int32: 4 bytes an entry, at most 8 per value) was faster up to ~8 entries a value
+    (a timechart's 504,000 (address, hour) pairs for 110,897 records: 0.9 ms, sorting 1.2-5 ms)."""
+    if bound <= max(8 * len(values), 1 << 16):
         present = np.zeros(bound, dtype=bool)
         present[values] = True
         uniques = np.flatnonzero(present)
-        table = np.zeros(bound, dtype=np.int64)
-        table[uniques] = np.arange(len(uniques))
-        return uniques, table[values]
+        table = np.zeros(bound, dtype=np.int32)
+        table[uniques] = np.arange(len(uniques), dtype=np.int32)
+        return uniques, table[values].astype(np.int64)
     if len(values) and bound <= 1 << 48:
         # Sorted by a radix sort of 16-bit digits (numpy's stable sort of uint16 is one): a
         # timechart's 110,897 (address, hour) numbers below 2**23 in ~1 ms, np.unique's
