@@ -156,7 +156,9 @@ def flat(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _refuse(total: int, max_records: int) -> None:
+def refuse(total: int, max_records: int) -> None:
+    """The refusal of a query whose head selects ``total`` records, past ``max_records``
+    (the row path and the columnar path, service/columnscan.py, refuse alike)."""
     if total > max_records:
         raise LimitExceeded("records the query reads (setting analytics_max_records; narrow the search before "
                             "the first pipe or the time range)", total, max_records)
@@ -171,7 +173,7 @@ def _summaries(services: Services, selection: Selection, progress: Progress, max
     progress.check()
     result = store.search(plan)
     progress.total = result.total
-    _refuse(result.total, max_records)
+    refuse(result.total, max_records)
     for i, hit in enumerate(result.hits):
         if i % PAGE == 0:
             progress.check()
@@ -224,7 +226,7 @@ def counted(services: Services, selection: Selection, progress: Progress,
     totals = {sid: meta_of(by_id[sid]).num_records if sid in whole else answered[sid].total
               for sid in by_id if sid in whole or sid in answered}
     progress.total = sum(totals.values())
-    _refuse(progress.total, max_records)
+    refuse(progress.total, max_records)
     return [(sid, by_id[sid], total, replace(count, k=total)) for sid, total in totals.items() if total]
 
 
@@ -271,7 +273,7 @@ def _scanned(split: Split, progress: Progress, decode: Callable[[bytes], dict]) 
 def _paged(split: Split, task: LeafTask, progress: Progress, decode: Callable[[bytes], dict]) -> Iterator[dict]:
     """An open split's matching records, a page of docIds at a time (the compiled query
     AND docId past the last page), records from the split's store."""
-    for docids in _docid_pages(split, task, progress):
+    for docids in docid_pages(split, task, progress):
         bodies = split.bodies_of(docids)
         for d in docids:
             body = bodies.get(d)
@@ -280,7 +282,7 @@ def _paged(split: Split, task: LeafTask, progress: Progress, decode: Callable[[b
                 yield decode(body)
 
 
-def _docid_pages(split: Split, task: LeafTask, progress: Progress) -> Iterator[list[int]]:
+def docid_pages(split: Split, task: LeafTask, progress: Progress) -> Iterator[list[int]]:
     """An open split's matching docIds, ascending, a page at a time (the compiled query AND
     docId past the last page); the columnar path (service/columnscan.py) reads them too."""
     query = _compiled(split, task)
@@ -427,7 +429,7 @@ def _aggregated(services: Services, pipeline: Any, selection: Selection, progres
     _whole(failed, "counted")
     totals = {sid: answered[sid].total for sid in by_id if sid in answered}
     progress.total = sum(totals.values())
-    _refuse(progress.total, max_records)
+    refuse(progress.total, max_records)
     limits = AnalyticsLimits()  # as execute()'s: the same bounds as one pass here
     aggregation = Aggregation(pipeline.commands, dataset, now_ms, limits)
     for batch in _batches([(sid, total) for sid, total in totals.items() if total],

@@ -136,6 +136,7 @@ def _existing(services: Services, selection: analytics.Selection, progress: anal
             for split, _ in chosen):
         progress.total = None
         return None, ()
+    progress.total = None  # the range's count is not the head's: known once the columns are read
     return chosen, wanted
 
 
@@ -167,7 +168,7 @@ def _chosen(services: Services, selection: analytics.Selection,
             found.append((split, docids))
     selection.failed = []
     progress.total = sum(len(docids) for _, docids in found)
-    analytics._refuse(progress.total, max_records)  # as counted() refuses, before any column is read
+    analytics.refuse(progress.total, max_records)  # as counted() refuses, before any column is read
     return [(split, None if len(docids) == meta_of(split).num_records else (lambda d=docids: d))
             for split, docids in found]
 
@@ -200,7 +201,7 @@ def _matching(split: Split, task: LeafTask) -> np.ndarray:
 
 
 def _paged(split: Split, task: LeafTask, progress: analytics.Progress) -> np.ndarray:
-    pages = [np.array(page, dtype=np.uint64) for page in analytics._docid_pages(split, task, progress)]
+    pages = [np.array(page, dtype=np.uint64) for page in analytics.docid_pages(split, task, progress)]
     return np.concatenate(pages) if pages else np.zeros(0, np.uint64)
 
 
