@@ -1189,24 +1189,34 @@ def _words_only(parts: list[Column]) -> bool:
     return all(c.codes is not None and c.ints is None and c.floats is None and c.numbers is None for c in parts)
 
 
+def _word_ids(parts: list[Column]) -> tuple[dict[str, int], list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """One dictionary of the words ``parts`` (words-only: ``_words_only``) use, ids by first use
+    split by split, and per part: its codes shifted by one (a null, -1, is 0), the rows of each
+    shifted code (a bincount: which words it uses), and each shifted code's id (-1: a null or
+    a word no row uses). Each split's dictionary is read through once, not joined first."""
+    ids: dict[str, int] = {}
+    out = []
+    for c in parts:
+        shifted = np.asarray(c.codes) + 1
+        per_code = np.bincount(shifted, minlength=len(c.strings) + 1)
+        used = np.flatnonzero(per_code[1:]).tolist()
+        lookup = np.full(len(c.strings) + 1, -1, np.int64)
+        lookup[[i + 1 for i in used]] = [ids.setdefault(c.strings[i], len(ids)) for i in used]
+        out.append((shifted, per_code, lookup))
+    return ids, out
+
+
 def _counted_words(parts: list[Column]) -> tuple[list, list[int]]:
     """The keys of words-only parts (``_factorized``'s, in its order) and the rows of each."""
-    ids: dict[str, int] = {}
-    counts: list[int] = []
-    nulls = 0
-    for c in parts:
-        per_code = np.bincount(np.asarray(c.codes) + 1, minlength=len(c.strings) + 1)
-        nulls += int(per_code[0])
-        for i in np.flatnonzero(per_code[1:]).tolist():
-            j = ids.setdefault(c.strings[i], len(ids))
-            if j == len(counts):
-                counts.append(0)
-            counts[j] += int(per_code[i + 1])
+    ids, numbered = _word_ids(parts)
+    counts = np.zeros(len(ids) + 1, np.int64)  # the last: the nulls
+    for _, per_code, lookup in numbered:
+        np.add.at(counts, lookup, per_code)  # a null's or an unused word's -1 adds to the last
     keys: list = [(2, w) for w in ids]
-    if nulls:
+    if counts[-1]:
         keys.append(None)
-        counts.append(nulls)
-    return keys, counts
+        return keys, counts.tolist()
+    return keys, counts[:-1].tolist()
 
 
 def _factorized(parts: list[Column]) -> tuple[np.ndarray, list]:
@@ -1217,17 +1227,8 @@ def _factorized(parts: list[Column]) -> tuple[np.ndarray, list]:
     and keys: words by first use, split by split, then the null key."""
     if len(parts) == 1 or not _words_only(parts):
         return _factorize(_concat(parts))
-    ids: dict[str, int] = {}
-    pieces = []
-    for c in parts:
-        # A part's codes shifted by one (a null, -1, is 0: no number is in a part, the kinds are
-        # words and nulls), each used word's id looked up in a table of the dictionary's size.
-        shifted = np.asarray(c.codes) + 1
-        used = np.flatnonzero(np.bincount(shifted, minlength=len(c.strings) + 1)[1:]).tolist()
-        lookup = np.full(len(c.strings) + 1, -1, np.int64)
-        lookup[[i + 1 for i in used]] = [ids.setdefault(c.strings[i], len(ids)) for i in used]
-        pieces.append(lookup[shifted])
-    out = np.concatenate(pieces)
+    ids, numbered = _word_ids(parts)
+    out = np.concatenate([lookup[shifted] for shifted, _, lookup in numbered])
     keys: list = [(2, w) for w in ids]
     missing = out < 0
     if missing.any():
@@ -1281,17 +1282,17 @@ def _fold(prepared: Prepared, total: int, group_parts, arg_parts, cond_parts,
     # An argument's batches joined once for every aggregation of it (MEDIAN and two PERCENTILEs
     # of one field): the same column objects (``Rows.get`` keeps each), so known by their ids.
     joined: dict[tuple[int, ...], Column] = {}
+    sames = [(tuple(map(id, args)), tuple(map(id, conds))) for args, conds in zip(arg_parts, cond_parts)]
     percentiles: dict[tuple, list] = {}  # the percentiles asked of each (argument, condition)
-    for (kind, _, _, p), args, conds in zip(prepared.aggregates, arg_parts, cond_parts):
+    for (kind, _, _, p), same in zip(prepared.aggregates, sames):
         if kind in ("MEDIAN", "PERCENTILE"):
-            percentiles.setdefault((tuple(map(id, args)), tuple(map(id, conds))), []).append(p)
-    for (kind, _, _, p), args, conds in zip(prepared.aggregates, arg_parts, cond_parts):
+            percentiles.setdefault(same, []).append(p)
+    for (kind, _, _, p), args, conds, same in zip(prepared.aggregates, arg_parts, cond_parts, sames):
         cond = np.concatenate(conds) if conds and conds[0] is not None else None
         if kind == "COUNT_DISTINCT" and args and args[0] is not None:
             results.append(_count_distinct(args, cond, g, size, budget))
             continue
         arg = None
-        same = (tuple(map(id, args)), tuple(map(id, conds)))
         if args and args[0] is not None:
             arg = joined.get(same[0])
             if arg is None:

@@ -218,16 +218,29 @@ def counted(services: Services, selection: Selection, progress: Progress,
     splits, count = listed(services, selection)
     by_id = {meta_of(s).split_id: s for s in splits}
     progress.check()
-    # A head that is only the time range matches a split the range holds whole in every record
-    # (each has its time, ``ts``, within the split's bounds): counted without a search.
-    whole = {meta_of(s).split_id for s in splits if _inside(selection, meta_of(s))}
-    answered, failed = services.search.leaves.search([s for s in splits if meta_of(s).split_id not in whole], count)
+    totals, failed = _matches(services, selection, splits, count)
     selection.failed = sorted(failed)
-    totals = {sid: meta_of(by_id[sid]).num_records if sid in whole else answered[sid].total
-              for sid in by_id if sid in whole or sid in answered}
     progress.total = sum(totals.values())
     refuse(progress.total, max_records)
     return [(sid, by_id[sid], total, replace(count, k=total)) for sid, total in totals.items() if total]
+
+
+def _matches(services: Services, selection: Selection, splits: list, count: LeafTask) -> tuple[dict[str, int], list]:
+    """Each split's matches (split id -> records, in the splits' order) and the splits that gave
+    no answer. A head that is only the time range matches a split the range holds whole in every
+    record (each has its time, ``ts``, within the split's bounds): counted without a search where
+    this process reads the splits; a searcher counts its own (which also finds them readable)."""
+    here = isinstance(services.search.leaves, InProcessLeaves)
+    whole = {meta_of(s).split_id for s in splits if here and _inside(selection, meta_of(s))}
+    answered, failed = services.search.leaves.search([s for s in splits if meta_of(s).split_id not in whole], count)
+    totals = {}
+    for split in splits:
+        sid = meta_of(split).split_id
+        if sid in whole:
+            totals[sid] = meta_of(split).num_records
+        elif sid in answered:
+            totals[sid] = answered[sid].total
+    return totals, failed
 
 
 def _inside(selection: Selection, meta: Any) -> bool:
@@ -420,14 +433,12 @@ def _aggregated(services: Services, pipeline: Any, selection: Selection, progres
     order ``_lake`` reads them (so equal to one pass here)."""
     root = services.search
     plan, dataset = selection.plan, selection.dataset
-    node = _bounded(plan, dataset)
-    splits = _listed(root, plan, dataset, node)
+    splits, count = listed(services, selection)
+    node = count.query
     by_id = {meta_of(s).split_id: s for s in splits}
-    count = LeafTask(dataset=plan.dataset, query=node, sort_path=_BY_DOCID, descending=False, k=0)
     progress.check()
-    answered, failed = root.leaves.search(splits, count)
+    totals, failed = _matches(services, selection, splits, count)
     _whole(failed, "counted")
-    totals = {sid: answered[sid].total for sid in by_id if sid in answered}
     progress.total = sum(totals.values())
     refuse(progress.total, max_records)
     limits = AnalyticsLimits()  # as execute()'s: the same bounds as one pass here

@@ -111,6 +111,8 @@ def test_the_range_bounds_what_is_read(path):
 
 
 def test_a_split_the_range_holds_whole_is_counted_without_a_search(path, monkeypatch):
+    # Where this process reads the splits; a searcher counts its own (and so finds them readable).
+    here = isinstance(path.search.leaves, InProcessLeaves)
     searched = []
     leaves = path.search.leaves
     real = leaves.search
@@ -121,11 +123,13 @@ def test_a_split_the_range_holds_whole_is_counted_without_a_search(path, monkeyp
     # Both days whole (the range reaches past their records): nothing searched, every record read.
     got = list(records(path, selection(path, range_from=T0 - DAY), ["@fields.seq"], progress, max_records=100))
     assert seqs(got) == list(range(60)) and progress.total == 60
-    assert not [s for s in searched if hasattr(s, "meta")]
+    assert not [s for s in searched if hasattr(s, "meta")] if here else len(searched) == 2
+    searched.clear()
     # The second day cut in two: only its split is searched, and counts what the range holds.
     got = list(records(path, selection(path, range_to=T0 + DAY + 30), ["@fields.seq"], Progress(), max_records=100))
     assert seqs(got) == [i for i in range(60) if i % 2 == 0 or i <= 30]
-    assert {s.meta.time_min for s in searched if hasattr(s, "meta")} == {T0 + DAY + 1}
+    if here:
+        assert {s.meta.time_min for s in searched if hasattr(s, "meta")} == {T0 + DAY + 1}
 
 
 def test_a_data_policy_limits_what_is_read_to_what_the_caller_sees(path):
