@@ -55,6 +55,12 @@ const AXE_ON = process.env.E2E_AXE !== '0';
 async function accessibility(name) {
   if (!AXE_ON) return;
   const started = Date.now();
+  // A page whose hits came back may still be counting its fields: the
+  // sidebar is dimmed (.stale, aria-busy) until then, and fades back in over
+  // 0.15 s. axe judges the page at rest, so it waits for both (a spinner's
+  // endless animation is not a transition).
+  await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]')
+    && document.getAnimations().every((a) => !(a instanceof CSSTransition) || a.playState !== 'running'));
   if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(AXE);
   const result = await page.evaluate((options) => window.axe.run(document, options), AXE_OPTIONS);
   axeChecked.push(name);
