@@ -138,13 +138,15 @@ class BodyReader:
         return self._digest.take() if self._digest is not None else None
 
 
-class _Records:
+class Records:
     """Records as a worker sends them back: their JSON, the rules each one matches, and where the
-    flusher puts it."""
+    flusher puts it. The request thread makes the same of a body it parses itself
+    (``Ingestion.import_body``): all of it before the log's lock is taken, at the
+    import's checkpoints, so that under the lock only the behaviors are made."""
 
-    def __init__(self, rules: tuple[Any, bytes] | None, partitions: int = partition.OFF):
-        # (generation, ``RuleSet.shipped``), kept by the worker between bodies.
-        self.ruleset = received(rules[1], rules[0]) if rules is not None else None
+    def __init__(self, rules: tuple[Any, bytes] | RuleSet | None, partitions: int = partition.OFF):
+        # In a worker (generation, ``RuleSet.shipped``), kept between bodies; in the server its rule set.
+        self.ruleset = received(rules[1], rules[0]) if isinstance(rules, tuple) else rules
         self.bodies: list[bytes] = []
         self.found: dict[int, list[int]] = {}
         self.days: list[int] = []
@@ -184,7 +186,7 @@ def parse_body(body: bytes, compressed: bool | None, max_bytes: int, target: dic
     ``rules``: (generation, ``RuleSet.shipped``): which rules each record matches is found here too.
     ``partitions``: the lake's partition limit (``Placed``).
     """
-    records = _Records(rules, partitions)
+    records = Records(rules, partitions)
     reader = BodyReader(body, compressed=compressed, max_bytes=max_bytes, target=target, received_ms=received_ms,
                         keyed=keyed)
     numbers = records.take(target["dataset"], reader.numbered)
@@ -195,7 +197,7 @@ def parse_lines(lines: list[Line], target: dict[str, Any], received_ms: int,
                 rules: tuple[Any, bytes] | None = None, partitions: int = partition.OFF) -> Parsed:
     """In a worker: a part of a file's lines as read by ``iter_lines`` in the importing process
     (``Ingestion.import_stream``), parsed as ``iter_numbered`` would; no digest (unkeyed imports)."""
-    records = _Records(rules, partitions)
+    records = Records(rules, partitions)
     counts = IngestCounts()
     numbers = records.take(target["dataset"], iter_numbered(lines, received_ms=received_ms, counts=counts, **target))
     return Parsed(numbers, counts, None, records.prepared())
@@ -204,7 +206,7 @@ def parse_lines(lines: list[Line], target: dict[str, Any], received_ms: int,
 def parse_bulk(body: bytes, default_index: str | None, compressed: bool | str | None, max_bytes: int, received_ms: int,
                rules: tuple[Any, bytes] | None = None, partitions: int = partition.OFF) -> ParsedBulk:
     """In a worker: ``bulk.read_bulk`` of ``body``, each record replaced by its position in the answer's records."""
-    records = _Records(rules, partitions)
+    records = Records(rules, partitions)
     entries = [
         entry if entry.error is not None else entry._replace(record=records.add(entry.dataset, entry.record))
         for entry in read_bulk(body, default_index, compressed=compressed, max_bytes=max_bytes, received_ms=received_ms)

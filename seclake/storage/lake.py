@@ -86,6 +86,7 @@ class Lake:
         self.janitor = Janitor(self.layout, self.catalog, self.shelf, store)
         # Splits a dataset's day is written in, by customer (setting
         # customer_partitions; partition.py); 1: one.
+        self.partitions = partitions
         self.flusher = Flusher(self.layout, self.wal, self.shelf, self.builder, self.janitor, partitions,
                                spread_hold=spread_hold)
         self.merger = Merger(self.layout, self.catalog, self.shelf, self.builder, self.janitor, partitions,

@@ -41,11 +41,11 @@ def test_records_land_in_one_split_per_dataset_and_day(lake_factory):
 
 @pytest.mark.parametrize("partitions", [1, 4])
 def test_records_placed_by_a_parse_worker_land_where_their_own_fields_would_put_them(lake_factory, partitions):
-    from seclake.service.parsepool import _Records
+    from seclake.service.parsepool import Records
 
     # The worker sends each record's JSON, day and partition; the server hands the lake no record at all.
     records = [{**_event(i, day=i % 3), "@customer": ["acme", "globex"][i % 2]} for i in range(12)]
-    worker = _Records(None, partitions)
+    worker = Records(None, partitions)
     for r in records:
         worker.add("event", r)
     prepared = worker.prepared()
