@@ -139,7 +139,7 @@ class Settings(BaseSettings):
         description="How long the indexer holds records spread over many days (an import of past days) for more while more keeps coming, so that it writes fewer, larger splits and searches stay fast meanwhile (docs/operations.md); 0: never.",
     )
     ingest_yield_share: float = Field(
-        0.1, ge=0, le=0.9,
+        0.5, ge=0, le=0.9,
         description="The largest share of time bulk imports wait for running searches (searches first: docs/operations.md); 0 never waits.",
     )
     customer_partitions: int = Field(

@@ -65,6 +65,7 @@ def _run(settings: Settings, demo: bool) -> None:
 
     from seclake.api.app import create_app
     from seclake.service.logformat import configure as configure_logs
+    from seclake.service.priority import favour_interactive
     from seclake.services import Services
 
     configure_logs(settings.log_level, settings.log_format)
@@ -77,6 +78,7 @@ def _run(settings: Settings, demo: bool) -> None:
     sock = None if settings.standby else bind(settings.host, settings.port)
     _warn_if_interpreted()
     _say_allocator()
+    favour_interactive()
     services = Services(settings)
     if settings.standby:
         # Before the server starts: a standby does not listen (a load
