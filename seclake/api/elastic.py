@@ -179,15 +179,28 @@ def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | 
     MemoryBudget(settings.max_import_memory_mb << 20).check(body, compressed=compressed, max_bytes=settings.max_import_bytes)
     received_ms = int(time.time() * 1000)
     parsers = services.ingestion.parsers
+    here: list[dict[str, Any]] | None = None
     if parsers is not None and parsers.takes(body):
         detector = services.ingestion.detector
         parsed = parsers.parse_bulk(body, default_index, compressed=compressed, max_bytes=settings.max_import_bytes,
                                     received_ms=received_ms, rules=detector.ruleset() if detector is not None else None)
         entries, prepared = parsed.entries, parsed.prepared
     else:
-        entries = read_bulk(body, default_index, compressed=compressed, max_bytes=settings.max_import_bytes,
-                            received_ms=received_ms)
-        prepared = None
+        # Read between the import's checkpoints; each record's JSON and rule matches made as it is read
+        # (``Ingestion.made_here``), the records themselves kept (``here``: by position).
+        made = services.ingestion.made_here()
+        here = []
+
+        def taken(entry: Any) -> Any:
+            if made is None or entry.error is not None:
+                return entry
+            here.append(entry.record)
+            made.add(entry.dataset, entry.record)
+            return entry._replace(record=len(here) - 1)
+
+        entries = [taken(e) for e in services.ingestion.paced(read_bulk(
+            body, default_index, compressed=compressed, max_bytes=settings.max_import_bytes, received_ms=received_ms))]
+        prepared = made.prepared() if made is not None else None
     admit: dict[str, Any] = {}
     items: list[tuple[str, dict[str, Any]]] = []
     kept: list[int] = []  # of each item, its record's position in ``prepared``
@@ -198,7 +211,10 @@ def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | 
             answers.append((action, index, doc_id, None, entry.error))
             continue
         # From a worker, the record as the log will replay it: decoded from the JSON it stores.
-        record = orjson.loads(prepared.bodies[entry.record]) if prepared is not None else entry.record
+        if prepared is None:
+            record = entry.record
+        else:
+            record = here[entry.record] if here is not None else orjson.loads(prepared.bodies[entry.record])
         if dataset not in admit:
             restriction = caller.restriction(DATASETS[dataset], settings)
             admit[dataset] = None if restriction is None else compile_matcher(restriction, DATASETS[dataset])

@@ -173,21 +173,15 @@ class Ingestion:
             reader = BodyReader(body, compressed=compressed, max_bytes=max_bytes, target=target,
                                 received_ms=received_ms, keyed=key is not None)
             counts, digest, prepared = reader.counts, reader.digest, None
-            numbered = self._paced(reader.numbered)
+            numbered = self.paced(reader.numbered)
             numbered = numbered if admit is None else admit.check(numbered)
-            if self.lake is None:
-                items = [(dataset, r) for _, r in numbered]
-            else:
-                # What a parse worker makes of the records (their JSON, the rules each matches, their
-                # days), made here between the import's checkpoints: under the log's lock, where
-                # nothing yields to a search, only the behaviors are left to make (the matching
-                # there was a third of a full-speed import's time in this interpreter).
-                made = Records(self.detector.ruleset() if self.detector is not None else None, self.lake.partitions)
-                items = []
-                for _, record in numbered:
+            made = self.made_here()
+            items = []
+            for _, record in numbered:
+                if made is not None:
                     made.add(dataset, record)
-                    items.append((dataset, record))
-                prepared = made.prepared()
+                items.append((dataset, record))
+            prepared = made.prepared() if made is not None else None
         self.yield_to_searches()
         if key is None:
             first, last = self._append(items, prepared=prepared)
@@ -242,7 +236,7 @@ class Ingestion:
             if progress:
                 progress(len(batch))
 
-        for record in self._paced(self._records(lines, vendor=vendor, dataset=dataset, fmt=fmt, customer=customer,
+        for record in self.paced(self._records(lines, vendor=vendor, dataset=dataset, fmt=fmt, customer=customer,
                                                 counts=counts)):
             batch.append((dataset, record))
             if len(batch) >= BATCH:
@@ -333,8 +327,19 @@ class Ingestion:
         if self.priority is not None:
             self.priority.yield_to_interactive()
 
-    def _paced(self, items: Iterable[T]) -> Iterable[T]:
+    def paced(self, items: Iterable[T]) -> Iterable[T]:
+        """``items`` with a bulk import's checkpoints between them (service/priority.py)."""
         return items if self.priority is None else self.priority.paced(items)
+
+    def made_here(self) -> Records | None:
+        """For records a bulk import parses in this thread: what a parse worker makes of them (their
+        JSON, the rules each matches, their days), made as they are read, between the import's
+        checkpoints. Under the log's lock, where nothing yields to a search, only the behaviors are
+        then left to make (the matching there was a third of a full-speed import's time in this
+        interpreter). None where this process does not write the lake."""
+        if self.lake is None:
+            return None
+        return Records(self.detector.ruleset() if self.detector is not None else None, self.lake.partitions)
 
     def append_once(self, items: list[tuple[str, dict[str, Any]]], request: dict[str, Any]) -> Stored:
         """Store records under an idempotency key (``idempotency.attempt``) unless they are stored already."""

@@ -100,13 +100,10 @@ def test_by_default_the_split_builders_run_at_a_lower_cpu_priority_than_the_serv
     assert builder._run(os.nice, 0, kind=MERGE) == min(os.nice(0) + MERGE_NICENESS, 19)
 
 
-def test_an_import_matches_its_rules_before_the_log_s_lock_and_detects_the_same(start_server, monkeypatch):
-    # Nothing under the log's lock yields to a search: the rules' matching of a body the request
-    # thread parses (a third of a full-speed import's time in the interpreter) happens before it.
+def _matching_under_the_log_s_lock(srv, monkeypatch) -> list[bool]:
+    """Whether the log's lock was held at each rule matching from now on."""
     from seclake.detect.ruleset import RuleSet
 
-    srv = start_server()
-    token = srv.login()
     lock = srv.services.lake.wal._lock
     under_lock: list[bool] = []
     matching = RuleSet.matching
@@ -116,6 +113,15 @@ def test_an_import_matches_its_rules_before_the_log_s_lock_and_detects_the_same(
         return matching(self, dataset, record)
 
     monkeypatch.setattr(RuleSet, "matching", spied)
+    return under_lock
+
+
+def test_an_import_matches_its_rules_before_the_log_s_lock_and_detects_the_same(start_server, monkeypatch):
+    # Nothing under the log's lock yields to a search: the rules' matching of a body the request
+    # thread parses (a third of a full-speed import's time in the interpreter) happens before it.
+    srv = start_server()
+    token = srv.login()
+    under_lock = _matching_under_the_log_s_lock(srv, monkeypatch)
     # Failed sshd logins of one user from two addresses: the starter pack's brute-force rules.
     lines = [f"<38>Nov 21 10:00:{i:02d} bastion sshd[41{i}]: Failed password for admin from 198.51.100.{i % 2 + 1} "
              f"port 4002{i} ssh2" for i in range(12)]
@@ -127,3 +133,19 @@ def test_an_import_matches_its_rules_before_the_log_s_lock_and_detects_the_same(
     found = srv.call("ds/fsm_behavior_search", {"options": {
         "range_from": 0, "range_to": 4_000_000_000_000, "range_field": "timestamp", "fetchLimit": 50}}, token=token)
     assert found["hits"]["total"] > 0, "the matches found before the lock made no behavior"
+
+
+def test_a_bulk_body_read_here_matches_its_rules_before_the_log_s_lock(start_server, monkeypatch):
+    srv = start_server()
+    token = srv.login()
+    under_lock = _matching_under_the_log_s_lock(srv, monkeypatch)
+    body = "".join(f'{{"index":{{}}}}\n{{"message":"bulk {i}","tag":"early"}}\n' for i in range(20)).encode()
+    r = httpx.post(f"{srv.url}/early/_bulk", content=body, timeout=30, headers={
+        "Servicetoken": token, "Content-Type": "application/x-ndjson"})
+    assert r.status_code == 200 and r.json()["errors"] is False, r.text
+    assert len(under_lock) == 20 and not any(under_lock)
+    srv.services.lake.flush()
+    found = srv.call("ds/get_index_zoom_histogram_lv3", {"partition": "default", "options": {
+        "dateFacetField": "@timestamp", "searchStr": "tag:early", "fetchLimit": 5, "range_from": 0,
+        "range_to": 4_000_000_000_000}}, token=token)
+    assert found["hits"]["total"] == 20
