@@ -17,9 +17,9 @@ load bulk ingest keeps at least ``1 - share`` of its time: searches take
 their turn, not the import's whole rate (an early version that waited
 for every search, with the rules matched under the log's lock, cut a
 full-speed import under 4 searches a second to 12% of its rate; with the
-matching between checkpoints, a share of 0.9 cost that import nothing
-measurable, and 0.1 left searches 2.1-2.3x slower than idle against
-1.7-2.1x). What an import waited is only delay: nothing
+matching between checkpoints, at a share of 0.5 that import kept 79-87% of
+its rate and searches ran 1.6-1.7x slower than idle, against 90-101% and
+1.8x before, docs/operations.md). What an import waited is only delay: nothing
 it sent is refused or dropped, and its reply comes when its records are
 durable, as always. The wait is counted (``seclake_ingest_yield_seconds_total``).
 """
