@@ -17,8 +17,8 @@ load bulk ingest keeps at least ``1 - share`` of its time: searches take
 their turn, not the import's whole rate (an early version that waited
 for every search, with the rules matched under the log's lock, cut a
 full-speed import under 4 searches a second to 12% of its rate; with the
-matching between checkpoints, at a share of 0.5 that import kept 79-87% of
-its rate and searches ran 1.6-1.7x slower than idle, against 90-101% and
+matching between checkpoints, at a share of 0.5 that import kept 79-100% of
+its rate and searches ran 1.6-1.8x slower than idle, against 90-101% and
 1.8x before, docs/operations.md). What an import waited is only delay: nothing
 it sent is refused or dropped, and its reply comes when its records are
 durable, as always. The wait is counted (``seclake_ingest_yield_seconds_total``).
