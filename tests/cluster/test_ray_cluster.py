@@ -138,6 +138,9 @@ def test_the_field_catalog_counts_as_embedded_mode(cluster):
 
 
 def test_each_worker_node_runs_a_pinned_searcher_that_served_splits(cluster):
+    # A search of each dataset first: the splits are opened whether or not the module's other tests ran.
+    for case in {c.dataset: c for c in CASES}.values():
+        cluster["root"].search(plans(case)[0])
     infos = searchers()
     by_node = {info["node_id"]: info for info in infos.values()}
     assert set(by_node) == {cluster["nodes"][w] for w in WORKERS}, infos
