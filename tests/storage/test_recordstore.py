@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from concurrent.futures import ThreadPoolExecutor
 
@@ -119,6 +120,35 @@ def test_many_threads_read_one_store_at_once(tmp_path):
 
     with ThreadPoolExecutor(8) as pool:
         assert all(pool.map(reader, range(16)))
+
+
+def _resident_kb(path) -> int:
+    """This process's resident memory of its mappings of ``path`` (smaps' Rss)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()
+            if head and "-" in head[0] and len(head) >= 5 and ":" in head[3]:
+                inside = line.rstrip().endswith(str(path))
+            elif inside and head[0] == "Rss:":
+                total += int(head[1])
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="reads Linux's /proc/self/smaps")
+def test_a_pass_over_the_whole_file_does_not_keep_it_resident(tmp_path):
+    # A merge, a split's columns computed or a scanned split read every page of the file: the
+    # process kept them all (the server's memory grew by the files it had read through).
+    rng = random.Random(7)
+    records = [(i + 1, orjson.dumps({"i": i, "blob": rng.randbytes(1500).hex()})) for i in range(8000)]
+    path = tmp_path / recordstore.FILE_NAME
+    size = recordstore.write(path, records)
+    assert size > 8 * 1024 * 1024
+    store = RecordStore(path)
+    assert sum(1 for _ in store) == len(records)
+    assert _resident_kb(path) * 1024 < 2 * recordstore.RELEASE_BYTES  # at most the last step's pages
+    # A lookup after the pass maps its block again.
+    assert store.get(records[4321][0]) == records[4321][1]
 
 
 def test_a_damaged_file_says_what_and_where(tmp_path):
