@@ -275,6 +275,12 @@ class Flusher:
                         flights.append((batch, *self._start(batch)))
                         continue
                     if not flights:
+                        if not done and not more:
+                            # Nothing to index: what the log's other readers let go of since
+                            # the last flush leaves the disk now, not at the next import (a
+                            # 60 MB segment the detector held at an import's last flush
+                            # stayed until then, and every start read it whole).
+                            self.trim()
                         return done
                     running = self.builder.running()
                     if len(flights) < MAX_FLIGHTS and running:
@@ -346,8 +352,12 @@ class Flusher:
                 self._arrivals.popleft()
             self.indexed_seq = max(self.indexed_seq, batch[-1][0])
             self.cond.notify_all()
-        self.wal.trim(min([self.indexed_seq] + [hold() for hold in self.holds]))
+        self.trim()
         return len(batch)
+
+    def trim(self) -> None:
+        """Delete the log's segments that indexing and every other reader (``holds``) are done with."""
+        self.wal.trim(min([self.indexed_seq] + [hold() for hold in self.holds]))
 
     def _salvage(self, job: Job, error: BaseException) -> list[tuple[SplitMeta, Path]]:
         """The splits of a job whose build failed: its records built again in

@@ -661,3 +661,29 @@ def test_a_row_altered_while_the_lake_runs_is_refused_where_its_split_would_be_d
     assert [e.split_id for e in lake.catalog.entries("marked")] == ["../../../../victim"]
     scraped = {m.name: m.samples[0].value for m in LakeCollector(lake, None, lambda: True).collect() if m.samples}
     assert scraped["seclake_split_deletions_refused"] == 1
+
+
+def test_the_log_lets_go_of_what_its_readers_release_without_waiting_for_another_import(lake_factory):
+    # A reader of the log besides indexing (the detector's saved state, idempotency keys) held it
+    # at an import's last flush; once it lets go, the idle indexer deletes the segments: they
+    # stayed until the next import, and every start read them whole.
+    lake = lake_factory(background=True)
+    lake.wal.segment_bytes = 4096
+    held = [0]
+    lake.wal_holds.append(lambda: held[0])
+    last = 0
+    for b in range(6):
+        _first, last = lake.append([("event", _event(b * 40 + i)) for i in range(40)])
+    assert lake.wait_indexed(last, timeout=10)
+
+    def segments() -> int:
+        return len(list(lake.layout.wal.glob("*.wal")))
+
+    time.sleep(0.3)  # several idle rounds of the indexer: the hold keeps them
+    assert segments() >= 3
+    held[0] = last
+    deadline = time.monotonic() + 5
+    while segments() > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert segments() == 1  # the one being written
+    assert _docids(lake) == list(range(1, 241))
