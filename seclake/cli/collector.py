@@ -6,7 +6,7 @@ import gc
 
 # Young collections after this many more container objects than were freed
 # (Python's default: 700).
-YOUNG_COLLECTION_AT = 100_000
+YOUNG_COLLECTION_AT = 500_000
 
 
 def quiet_collector() -> None:
@@ -21,6 +21,17 @@ def quiet_collector() -> None:
     ~7% of its time in collections. With a higher first threshold the
     garbage dies by reference counting before any collection; what exists
     at start-up is frozen out of the passes.
+
+    The threshold is above what an import holds alive: a parsed record is
+    about ten containers (the record, its field maps, lists), held until
+    its batch is logged. At 100,000 two importers' batches of 4,000 lines
+    crossed it every few seconds, and each young collection walked the
+    batches' live records to find nothing to free: 26 pauses of 2-93 ms
+    (851 ms in all) in the 90 s of the bench's searches-under-an-import
+    stage, each stalling every thread, searches included. At 500,000 there
+    was none past 2 ms (docs/operations.md). Memory is not held by it:
+    what is not in a reference cycle is freed at once, whatever the
+    threshold.
     """
     gc.freeze()
     gc.set_threshold(YOUNG_COLLECTION_AT)
