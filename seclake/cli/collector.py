@@ -26,10 +26,10 @@ def quiet_collector() -> None:
     about ten containers (the record, its field maps, lists), held until
     its batch is logged. At 100,000 two importers' batches of 4,000 lines
     crossed it every few seconds, and each young collection walked the
-    batches' live records to find nothing to free: 26 pauses of 2-93 ms
-    (851 ms in all) in the 90 s of the bench's searches-under-an-import
-    stage, each stalling every thread, searches included. At 500,000 there
-    was none past 2 ms (docs/operations.md). Memory is not held by it:
+    batches' live records to find little to free: 10 pauses of 28-112 ms
+    (715 ms in all) over the two 30 s import phases of the bench's
+    searches-under-an-import stage, each stalling every thread, searches
+    included. At 500,000 there was none past 2 ms (docs/operations.md). Memory is not held by it:
     what is not in a reference cycle is freed at once, whatever the
     threshold.
     """

@@ -15,7 +15,7 @@ OLD_THRESHOLD = 100_000  # the young threshold before: two importers' batches cr
 def test_an_import_batch_held_until_it_is_logged_makes_no_young_collection():
     # A parsed record is about ten containers, alive until its batch is logged: at the old
     # threshold each young collection walked the live batch to free nothing, stalling every
-    # thread (searches too) for 25-93 ms under the bench's import.
+    # thread (searches too) for 28-112 ms under the bench's import.
     lines = list(itertools.islice(generate(days=1, end_ms=1_793_491_200_000, events_per_day=30_000, seed=3), 16_000))
     saved = gc.get_threshold()
     try:
