@@ -142,8 +142,7 @@ class Services:
         # Large import bodies, and the files of `seclake import`, are parsed in worker
         # processes (service/parsepool.py), if any; they start at the first body that needs one.
         workers = settings.effective_parse_workers
-        self.parsers = ParsePool(workers, partitions=settings.customer_partitions,
-                                 niceness=settings.build_niceness) if workers else None
+        self.parsers = ParsePool(workers, partitions=settings.customer_partitions) if workers else None
         self.metrics.watch(LakeCollector(self.lake, self.detector if settings.ingest else None, self.readiness.ready,
                                          self.parsers))
         # Syslog listeners (service/listeners.py): started last, once imports can be stored.

@@ -132,7 +132,7 @@ class Settings(BaseSettings):
     )
     build_niceness: int = Field(
         10, ge=0, le=19,
-        description="CPU priority of the split-building and parse worker processes (nice): above 0 the server's searches and ingest take the CPU first; 0: the server's priority (docs/operations.md).",
+        description="CPU priority of the split-building worker processes (nice): above 0 the server's searches and ingest take the CPU first; 0: the server's priority (docs/operations.md).",
     )
     spread_hold_seconds: float = Field(
         5.0, ge=0, le=60,

@@ -217,11 +217,8 @@ def parse_bulk(body: bytes, default_index: str | None, compressed: bool | str | 
 class ParsePool:
     """``workers`` spawned processes that parse import bodies, started at the first body that needs one."""
 
-    def __init__(self, workers: int, min_bytes: int = MIN_BYTES, partitions: int = partition.OFF, niceness: int = 0):
+    def __init__(self, workers: int, min_bytes: int = MIN_BYTES, partitions: int = partition.OFF):
         self.workers = workers
-        # Their CPU priority (setting ``build_niceness``, as the split builders'): bulk work, so a
-        # search in the server takes a core first (issue 45; docs/operations.md).
-        self.niceness = niceness
         # The lake's partition limit (setting ``customer_partitions``): records are placed under it (``Placed``).
         self.partitions = partitions
         # Bodies smaller than this are the request thread's (``takes``).
@@ -321,7 +318,7 @@ class ParsePool:
         with self._lock:
             if self._pool is None:
                 self._pool = ProcessPoolExecutor(self.workers, mp_context=workers.CONTEXT,
-                                                 initializer=workers.start, initargs=(os.getpid(), self.niceness, "seclake-parse"))
+                                                 initializer=workers.start, initargs=(os.getpid(), 0, "seclake-parse"))
             return self._pool
 
     def pids(self) -> list[int]:

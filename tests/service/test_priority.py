@@ -7,7 +7,6 @@ import threading
 import time
 
 import httpx
-import pytest
 
 from seclake.service.priority import Priority
 from seclake.storage.builder import MERGE, MERGE_NICENESS
@@ -99,16 +98,6 @@ def test_by_default_the_split_builders_run_at_a_lower_cpu_priority_than_the_serv
     # os.nice(0) answers the calling process's niceness: here in a build worker, then in a merge worker.
     assert builder._run(os.nice, 0) == min(os.nice(0) + 10, 19)
     assert builder._run(os.nice, 0, kind=MERGE) == min(os.nice(0) + MERGE_NICENESS, 19)
-
-
-@pytest.mark.settings(parse_workers=1)
-def test_parse_workers_run_at_the_builders_lower_cpu_priority(services):
-    """Parse workers are bulk work too: at the server's priority they took a core from searches.
-    Niced, two cores under a full-speed import answered searches 13% faster at p50 and 25% at
-    p99, and the import alone ran 18% faster than parsing in the request thread (docs/operations.md)."""
-    pool = services.parsers
-    assert pool is not None
-    assert pool._run(os.nice, 0) == min(os.nice(0) + services.settings.build_niceness, 19)
 
 
 def _matching_under_the_log_s_lock(srv, monkeypatch) -> list[bool]:
