@@ -179,17 +179,22 @@ def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | 
     MemoryBudget(settings.max_import_memory_mb << 20).check(body, compressed=compressed, max_bytes=settings.max_import_bytes)
     received_ms = int(time.time() * 1000)
     parsers = services.ingestion.parsers
-    here: list[dict[str, Any]] | None = None
+    # With ``prepared`` (a worker's or this thread's JSON and rule matches of the records), each
+    # entry's record is its position there; ``record_of`` gives the record itself.
     if parsers is not None and parsers.takes(body):
         detector = services.ingestion.detector
         parsed = parsers.parse_bulk(body, default_index, compressed=compressed, max_bytes=settings.max_import_bytes,
                                     received_ms=received_ms, rules=detector.ruleset() if detector is not None else None)
         entries, prepared = parsed.entries, parsed.prepared
+
+        def record_of(entry: Any) -> dict[str, Any]:
+            # From a worker, the record as the log will replay it: decoded from the JSON it stores.
+            return orjson.loads(prepared.bodies[entry.record])
     else:
         # Read between the import's checkpoints; each record's JSON and rule matches made as it is read
-        # (``Ingestion.made_here``), the records themselves kept (``here``: by position).
+        # (``Ingestion.made_here``; None where this process does not write the lake).
         made = services.ingestion.made_here()
-        here = []
+        here: list[dict[str, Any]] = []
 
         def taken(entry: Any) -> Any:
             if made is None or entry.error is not None:
@@ -201,6 +206,9 @@ def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | 
         entries = [taken(e) for e in services.ingestion.paced(read_bulk(
             body, default_index, compressed=compressed, max_bytes=settings.max_import_bytes, received_ms=received_ms))]
         prepared = made.prepared() if made is not None else None
+
+        def record_of(entry: Any) -> dict[str, Any]:
+            return here[entry.record] if made is not None else entry.record
     admit: dict[str, Any] = {}
     items: list[tuple[str, dict[str, Any]]] = []
     kept: list[int] = []  # of each item, its record's position in ``prepared``
@@ -210,11 +218,7 @@ def store_bulk(services: Any, caller: Caller, body: bytes, default_index: str | 
         if entry.error is not None:
             answers.append((action, index, doc_id, None, entry.error))
             continue
-        # From a worker, the record as the log will replay it: decoded from the JSON it stores.
-        if prepared is None:
-            record = entry.record
-        else:
-            record = here[entry.record] if here is not None else orjson.loads(prepared.bodies[entry.record])
+        record = record_of(entry)
         if dataset not in admit:
             restriction = caller.restriction(DATASETS[dataset], settings)
             admit[dataset] = None if restriction is None else compile_matcher(restriction, DATASETS[dataset])
